@@ -1,0 +1,42 @@
+package dev.taco.codec;
+
+/**
+ * A lossy or lossless encoding of a float32 tensor into a self-describing byte payload, used on the wire of
+ * the tensor-parallel collectives (DESIGN §3).
+ *
+ * <p>The tensor is {@code rows x cols} float32 values, row-major, starting at {@code x[off]}. A payload made by
+ * {@link #encode} carries its own header (magic, version, codec id, shape, group size, format, checksum), so
+ * {@link #decode} needs nothing but the bytes. Implementations are stateless and thread-safe.
+ */
+public interface Codec {
+
+  /** The codec's name as the command line spells it ({@code none}, {@code fp32}, {@code taco}, {@code int8-group}). */
+  String name();
+
+  /**
+   * Exact size in bytes of the payload {@link #encode} writes for a {@code rows x cols} tensor.
+   *
+   * @throws IllegalArgumentException if {@code rows} or {@code cols} is not positive
+   */
+  int encodedSize(int rows, int cols);
+
+  /**
+   * Encodes {@code x[off .. off + rows*cols)} into {@code out[outOff ..]}.
+   *
+   * @return the number of bytes written, equal to {@link #encodedSize}
+   * @throws IllegalArgumentException for non-positive sizes, a too-small output, or a NaN/Inf input (the message
+   *     names the index of the first non-finite value)
+   */
+  int encode(float[] x, int off, int rows, int cols, byte[] out, int outOff);
+
+  /**
+   * Decodes the payload in {@code in[inOff .. inOff + len)} into {@code out[outOff ..]}, writing {@code rows*cols}
+   * values; when {@code accumulate} is true the decoded values are added to {@code out} instead (the
+   * decompress-reduce step of a compressed reduction, fp32 accumulation).
+   *
+   * @return the number of values written, {@code rows*cols} from the header
+   * @throws MalformedPayloadException if the payload is truncated, has a bad magic, version, codec id, checksum,
+   *     shape or group size; nothing is written to {@code out} in that case
+   */
+  int decode(byte[] in, int inOff, int len, float[] out, int outOff, boolean accumulate);
+}
