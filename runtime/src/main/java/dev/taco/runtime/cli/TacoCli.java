@@ -1,0 +1,189 @@
+package dev.taco.runtime.cli;
+
+import dev.taco.runtime.data.Corpus;
+import dev.taco.runtime.model.GptConfig;
+import dev.taco.runtime.train.Report;
+import dev.taco.runtime.train.RunResult;
+import dev.taco.runtime.train.Trainer;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The {@code taco} command line. {@code taco train} trains a byte-level GPT with Megatron-style tensor parallelism
+ * on CPU threads-as-ranks, once per compression setting, from the same seed, and reports losses, bytes on the wire
+ * and codec error side by side. Flags are named as in Megatron-LM.
+ */
+@Command(name = "taco", mixinStandardHelpOptions = true, version = "taco 0.1.0",
+    description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).",
+    subcommands = {TacoCli.Train.class, CommandLine.HelpCommand.class})
+public final class TacoCli {
+  private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
+
+  /** {@code taco train}: the main job. */
+  @Command(name = "train", mixinStandardHelpOptions = true,
+      description = "Train a byte-level GPT with tensor parallelism on the CPU; by default twice from the same seed,"
+          + " uncompressed (bf16 on the wire) and with TACO, and compare.")
+  static final class Train implements Callable<Integer> {
+    @Option(names = "--compression", split = ",", paramLabel = "CODEC",
+        description = "One or more of none (bf16 on the wire), taco, int8-group, fp32 (exact), comma-separated."
+            + " Default: none,taco.")
+    List<String> compression = new ArrayList<>(List.of("none", "taco"));
+
+    @Option(names = {"--tensor-model-parallel-size", "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
+    int tp = 2;
+
+    @Option(names = "--steps", description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
+    int steps = 120;
+
+    @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on. Default: the bundled Jargon File.")
+    Path data;
+
+    @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.")
+    long seed = 1234;
+
+    @Option(names = "--num-layers", description = "Transformer blocks. Default: ${DEFAULT-VALUE}.")
+    int numLayers = 4;
+
+    @Option(names = "--hidden-size", description = "Model width C. Default: ${DEFAULT-VALUE}.")
+    int hiddenSize = 128;
+
+    @Option(names = "--num-attention-heads", description = "Attention heads. Default: ${DEFAULT-VALUE}.")
+    int numHeads = 4;
+
+    @Option(names = "--seq-length", description = "Context length T in bytes. Default: ${DEFAULT-VALUE}.")
+    int seqLength = 128;
+
+    @Option(names = "--micro-batch-size", description = "Sequences per step. Default: ${DEFAULT-VALUE}.")
+    int microBatch = 8;
+
+    @Option(names = "--lr", description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
+    float lr = 3e-3f;
+
+    @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.")
+    int evalInterval = 20;
+
+    @Option(names = "--eval-iters", description = "Validation micro-batches per evaluation. Default: ${DEFAULT-VALUE}.")
+    int evalIters = 4;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json and loss.png. Default: runs/<timestamp>.")
+    Path out;
+
+    @Override
+    public Integer call() throws Exception {
+      GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp);
+      if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
+      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters);
+      for (String c : compression) Trainer.requireKnownCompression(c);
+      Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
+      corpus.requireWindow(seqLength);
+      if (out == null) out = Path.of("runs", LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+      Files.createDirectories(out);
+      log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
+      log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {} cores",
+          numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp,
+          Runtime.getRuntime().availableProcessors());
+
+      List<RunResult> runs = new ArrayList<>();
+      for (String c : compression) runs.add(Trainer.run(cfg, corpus, c, opt));
+
+      PrintWriter w = new PrintWriter(System.out, true);
+      printTable(w, runs);
+      Map<String, Object> config = new LinkedHashMap<>();
+      config.put("num_layers", numLayers);
+      config.put("hidden_size", hiddenSize);
+      config.put("num_attention_heads", numHeads);
+      config.put("seq_length", seqLength);
+      config.put("micro_batch_size", microBatch);
+      config.put("tensor_model_parallel_size", tp);
+      config.put("steps", steps);
+      config.put("lr", lr);
+      config.put("seed", seed);
+      config.put("parameters", cfg.parameterCount());
+      Path json = Report.writeJson(out, config, corpus.name(), runs);
+      Path png = Report.writeLossPlot(out, runs);
+      w.printf("%nwrote %s and %s%n", json, png);
+      return 0;
+    }
+  }
+
+  /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
+  static void printTable(PrintWriter w, List<RunResult> runs) {
+    StringBuilder head = new StringBuilder(String.format("%6s", "step"));
+    for (RunResult r : runs) head.append(String.format(" | %-12s %8s %8s", r.compression(), "train", "val"));
+    w.println();
+    w.println(head);
+    int steps = runs.get(0).history().size();
+    for (int i = 0; i < steps; i++) {
+      RunResult.StepRow first = runs.get(0).history().get(i);
+      boolean evalRow = first.val_loss() != null;
+      if (!evalRow && i % 10 != 0) continue;
+      StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
+      for (RunResult r : runs) {
+        RunResult.StepRow row = r.history().get(i);
+        line.append(String.format(Locale.ROOT, " | %-12s %8s %8s", "", fmt(row.train_loss()),
+            row.val_loss() == null ? "" : fmt(row.val_loss())));
+      }
+      w.println(line);
+    }
+    w.println();
+    double base = runs.get(0).tp_bytes_per_step();
+    w.printf("%-12s %4s %10s %10s %9s %16s %9s %9s %10s%n", "compression", "tp", "val@0", "val@end", "drop",
+        "TP bytes/step", "vs first", "wall s", "tokens/s");
+    for (RunResult r : runs) {
+      w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %9.3f %9.1f %10.0f%n", r.compression(), r.tp(),
+          r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
+          r.tp_bytes_per_step(), r.tp_bytes_per_step() / base, r.wall_seconds(), r.tokens_per_second());
+    }
+    w.println();
+    w.printf("%-12s %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
+        "saturated", "B/elem", "tensors");
+    for (RunResult r : runs) {
+      r.codec_error().forEach((site, e) -> w.printf(Locale.ROOT, "%-12s %-5s %10.3e %9.2f %14.2e %10d %8.4f %8d%n",
+          r.compression(), site, e.rel_l2(), e.snr_db(), e.zero_collapse_rate(), e.saturated(), e.bytes_per_element(),
+          e.samples()));
+    }
+    if (runs.size() > 1) {
+      for (int i = 1; i < runs.size(); i++) {
+        RunResult r = runs.get(i);
+        w.printf(Locale.ROOT, "%s vs %s: final validation loss %+.2f%%, TP bytes per step x%.3f%n", r.compression(),
+            runs.get(0).compression(), 100 * (r.final_val_loss() / runs.get(0).final_val_loss() - 1),
+            r.tp_bytes_per_step() / base);
+      }
+    }
+  }
+
+  private static String fmt(double v) {
+    return Double.isNaN(v) ? "" : String.format(Locale.ROOT, "%.4f", v);
+  }
+
+  /** Entry point: runs the command; bad input gives one line on stderr and a non-zero exit, no stack trace. */
+  public static void main(String[] args) {
+    CommandLine cl = new CommandLine(new TacoCli());
+    cl.setParameterExceptionHandler((ex, a) -> {
+      System.err.println("taco: " + ex.getMessage() + " (see: taco " + (a.length > 0 ? a[0] + " " : "") + "--help)");
+      return 2;
+    });
+    cl.setExecutionExceptionHandler((ex, c, parsed) -> {
+      log.debug("failed", ex);
+      Throwable root = ex;
+      while (root.getCause() != null && root.getMessage() == null) root = root.getCause();
+      System.err.println("taco: error: " + (root.getMessage() != null ? root.getMessage() : root.toString()));
+      return ex instanceof IllegalArgumentException ? 2 : 1;
+    });
+    System.exit(cl.execute(args));
+  }
+}

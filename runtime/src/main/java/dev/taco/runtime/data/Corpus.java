@@ -1,0 +1,123 @@
+package dev.taco.runtime.data;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * A byte-level text corpus: every UTF-8 byte is one token (vocabulary 256), split into a training part and a
+ * held-out validation part (the last {@code valFraction} of the bytes), as in llm.c's tinyshakespeare loader.
+ *
+ * <p>The bundled default is the Jargon File 4.4.7 (public domain), from Debian's {@code dict-jargon} package
+ * ({@code jargon.dict.dz}, a gzip stream), so a run needs no download.
+ */
+public final class Corpus {
+  /** Vocabulary size of byte-level tokens. */
+  public static final int VOCAB = 256;
+
+  private static final String BUNDLED = "/jargon.dict.dz";
+
+  private final String name;
+  private final byte[] train;
+  private final byte[] val;
+
+  private Corpus(String name, byte[] text, double valFraction) {
+    this.name = name;
+    int nVal = (int) Math.round(text.length * valFraction);
+    this.train = Arrays.copyOfRange(text, 0, text.length - nVal);
+    this.val = Arrays.copyOfRange(text, text.length - nVal, text.length);
+  }
+
+  /** The bundled Jargon File corpus. */
+  public static Corpus bundled(double valFraction) {
+    try (InputStream in = Corpus.class.getResourceAsStream(BUNDLED)) {
+      if (in == null) throw new IllegalStateException("bundled corpus " + BUNDLED + " is missing from the class path");
+      byte[] text = new GZIPInputStream(in).readAllBytes();
+      return of("Jargon File 4.4.7 (bundled)", text, valFraction);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read the bundled corpus: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Reads a UTF-8 text file.
+   *
+   * @throws IllegalArgumentException if the file is missing, unreadable, empty, or not UTF-8 text (a NUL byte or an
+   *     invalid UTF-8 sequence; the message gives the byte offset)
+   */
+  public static Corpus fromFile(Path file, double valFraction) {
+    byte[] text;
+    try {
+      text = Files.readAllBytes(file);
+    } catch (NoSuchFileException e) {
+      throw new IllegalArgumentException("data file not found: " + file);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read data file " + file + ": " + e.getMessage());
+    }
+    return of(file.toString(), text, valFraction);
+  }
+
+  /** Wraps text bytes after validating them (see {@link #fromFile}). */
+  public static Corpus of(String name, byte[] text, double valFraction) {
+    if (!(valFraction > 0 && valFraction < 0.5)) throw new IllegalArgumentException("validation fraction must be in (0, 0.5), got " + valFraction);
+    if (text.length == 0) throw new IllegalArgumentException("data file " + name + " is empty");
+    for (int i = 0; i < text.length; i++) {
+      if (text[i] == 0) throw new IllegalArgumentException("data file " + name + " is binary, not text (NUL byte at offset " + i + ")");
+    }
+    try {
+      StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(text));
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("data file " + name + " is not UTF-8 text (" + e.getMessage() + ")");
+    }
+    return new Corpus(name, text, valFraction);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public int trainBytes() {
+    return train.length;
+  }
+
+  public int valBytes() {
+    return val.length;
+  }
+
+  /**
+   * Checks that both splits hold at least one window of {@code seqLength + 1} tokens.
+   *
+   * @throws IllegalArgumentException naming the split and the sizes otherwise
+   */
+  public void requireWindow(int seqLength) {
+    if (train.length < seqLength + 1 || val.length < seqLength + 1) {
+      throw new IllegalArgumentException("data " + name + " is too short for --seq-length " + seqLength + ": train split "
+          + train.length + " bytes, validation split " + val.length + " bytes, each needs at least " + (seqLength + 1));
+    }
+  }
+
+  /**
+   * Fills a micro-batch of {@code b} windows of {@code t} tokens drawn uniformly from one split: {@code inputs} and
+   * {@code targets} are (B,T) row-major, targets shifted by one token.
+   */
+  public void batch(boolean validation, SplittableRandom rng, int b, int t, int[] inputs, int[] targets) {
+    byte[] src = validation ? val : train;
+    for (int i = 0; i < b; i++) {
+      int start = rng.nextInt(src.length - t);
+      for (int j = 0; j < t; j++) {
+        inputs[i * t + j] = src[start + j] & 0xFF;
+        targets[i * t + j] = src[start + j + 1] & 0xFF;
+      }
+    }
+  }
+}

@@ -1,0 +1,39 @@
+package dev.taco.runtime.train;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What one training run measured; serialised as one element of {@code report.json}'s {@code runs}.
+ *
+ * @param compression the codec on the TP collectives ({@code none} = bf16 on the wire, {@code taco}, ...)
+ * @param tp tensor-parallel size R
+ * @param steps optimizer steps taken
+ * @param initial_val_loss validation loss (nats per byte) before the first step
+ * @param final_val_loss validation loss after the last step
+ * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step
+ *     (forward and backward), averaged over the run
+ * @param wall_seconds wall-clock time of the run, evaluation included
+ * @param history one row per step: train loss, and validation loss where it was evaluated (else null)
+ * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
+ */
+public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
+    double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,
+    Map<String, SiteError> codec_error) {
+
+  /** One step's losses; {@code val_loss} is null where validation was not run. */
+  public record StepRow(int step, double train_loss, Double val_loss, double lr) {}
+
+  /**
+   * Mean codec error over the sampled tensors of one collective site (e.g. {@code fwd} or {@code bwd}).
+   *
+   * @param rel_l2 ||decode(encode(x)) - x|| / ||x||
+   * @param snr_db 10 log10(||x||^2 / ||err||^2)
+   * @param zero_collapse_rate fraction of non-zero inputs decoded as exactly 0
+   * @param saturated values that hit the format's largest finite value
+   * @param bytes_per_element payload bytes over elements
+   * @param samples tensors measured
+   */
+  public record SiteError(double rel_l2, double snr_db, double zero_collapse_rate, long saturated,
+      double bytes_per_element, int samples) {}
+}

@@ -1,0 +1,205 @@
+package dev.taco.runtime.train;
+
+import dev.taco.codec.Codec;
+import dev.taco.codec.CodecStats;
+import dev.taco.codec.Codecs;
+import dev.taco.collective.Communicator;
+import dev.taco.collective.CompressedCommunicator;
+import dev.taco.collective.LocalGroup;
+import dev.taco.runtime.data.Corpus;
+import dev.taco.runtime.model.Gpt;
+import dev.taco.runtime.model.GptConfig;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The training loop: R tensor-parallel ranks as threads of this JVM ({@link LocalGroup}), each holding its
+ * {@link Gpt} shard, all fed the same micro-batches, every TP collective through one communicator that compresses
+ * with the chosen codec. AdamW with linear warmup, cosine decay to a tenth of the peak, global gradient-norm
+ * clipping at 1.0.
+ */
+public final class Trainer {
+  private static final Logger log = LoggerFactory.getLogger(Trainer.class);
+
+  /** Gradient-norm clipping threshold, as GPT-2 / llm.c use. */
+  static final float GRAD_CLIP = 1.0f;
+  static final float WEIGHT_DECAY = 0.1f;
+  /** Every this many steps rank 0 measures the codec's error on each TP all-reduce input. */
+  static final int PROBE_INTERVAL = 10;
+
+  private Trainer() {}
+
+  /**
+   * Training hyper-parameters.
+   *
+   * @param steps optimizer steps
+   * @param microBatch sequences per step, B
+   * @param lr peak learning rate
+   * @param seed seed of weights and batches
+   * @param evalInterval steps between validation evaluations
+   * @param evalIters validation micro-batches per evaluation
+   */
+  public record Options(int steps, int microBatch, float lr, long seed, int evalInterval, int evalIters) {
+    /** @throws IllegalArgumentException naming the flag of a non-positive value */
+    public Options {
+      if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
+      if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
+      if (!(lr > 0) || Float.isInfinite(lr)) throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
+      if (evalInterval <= 0) throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
+      if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
+    }
+  }
+
+  /**
+   * The codec of a {@code --compression} name, or null for {@code fp32} (exact float32 collectives, no codec).
+   *
+   * @throws IllegalArgumentException for an unknown name
+   */
+  public static Codec codecFor(String compression) {
+    return compression.equals("fp32") ? null : Codecs.byName(compression);
+  }
+
+  /** @throws IllegalArgumentException if {@code compression} names no codec */
+  public static void requireKnownCompression(String compression) {
+    codecFor(compression);
+  }
+
+  /** Learning rate at {@code step}: linear warmup over the first tenth of the steps, then cosine decay to lr/10. */
+  static float learningRate(Options o, int step) {
+    int warmup = Math.max(1, o.steps() / 10);
+    if (step < warmup) return o.lr() * (step + 1) / warmup;
+    double progress = (double) (step - warmup) / Math.max(1, o.steps() - warmup);
+    return (float) (o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * progress))));
+  }
+
+  /** Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured. */
+  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
+    Codec codec = codecFor(compression);
+    corpus.requireWindow(cfg.seqLength());
+    int r = cfg.tp();
+    long t0 = System.nanoTime();
+    List<RunResult.StepRow> history = new ArrayList<>();
+    Map<String, SiteErrorSum> errors = new LinkedHashMap<>();
+    log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
+    List<Long> wireBytes;
+    try (ProgressBar bar = new ProgressBarBuilder().setTaskName(compression + " TP=" + r).setInitialMax(opt.steps())
+        .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500).continuousUpdate().build()) {
+      wireBytes = LocalGroup.run(r, comm -> {
+        Communicator tp = codec == null ? comm : new CompressedCommunicator(comm, codec);
+        return trainRank(cfg, corpus, opt, comm, tp, codec, history, errors, bar);
+      });
+    }
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    long total = 0;
+    for (long w : wireBytes) total += w;
+    double initialVal = Double.NaN, finalVal = Double.NaN;
+    for (RunResult.StepRow row : history) {
+      if (row.val_loss() == null) continue;
+      if (Double.isNaN(initialVal)) initialVal = row.val_loss();
+      finalVal = row.val_loss();
+    }
+    Map<String, RunResult.SiteError> siteErrors = new LinkedHashMap<>();
+    errors.forEach((site, e) -> siteErrors.put(site, e.mean()));
+    double tokensPerSecond = (double) opt.steps() * opt.microBatch() * cfg.seqLength() / seconds;
+    log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
+        String.format("%.4f", initialVal), String.format("%.4f", finalVal));
+    return new RunResult(compression, r, opt.steps(), initialVal, finalVal, (double) total / opt.steps(), seconds,
+        tokensPerSecond, history, siteErrors);
+  }
+
+  /** One rank's loop; rank 0 records history and codec error. Returns the bytes this rank sent in training steps. */
+  private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, Communicator tp,
+      Codec codec, List<RunResult.StepRow> history, Map<String, SiteErrorSum> errors, ProgressBar bar) {
+    int rank = exact.rank();
+    int b = opt.microBatch(), t = cfg.seqLength();
+    Gpt model = new Gpt(cfg, tp, b, opt.seed());
+    float[] params = model.params(), grads = model.grads();
+    int n = params.length;
+    float[] m = new float[n], v = new float[n];
+    byte[] decay = model.layout().decayMask();
+    int[] in = new int[b * t], tgt = new int[b * t];
+    SplittableRandom trainRng = new SplittableRandom(opt.seed());
+    Gpt.Probe probe = codec == null || rank != 0 ? null : (backward, buf, off, len) -> {
+      String site = backward ? "bwd" : "fwd";
+      SiteErrorSum sum;
+      synchronized (errors) {
+        sum = errors.computeIfAbsent(site, k -> new SiteErrorSum());
+      }
+      sum.add(CodecStats.measure(codec, buf, off, 1, len));
+    };
+    long wire = 0;
+    float[] normBuf = new float[1];
+    for (int step = 0; step <= opt.steps(); step++) {
+      Double val = null;
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, corpus, opt, b, t);
+      if (step == opt.steps()) {
+        if (rank == 0) history.add(new RunResult.StepRow(step, Double.NaN, val, 0));
+        break;
+      }
+      corpus.batch(false, trainRng, b, t, in, tgt);
+      model.setProbe(step % PROBE_INTERVAL == 0 ? probe : null);
+      long before = tp.bytesSent();
+      model.zeroGrad();
+      float loss = model.forward(in, tgt);
+      model.backward();
+      wire += tp.bytesSent() - before;
+      if (!Float.isFinite(loss)) throw new IllegalStateException("training diverged: loss " + loss + " at step " + step);
+      // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
+      normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
+      exact.allReduce(normBuf, 0, 1);
+      float norm = (float) Math.sqrt(normBuf[0]);
+      float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
+      float lr = learningRate(opt, step);
+      dev.taco.runtime.train.AdamW.update(params, grads, m, v, decay, n, lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
+      if (rank == 0) {
+        history.add(new RunResult.StepRow(step, loss, val, lr));
+        bar.step();
+        bar.setExtraMessage(String.format(" loss %.3f", loss));
+        if (val != null) log.debug("step {} train {} val {}", step, loss, val);
+      }
+    }
+    return wire;
+  }
+
+  /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
+  private static double evaluate(Gpt model, Corpus corpus, Options opt, int b, int t) {
+    SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
+    int[] in = new int[b * t], tgt = new int[b * t];
+    model.setProbe(null);
+    double sum = 0;
+    for (int i = 0; i < opt.evalIters(); i++) {
+      corpus.batch(true, rng, b, t, in, tgt);
+      sum += model.forward(in, tgt);
+    }
+    return sum / opt.evalIters();
+  }
+
+  /** Running sums of the codec error over the tensors sampled at one site. */
+  private static final class SiteErrorSum {
+    double relL2, snr, zeroCollapse, bytesPerElement;
+    long saturated;
+    int samples;
+
+    synchronized void add(CodecStats s) {
+      relL2 += s.relL2();
+      snr += s.snrDb();
+      zeroCollapse += s.zeroCollapseRate();
+      bytesPerElement += s.bytesPerElement();
+      saturated += s.saturated();
+      samples++;
+    }
+
+    synchronized RunResult.SiteError mean() {
+      int k = Math.max(1, samples);
+      return new RunResult.SiteError(relL2 / k, snr / k, zeroCollapse / k, saturated, bytesPerElement / k, samples);
+    }
+  }
+}
