@@ -172,6 +172,14 @@ public final class TacoCli {
 
   /** Entry point: runs the command; bad input gives one line on stderr and a non-zero exit, no stack trace. */
   public static void main(String[] args) {
+    System.exit(execute(args));
+  }
+
+  /**
+   * Runs the command line and returns its exit status (0 ok, 1 failure, 2 bad input), printing errors as one line
+   * on stderr.
+   */
+  public static int execute(String... args) {
     CommandLine cl = new CommandLine(new TacoCli());
     cl.setParameterExceptionHandler((ex, a) -> {
       System.err.println("taco: " + ex.getMessage() + " (see: taco " + (a.length > 0 ? a[0] + " " : "") + "--help)");
@@ -184,6 +192,6 @@ public final class TacoCli {
       System.err.println("taco: error: " + (root.getMessage() != null ? root.getMessage() : root.toString()));
       return ex instanceof IllegalArgumentException ? 2 : 1;
     });
-    System.exit(cl.execute(args));
+    return cl.execute(args);
   }
 }

@@ -49,7 +49,7 @@ public final class Gpt {
   private final float[] encoded;
   private final float[][] ln1, ln1Mean, ln1Rstd, qkv, atty, att, attproj, residual2, ln2, ln2Mean, ln2Rstd, fch,
       fchGelu, fcproj, residual3;
-  private final float[] lnf, lnfMean, lnfRstd, logits, probs;
+  private final float[] lnf, lnfMean, lnfRstd, logits, probs, losses;
   // gradient scratch
   private final float[] dres, dln, dqkv, datty, dattScratch, dfch, dfchGelu, dlogits, dlnf;
   private float lastLoss = Float.NaN;
@@ -101,6 +101,7 @@ public final class Gpt {
     lnfRstd = new float[bt];
     logits = new float[bt * v];
     probs = new float[bt * v];
+    losses = new float[bt];
     dres = new float[bt * c];
     dln = new float[bt * c];
     dqkv = new float[bt * 3 * cr];
@@ -177,7 +178,7 @@ public final class Gpt {
     LayerNorm.forward(lnf, 0, lnfMean, 0, lnfRstd, 0, x, 0, params, p.lnfw, params, p.lnfb, b, t, c);
     // tied LM head: logits(BT,V) = lnf(BT,C) · wte(V,C)^T
     Gemm.matmulTransB(lnf, 0, params, p.wte, logits, 0, b * t, v, c, false);
-    lastLoss = CrossEntropy.forward(probs, 0, logits, 0, targets, 0, b, t, v);
+    lastLoss = CrossEntropy.forward(losses, 0, probs, 0, logits, 0, targets, 0, b, t, v);
     return lastLoss;
   }
 
@@ -192,7 +193,8 @@ public final class Gpt {
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
     int v = cfg.vocabSize(), n = b * t * c, layers = cfg.numLayers();
     Layout p = layout;
-    CrossEntropy.backward(dlogits, 0, probs, 0, targets, 0, b, t, v);
+    Arrays.fill(dlogits, 0f);
+    CrossEntropy.backward(dlogits, 0, probs, 0, targets, 0, b, t, v, 1f);
     Arrays.fill(dlnf, 0f);
     Gemm.matmul(dlogits, 0, params, p.wte, dlnf, 0, b * t, c, v, false);
     Gemm.matmulTransA(dlogits, 0, lnf, 0, grads, p.wte, v, c, b * t, true);
@@ -205,7 +207,7 @@ public final class Gpt {
       Arrays.fill(dfchGelu, 0f);
       Matmul.backward(dfchGelu, 0, grads, p.fcprojw[l], grads, p.fcprojb[l], dres, 0, fchGelu[l], 0, params, p.fcprojw[l], b, t, ff, c);
       Arrays.fill(dfch, 0f);
-      Gelu.backward(dfch, 0, fch[l], 0, dfchGelu, 0, b * t * ff);
+      Gelu.backward(dfch, 0, dfchGelu, 0, fch[l], 0, b * t * ff);
       Arrays.fill(dln, 0f);
       Matmul.backward(dln, 0, grads, p.fcw[l], grads, p.fcb[l], dfch, 0, ln2[l], 0, params, p.fcw[l], b, t, c, ff);
       allReduce(true, dln, n);

@@ -1,0 +1,126 @@
+package dev.taco.runtime.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.taco.collective.Communicator;
+import dev.taco.collective.LocalGroup;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * With exact (float32) collectives, the Megatron split must not change the math: the loss and every parameter
+ * gradient at TP = 2 and 4 equal those at TP = 1 up to float32 rounding (summation order differs).
+ */
+class TensorParallelGradientTest {
+  static final int B = 2;
+  static final GptConfig CFG = new GptConfig(256, 8, 2, 4, 32, 1);
+
+  record Grads(float loss, float[] full, boolean[] written) {}
+
+  static int[][] batch(long seed) {
+    SplittableRandom rng = new SplittableRandom(seed);
+    int[] in = new int[B * CFG.seqLength()], tgt = new int[B * CFG.seqLength()];
+    for (int i = 0; i < in.length; i++) {
+      in[i] = rng.nextInt(256);
+      tgt[i] = rng.nextInt(256);
+    }
+    return new int[][] {in, tgt};
+  }
+
+  /** Runs forward + backward at TP = r and scatters each rank's gradients into the full model's layout. */
+  static Grads gradients(int r, long seed) {
+    GptConfig cfg = CFG.withTp(r);
+    int[][] data = batch(seed);
+    int fullSize = new Gpt.Layout(CFG, 0).size();
+    float[] full = new float[fullSize];
+    boolean[] written = new boolean[fullSize];
+    List<Float> losses = LocalGroup.run(r, (Communicator comm) -> {
+      Gpt model = new Gpt(cfg, comm, B, seed);
+      model.zeroGrad();
+      float loss = model.forward(data[0], data[1]);
+      model.backward();
+      synchronized (full) {
+        Gpt.Layout lay = model.layout();
+        for (int i = 0; i < lay.size(); i++) {
+          int f = lay.fullIndex(i);
+          if (written[f]) {
+            // replicated tensor: every rank must hold the same gradient bits
+            assertThat(model.grads()[i]).as("replicated gradient %d on rank %d", f, comm.rank()).isEqualTo(full[f]);
+          }
+          full[f] = model.grads()[i];
+          written[f] = true;
+        }
+      }
+      return loss;
+    });
+    for (float l : losses) assertThat(l).isEqualTo(losses.get(0));
+    return new Grads(losses.get(0), full, written);
+  }
+
+  @ParameterizedTest
+  @ValueSource(ints = {2, 4})
+  void gradientsMatchTp1(int r) {
+    long seed = new SplittableRandom().nextLong();
+    Grads ref = gradients(1, seed);
+    Grads tp = gradients(r, seed);
+    for (boolean w : tp.written()) assertThat(w).isTrue();
+    assertThat(Math.abs(tp.loss() - ref.loss())).isLessThanOrEqualTo(1e-5f * Math.abs(ref.loss()));
+    double num = 0, den = 0, maxRel = 0;
+    for (int i = 0; i < ref.full().length; i++) {
+      double d = tp.full()[i] - ref.full()[i];
+      assertThat(Double.isNaN(tp.full()[i])).isFalse();
+      num += d * d;
+      den += (double) ref.full()[i] * ref.full()[i];
+    }
+    assertThat(den).isGreaterThan(0);
+    double rel = Math.sqrt(num / den);
+    assertThat(rel).as("relative L2 difference of all gradients, TP=%d vs TP=1", r).isLessThan(1e-5);
+    // per tensor too: the smallest gradients (biases) must not hide behind the large ones
+    Gpt.Layout lay = new Gpt.Layout(CFG, 0);
+    int[][] tensors = {{lay.wte, 256 * 32}, {lay.qkvw[0], 32 * 96}, {lay.qkvb[1], 96}, {lay.attprojw[1], 32 * 32},
+        {lay.fcb[0], 128}, {lay.fcprojb[0], 32}, {lay.ln1w[0], 32}, {lay.lnfb, 32}};
+    for (int[] tns : tensors) {
+      double n2 = 0, d2 = 0;
+      for (int i = tns[0]; i < tns[0] + tns[1]; i++) {
+        double d = tp.full()[i] - ref.full()[i];
+        n2 += d * d;
+        d2 += (double) ref.full()[i] * ref.full()[i];
+      }
+      maxRel = Math.max(maxRel, Math.sqrt(n2 / Math.max(d2, 1e-30)));
+    }
+    assertThat(maxRel).as("worst per-tensor relative difference").isLessThan(1e-4);
+  }
+
+  @Test
+  void shardsPartitionTheFullModel() {
+    int fullSize = new Gpt.Layout(CFG, 0).size();
+    for (int r : new int[] {2, 4}) {
+      int[] owners = new int[fullSize];
+      int[] replicas = new int[fullSize];
+      for (int rank = 0; rank < r; rank++) {
+        Gpt.Layout lay = new Gpt.Layout(CFG.withTp(r), rank);
+        for (int i = 0; i < lay.size(); i++) {
+          if (lay.replicated(i)) replicas[lay.fullIndex(i)]++;
+          else owners[lay.fullIndex(i)]++;
+        }
+      }
+      for (int f = 0; f < fullSize; f++) {
+        boolean shardedOnce = owners[f] == 1 && replicas[f] == 0;
+        boolean everywhere = owners[f] == 0 && replicas[f] == r;
+        assertThat(shardedOnce || everywhere).as("full element %d at TP=%d: %d owners, %d replicas", f, r, owners[f], replicas[f]).isTrue();
+      }
+    }
+  }
+
+  @Test
+  void tpMustDivideHeads() {
+    assertThatThrownBy(() -> new GptConfig(256, 8, 2, 4, 32, 3)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("--tp 3 does not divide --num-attention-heads 4");
+    assertThatThrownBy(() -> new GptConfig(256, 8, 2, 0, 32, 1)).hasMessageContaining("--num-attention-heads must be positive");
+    assertThatThrownBy(() -> new GptConfig(256, -1, 2, 4, 32, 1)).hasMessageContaining("--seq-length must be positive");
+  }
+}
