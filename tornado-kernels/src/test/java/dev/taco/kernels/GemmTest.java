@@ -1,0 +1,198 @@
+package dev.taco.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class GemmTest {
+    enum Form { PLAIN, TRANS_B, TRANS_A, NAIVE }
+
+    @FunctionalInterface
+    interface Mm {
+        void run(float[] a, int aOff, float[] b, int bOff, float[] c, int cOff, int m, int n, int k, boolean acc);
+    }
+
+    static Mm of(Form f) {
+        return switch (f) {
+            case PLAIN -> Gemm::matmul;
+            case TRANS_B -> Gemm::matmulTransB;
+            case TRANS_A -> Gemm::matmulTransA;
+            case NAIVE -> Gemm::matmulNaive;
+        };
+    }
+
+    static final int[][] SHAPES = {
+        {1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {128, 257, 96}, {300, 200, 100},
+        {1, 300, 513}, {259, 1, 3}, {5, 24, 1}, {64, 48, 600},
+    };
+
+    static Stream<Arguments> cases() {
+        List<Arguments> out = new ArrayList<>();
+        long seed = System.nanoTime();
+        for (Form f : Form.values()) {
+            for (int[] s : SHAPES) {
+                for (boolean acc : new boolean[] {false, true}) {
+                    out.add(Arguments.of(f, s[0], s[1], s[2], acc, seed++));
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    static float[] random(Random r, int len) {
+        float[] x = new float[len];
+        for (int i = 0; i < len; i++) x[i] = (float) r.nextGaussian();
+        return x;
+    }
+
+    /** Element (i,p) of op(A) and (p,j) of op(B) in the layout of the given form. */
+    static double[] reference(Form f, float[] a, int aOff, float[] b, int bOff, float[] c0, int cOff,
+                              int m, int n, int k, boolean acc) {
+        double[] ref = new double[m * n];
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                double s = acc ? c0[cOff + i * n + j] : 0.0;
+                for (int p = 0; p < k; p++) {
+                    double av = f == Form.TRANS_A ? a[aOff + p * m + i] : a[aOff + i * k + p];
+                    double bv = f == Form.TRANS_B ? b[bOff + j * k + p] : b[bOff + p * n + j];
+                    s += av * bv;
+                }
+                ref[i * n + j] = s;
+            }
+        }
+        return ref;
+    }
+
+    static double relFrobenius(double[] ref, float[] c, int cOff) {
+        double num = 0, den = 0;
+        for (int i = 0; i < ref.length; i++) {
+            double d = c[cOff + i] - ref[i];
+            num += d * d;
+            den += ref[i] * ref[i];
+        }
+        return den == 0 ? Math.sqrt(num) : Math.sqrt(num / den);
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{2}x{3} acc={4}")
+    @MethodSource("cases")
+    void matchesFloat64Reference(Form f, int m, int n, int k, boolean acc, long seed) {
+        Random r = new Random(seed);
+        int aOff = 3, bOff = 5, cOff = 7;
+        float[] a = random(r, aOff + m * k + 2);
+        float[] b = random(r, bOff + k * n + 1);
+        float[] c = random(r, cOff + m * n + 4); // nonzero initial C
+        float[] c0 = c.clone();
+        double[] ref = reference(f, a, aOff, b, bOff, c0, cOff, m, n, k, acc);
+        of(f).run(a, aOff, b, bOff, c, cOff, m, n, k, acc);
+        double err = relFrobenius(ref, c, cOff);
+        assertTrue(err < 1e-5, () -> f + " " + m + "x" + n + "x" + k + " acc=" + acc + " seed=" + seed + " rel err " + err);
+        // nothing outside C touched
+        for (int i = 0; i < cOff; i++) assertEquals(c0[i], c[i]);
+        for (int i = cOff + m * n; i < c.length; i++) assertEquals(c0[i], c[i]);
+    }
+
+    @Test
+    void largeParallelProblemMatches() {
+        Random r = new Random(42);
+        int m = 515, n = 389, k = 700;
+        float[] a = random(r, m * k), b = random(r, k * n), c = new float[m * n];
+        Gemm.matmul(a, 0, b, 0, c, 0, m, n, k, false);
+        assertTrue(relFrobenius(reference(Form.PLAIN, a, 0, b, 0, c, 0, m, n, k, false), c, 0) < 1e-5);
+    }
+
+    @Test
+    void generalLeadingDimensions() {
+        Random r = new Random(7);
+        int m = 37, n = 29, k = 41, lda = 50, ldb = 33, ldc = 31;
+        float[] a = random(r, m * lda), b = random(r, k * ldb), c = random(r, m * ldc), c0 = c.clone();
+        Gemm.gemm(false, false, m, n, k, a, 0, lda, b, 0, ldb, c, 0, ldc, true);
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < ldc; j++) {
+                if (j >= n) {
+                    assertEquals(c0[i * ldc + j], c[i * ldc + j]);
+                    continue;
+                }
+                double s = c0[i * ldc + j];
+                for (int p = 0; p < k; p++) s += (double) a[i * lda + p] * b[p * ldb + j];
+                assertEquals(s, c[i * ldc + j], 1e-4 * (1 + Math.abs(s)));
+            }
+        }
+    }
+
+    @Test
+    void zeroKZeroesOrKeepsC() {
+        float[] c = {1, 2, 3, 4};
+        Gemm.matmul(new float[0], 0, new float[0], 0, c, 0, 2, 2, 0, true);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, c);
+        Gemm.matmul(new float[0], 0, new float[0], 0, c, 0, 2, 2, 0, false);
+        assertArrayEquals(new float[4], c);
+    }
+
+    @Test
+    void concurrentCallersGetCorrectResults() throws Exception {
+        int threads = 2, m = 256, n = 320, k = 288;
+        ExecutorService ex = Executors.newFixedThreadPool(threads);
+        try {
+            CyclicBarrier barrier = new CyclicBarrier(threads);
+            List<Future<Double>> fs = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                final int seed = 100 + t;
+                fs.add(ex.submit(() -> {
+                    Random r = new Random(seed);
+                    float[] a = random(r, m * k), b = random(r, k * n);
+                    double worst = 0;
+                    for (int rep = 0; rep < 5; rep++) {
+                        float[] c = new float[m * n];
+                        barrier.await();
+                        Gemm.matmul(a, 0, b, 0, c, 0, m, n, k, false);
+                        worst = Math.max(worst, relFrobenius(reference(Form.PLAIN, a, 0, b, 0, c, 0, m, n, k, false), c, 0));
+                    }
+                    return worst;
+                }));
+            }
+            for (Future<Double> f : fs) assertTrue(f.get() < 1e-5, "rel err " + f.get());
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    @Test
+    void badArgumentsThrow() {
+        float[] a = new float[6], b = new float[12], c = new float[8];
+        for (Form f : Form.values()) {
+            Mm mm = of(f);
+            mm.run(a, 0, b, 0, c, 0, 2, 4, 3, false); // fits exactly
+            assertMessage("m", () -> mm.run(a, 0, b, 0, c, 0, -1, 4, 3, false));
+            assertMessage("n", () -> mm.run(a, 0, b, 0, c, 0, 2, -4, 3, false));
+            assertMessage("k", () -> mm.run(a, 0, b, 0, c, 0, 2, 4, -3, false));
+            assertMessage("aOff", () -> mm.run(a, -1, b, 0, c, 0, 2, 4, 3, false));
+            assertMessage("bOff", () -> mm.run(a, 0, b, -1, c, 0, 2, 4, 3, false));
+            assertMessage("cOff", () -> mm.run(a, 0, b, 0, c, -1, 2, 4, 3, false));
+            assertMessage("a too short", () -> mm.run(a, 1, b, 0, c, 0, 2, 4, 3, false));
+            assertMessage("b too short", () -> mm.run(a, 0, b, 1, c, 0, 2, 4, 3, false));
+            assertMessage("c too short", () -> mm.run(a, 0, b, 0, c, 1, 2, 4, 3, false));
+            assertMessage("c too short", () -> mm.run(a, 0, b, 0, c, 0, 3, 4, 2, false));
+        }
+        assertThrows(NullPointerException.class, () -> Gemm.matmul(null, 0, b, 0, c, 0, 2, 4, 3, false));
+        assertMessage("lda", () -> Gemm.gemm(false, false, 2, 4, 3, a, 0, 2, b, 0, 4, c, 0, 4, false));
+    }
+
+    static void assertMessage(String fragment, org.junit.jupiter.api.function.Executable call) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+        assertTrue(e.getMessage().startsWith(fragment), () -> "expected '" + fragment + "' in: " + e.getMessage());
+    }
+}
