@@ -1,0 +1,87 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.Parallel;
+
+/**
+ * Softmax over the vocabulary fused with the cross-entropy loss against the next token.
+ *
+ * <p>Shapes: {@code logits}, {@code probs} are (B,T,V); {@code targets} is (B,T) ids in [0,V);
+ * {@code losses} is (B,T), the per-position loss −log softmax(logits)[target]. The training loss is
+ * their mean. Fusing the two gives the simple gradient softmax − onehot and avoids forming the
+ * softmax Jacobian. Reference: Goodfellow, Bengio, Courville, "Deep Learning", 2016, §6.2.2.3.
+ */
+public final class CrossEntropy {
+  private CrossEntropy() {}
+
+  /**
+   * probs(B,T,V) = softmax(logits) per position, losses(B,T) = −log probs[target]; returns the mean
+   * loss over the B·T positions. Overwrites {@code probs} and {@code losses}.
+   */
+  public static float forward(float[] losses, int lossesOff, float[] probs, int probsOff,
+                              float[] logits, int logitsOff, int[] targets, int targetsOff,
+                              int B, int T, int V) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("V", V);
+    Check.span("losses", losses, lossesOff, Check.n(B, T));
+    Check.span("probs", probs, probsOff, Check.n(B, T, V));
+    Check.span("logits", logits, logitsOff, Check.n(B, T, V));
+    Check.span("targets", targets, targetsOff, Check.n(B, T));
+    Check.ids("targets", targets, targetsOff, B * T, V);
+
+    for (@Parallel int bt = 0; bt < B * T; bt++) {
+      int l = logitsOff + bt * V;
+      int p = probsOff + bt * V;
+      // Subtract the row maximum so that exp() cannot overflow; it cancels in the ratio.
+      float max = Float.NEGATIVE_INFINITY;
+      for (int v = 0; v < V; v++) {
+        max = Math.max(max, logits[l + v]);
+      }
+      float sum = 0f;
+      for (int v = 0; v < V; v++) {
+        float e = (float) Math.exp(logits[l + v] - max);
+        probs[p + v] = e;
+        sum += e;
+      }
+      float inv = 1f / sum;
+      for (int v = 0; v < V; v++) {
+        probs[p + v] *= inv;
+      }
+      // log-sum-exp form rather than −log(probs[target]): finite even when that probability underflows.
+      int tgt = targets[targetsOff + bt];
+      losses[lossesOff + bt] = (float) (Math.log(sum) + max - logits[l + tgt]);
+    }
+
+    double total = 0.0; // a sequential reduction, outside the parallel loop
+    for (int bt = 0; bt < B * T; bt++) {
+      total += losses[lossesOff + bt];
+    }
+    return (float) (total / (B * T));
+  }
+
+  /**
+   * dlogits(B,T,V) += dloss · (probs − onehot(targets)) / (B·T): the gradient of dloss × mean loss.
+   * {@code dloss} is 1 for a plain step; a caller uses e.g. 1/accumulationSteps or a loss scale.
+   */
+  public static void backward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
+                              int[] targets, int targetsOff, int B, int T, int V, float dloss) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("V", V);
+    Check.span("dlogits", dlogits, dlogitsOff, Check.n(B, T, V));
+    Check.span("probs", probs, probsOff, Check.n(B, T, V));
+    Check.span("targets", targets, targetsOff, Check.n(B, T));
+    Check.ids("targets", targets, targetsOff, B * T, V);
+
+    float scale = dloss / (B * T);
+    for (@Parallel int bt = 0; bt < B * T; bt++) {
+      int d = dlogitsOff + bt * V;
+      int p = probsOff + bt * V;
+      int tgt = targets[targetsOff + bt];
+      for (int v = 0; v < V; v++) {
+        float indicator = v == tgt ? 1f : 0f;
+        dlogits[d + v] += scale * (probs[p + v] - indicator);
+      }
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.Parallel;
+
+/**
+ * Token + position embedding, the first layer of GPT-2: {@code out[b,t,:] = wte[tok[b,t],:] + wpe[t,:]}.
+ *
+ * <p>Shapes: {@code inp} is (B,T) token ids in [0,V) (bytes 0..255 in this project, V = 256);
+ * {@code wte} is (V,C); {@code wpe} is (maxT,C) of which rows 0..T-1 are used; {@code out} is (B,T,C).
+ * Reference: Radford et al., "Language Models are Unsupervised Multitask Learners" (GPT-2), 2019, §2.3,
+ * which keeps the learned absolute position embedding of GPT-1.
+ */
+public final class Encoder {
+  private Encoder() {}
+
+  /** out(B,T,C) = wte[inp[b,t]] + wpe[t]. Overwrites {@code out}. */
+  public static void forward(float[] out, int outOff, int[] inp, int inpOff,
+                             float[] wte, int wteOff, float[] wpe, int wpeOff,
+                             int B, int T, int C, int V) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.positive("V", V);
+    Check.span("out", out, outOff, Check.n(B, T, C));
+    Check.span("inp", inp, inpOff, Check.n(B, T));
+    Check.span("wte", wte, wteOff, Check.n(V, C));
+    Check.span("wpe", wpe, wpeOff, Check.n(T, C));
+    Check.ids("inp", inp, inpOff, B * T, V);
+
+    for (@Parallel int bt = 0; bt < B * T; bt++) {
+      int t = bt % T;
+      int o = outOff + bt * C;
+      int e = wteOff + inp[inpOff + bt] * C;
+      int p = wpeOff + t * C;
+      for (int c = 0; c < C; c++) {
+        out[o + c] = wte[e + c] + wpe[p + c];
+      }
+    }
+  }
+
+  /**
+   * dwte(V,C) += scatter of dout by token, dwpe(T,C) += dout summed over the batch.
+   *
+   * <p>Several positions may carry the same token, so a loop over positions would race on dwte. We
+   * loop over vocabulary rows instead: row v scans the (small, cache-resident) token array and adds the
+   * dout rows of the positions holding v. Every dwte row has one writer, each dout row is read once in
+   * total, the innermost loop is contiguous, and the result does not depend on the thread count. The
+   * scan costs V·B·T integer compares, negligible for byte-level V = 256.
+   */
+  public static void backward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff,
+                              float[] dout, int doutOff, int[] inp, int inpOff,
+                              int B, int T, int C, int V) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.positive("V", V);
+    Check.span("dwte", dwte, dwteOff, Check.n(V, C));
+    Check.span("dwpe", dwpe, dwpeOff, Check.n(T, C));
+    Check.span("dout", dout, doutOff, Check.n(B, T, C));
+    Check.span("inp", inp, inpOff, Check.n(B, T));
+    Check.ids("inp", inp, inpOff, B * T, V);
+
+    for (@Parallel int v = 0; v < V; v++) {
+      int e = dwteOff + v * C;
+      for (int bt = 0; bt < B * T; bt++) {
+        if (inp[inpOff + bt] == v) {
+          int d = doutOff + bt * C;
+          for (int c = 0; c < C; c++) {
+            dwte[e + c] += dout[d + c];
+          }
+        }
+      }
+    }
+    for (@Parallel int t = 0; t < T; t++) {
+      int p = dwpeOff + t * C;
+      for (int b = 0; b < B; b++) {
+        int d = doutOff + (b * T + t) * C;
+        for (int c = 0; c < C; c++) {
+          dwpe[p + c] += dout[d + c];
+        }
+      }
+    }
+  }
+}

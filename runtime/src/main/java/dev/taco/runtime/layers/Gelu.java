@@ -1,0 +1,52 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.Parallel;
+
+/**
+ * GELU with the tanh approximation GPT-2 was trained with:
+ * {@code gelu(x) = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))}.
+ *
+ * <p>Shapes: {@code inp}, {@code out} are (N), any flattening of (B,T,4C). Elementwise.
+ * Reference: Hendrycks, Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415, §2;
+ * GPT-2's {@code gelu} in its model.py uses this form, not the exact erf one, so a model that is to
+ * match GPT-2's numbers must too.
+ */
+public final class Gelu {
+  private Gelu() {}
+
+  private static final float SQRT_2_OVER_PI = (float) Math.sqrt(2.0 / Math.PI);
+  private static final float K = 0.044715f;
+
+  /** out(N) = gelu(inp(N)). Overwrites {@code out}; {@code out} may alias {@code inp} at the same offset. */
+  public static void forward(float[] out, int outOff, float[] inp, int inpOff, int N) {
+    Check.positive("N", N);
+    Check.span("out", out, outOff, N);
+    Check.span("inp", inp, inpOff, N);
+
+    for (@Parallel int i = 0; i < N; i++) {
+      float x = inp[inpOff + i];
+      float u = SQRT_2_OVER_PI * (x + K * x * x * x);
+      out[outOff + i] = 0.5f * x * (1f + (float) Math.tanh(u));
+    }
+  }
+
+  /**
+   * dinp(N) += dout · gelu'(inp), where with u = sqrt(2/π)(x + 0.044715x³):
+   * gelu'(x) = 0.5(1 + tanh u) + 0.5·x·(1 − tanh² u)·sqrt(2/π)(1 + 3·0.044715x²).
+   */
+  public static void backward(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff, int N) {
+    Check.positive("N", N);
+    Check.span("dinp", dinp, dinpOff, N);
+    Check.span("dout", dout, doutOff, N);
+    Check.span("inp", inp, inpOff, N);
+
+    for (@Parallel int i = 0; i < N; i++) {
+      float x = inp[inpOff + i];
+      float u = SQRT_2_OVER_PI * (x + K * x * x * x);
+      float th = (float) Math.tanh(u);
+      float du = SQRT_2_OVER_PI * (1f + 3f * K * x * x);
+      float grad = 0.5f * (1f + th) + 0.5f * x * (1f - th * th) * du;
+      dinp[dinpOff + i] += grad * dout[doutOff + i];
+    }
+  }
+}

@@ -1,0 +1,124 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.Parallel;
+
+/**
+ * Layer normalisation over the channel dimension, as in the pre-LN blocks of GPT-2.
+ *
+ * <p>{@code out = (inp - mean) * rstd * weight + bias}, with {@code mean} and {@code rstd = 1/sqrt(var + eps)}
+ * taken over the C channels of each position (biased variance, eps = 1e-5 as in GPT-2 / PyTorch).
+ * Shapes: {@code inp} and {@code out} are (B,T,C); {@code weight}, {@code bias} are (C); {@code mean},
+ * {@code rstd} are (B,T) and are saved by the forward pass for the backward pass.
+ * Reference: Ba, Kiros, Hinton, "Layer Normalization", arXiv:1607.06450, eq. 4.
+ */
+public final class LayerNorm {
+  private LayerNorm() {}
+
+  /** The variance floor; GPT-2 uses 1e-5. */
+  public static final float EPS = 1e-5f;
+
+  /** Channels per block in the column reductions of {@link #backward}: one 64-byte cache line. */
+  private static final int CB = 16;
+
+  /** out(B,T,C), mean(B,T), rstd(B,T) from inp(B,T,C), weight(C), bias(C). Overwrites its outputs. */
+  public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                             float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
+                             int B, int T, int C) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.span("out", out, outOff, Check.n(B, T, C));
+    Check.span("mean", mean, meanOff, Check.n(B, T));
+    Check.span("rstd", rstd, rstdOff, Check.n(B, T));
+    Check.span("inp", inp, inpOff, Check.n(B, T, C));
+    Check.span("weight", weight, weightOff, C);
+    Check.span("bias", bias, biasOff, C);
+
+    for (@Parallel int bt = 0; bt < B * T; bt++) {
+      int x = inpOff + bt * C;
+      float s = 0f;
+      for (int c = 0; c < C; c++) {
+        s += inp[x + c];
+      }
+      float m = s / C;
+      // Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2, which cancels
+      // catastrophically in float when |mean| is large against the spread.
+      float v = 0f;
+      for (int c = 0; c < C; c++) {
+        float d = inp[x + c] - m;
+        v += d * d;
+      }
+      float r = (float) (1.0 / Math.sqrt(v / C + EPS));
+      int o = outOff + bt * C;
+      for (int c = 0; c < C; c++) {
+        out[o + c] = (inp[x + c] - m) * r * weight[weightOff + c] + bias[biasOff + c];
+      }
+      mean[meanOff + bt] = m;
+      rstd[rstdOff + bt] = r;
+    }
+  }
+
+  /**
+   * dinp(B,T,C) += dL/dinp, dweight(C) += sum over positions of dout * norm, dbias(C) += sum of dout,
+   * where norm = (inp - mean) * rstd.
+   *
+   * <p>With g = weight * dout: dinp = rstd * (g - mean_c(g) - norm * mean_c(g * norm)); the two
+   * means are the gradients through mean and rstd (derivation: the Ba et al. reference, or llm.c's
+   * doc/layernorm). The per-row part and the per-channel sums are two loops, each race-free: rows are
+   * independent, and the channel sums are split into blocks of 16 channels that each walk all rows.
+   */
+  public static void backward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
+                              float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+                              float[] mean, int meanOff, float[] rstd, int rstdOff,
+                              int B, int T, int C) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.span("dinp", dinp, dinpOff, Check.n(B, T, C));
+    Check.span("dweight", dweight, dweightOff, C);
+    Check.span("dbias", dbias, dbiasOff, C);
+    Check.span("dout", dout, doutOff, Check.n(B, T, C));
+    Check.span("inp", inp, inpOff, Check.n(B, T, C));
+    Check.span("weight", weight, weightOff, C);
+    Check.span("mean", mean, meanOff, Check.n(B, T));
+    Check.span("rstd", rstd, rstdOff, Check.n(B, T));
+
+    for (@Parallel int bt = 0; bt < B * T; bt++) {
+      int x = inpOff + bt * C;
+      int d = doutOff + bt * C;
+      float m = mean[meanOff + bt];
+      float r = rstd[rstdOff + bt];
+      float gMean = 0f;
+      float gNormMean = 0f;
+      for (int c = 0; c < C; c++) {
+        float g = weight[weightOff + c] * dout[d + c];
+        gMean += g;
+        gNormMean += g * (inp[x + c] - m) * r;
+      }
+      gMean /= C;
+      gNormMean /= C;
+      int di = dinpOff + bt * C;
+      for (int c = 0; c < C; c++) {
+        float g = weight[weightOff + c] * dout[d + c];
+        float norm = (inp[x + c] - m) * r;
+        dinp[di + c] += r * (g - gMean - norm * gNormMean);
+      }
+    }
+
+    int blocks = (C + CB - 1) / CB;
+    for (@Parallel int blk = 0; blk < blocks; blk++) {
+      int c0 = blk * CB;
+      int c1 = Math.min(c0 + CB, C);
+      for (int bt = 0; bt < B * T; bt++) {
+        int x = inpOff + bt * C;
+        int d = doutOff + bt * C;
+        float m = mean[meanOff + bt];
+        float r = rstd[rstdOff + bt];
+        for (int c = c0; c < c1; c++) {
+          dweight[dweightOff + c] += dout[d + c] * (inp[x + c] - m) * r;
+          dbias[dbiasOff + c] += dout[d + c];
+        }
+      }
+    }
+  }
+}

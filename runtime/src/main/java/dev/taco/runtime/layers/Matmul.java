@@ -1,0 +1,86 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.Gemm;
+import dev.taco.kernels.Parallel;
+
+/**
+ * A linear layer: {@code out = inp · weight + bias}, the three GEMMs of a transformer block's
+ * QKV, attention-output, fc1 and fc2 projections (and the LM head).
+ *
+ * <p>Shapes: {@code inp} is (B,T,C), {@code weight} is (C,OC) row-major — input channels by output
+ * channels, so that the forward pass is a plain A·B and a column-parallel split over ranks takes a
+ * column block of it — {@code bias} is (OC) or null, {@code out} is (B,T,OC).
+ * All the arithmetic is in {@link Gemm}; this class only wires the three products and the bias.
+ * Reference: the chain rule for Y = XW + b: dX = dY·W^T, dW = X^T·dY, db = sum over rows of dY.
+ */
+public final class Matmul {
+  private Matmul() {}
+
+  /** Output channels per block in the bias-gradient column sum: one 64-byte cache line. */
+  private static final int CB = 16;
+
+  /** out(B,T,OC) = inp(B,T,C) · weight(C,OC) + bias(OC); {@code bias} may be null. Overwrites {@code out}. */
+  public static void forward(float[] out, int outOff, float[] inp, int inpOff,
+                             float[] weight, int weightOff, float[] bias, int biasOff,
+                             int B, int T, int C, int OC) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.positive("OC", OC);
+    Check.span("out", out, outOff, Check.n(B, T, OC));
+    Check.span("inp", inp, inpOff, Check.n(B, T, C));
+    Check.span("weight", weight, weightOff, Check.n(C, OC));
+    if (bias != null) {
+      Check.span("bias", bias, biasOff, OC);
+    }
+
+    Gemm.matmul(inp, inpOff, weight, weightOff, out, outOff, B * T, OC, C, false);
+    if (bias != null) {
+      for (@Parallel int bt = 0; bt < B * T; bt++) {
+        int o = outOff + bt * OC;
+        for (int j = 0; j < OC; j++) {
+          out[o + j] += bias[biasOff + j];
+        }
+      }
+    }
+  }
+
+  /**
+   * dinp(B,T,C) += dout · weight^T, dweight(C,OC) += inp^T · dout, dbias(OC) += column sums of dout.
+   * {@code dbias} may be null (a layer without bias).
+   */
+  public static void backward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
+                              float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+                              int B, int T, int C, int OC) {
+    Check.positive("B", B);
+    Check.positive("T", T);
+    Check.positive("C", C);
+    Check.positive("OC", OC);
+    Check.span("dinp", dinp, dinpOff, Check.n(B, T, C));
+    Check.span("dweight", dweight, dweightOff, Check.n(C, OC));
+    if (dbias != null) {
+      Check.span("dbias", dbias, dbiasOff, OC);
+    }
+    Check.span("dout", dout, doutOff, Check.n(B, T, OC));
+    Check.span("inp", inp, inpOff, Check.n(B, T, C));
+    Check.span("weight", weight, weightOff, Check.n(C, OC));
+
+    // dinp[BT,C] += dout[BT,OC] · weight^T, weight stored [C,OC] = [n,k].
+    Gemm.matmulTransB(dout, doutOff, weight, weightOff, dinp, dinpOff, B * T, C, OC, true);
+    // dweight[C,OC] += inp^T · dout[BT,OC], inp stored [BT,C] = [k,m].
+    Gemm.matmulTransA(inp, inpOff, dout, doutOff, dweight, dweightOff, C, OC, B * T, true);
+    if (dbias != null) {
+      int blocks = (OC + CB - 1) / CB;
+      for (@Parallel int blk = 0; blk < blocks; blk++) {
+        int j0 = blk * CB;
+        int j1 = Math.min(j0 + CB, OC);
+        for (int bt = 0; bt < B * T; bt++) {
+          int d = doutOff + bt * OC;
+          for (int j = j0; j < j1; j++) {
+            dbias[dbiasOff + j] += dout[d + j];
+          }
+        }
+      }
+    }
+  }
+}
