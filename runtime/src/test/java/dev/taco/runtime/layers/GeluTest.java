@@ -1,0 +1,68 @@
+package dev.taco.runtime.layers;
+
+import static dev.taco.runtime.layers.Bufs.OFF;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class GeluTest {
+  static final int N = 2 * 5 * 32;
+
+  final Random rnd = new Random(19);
+  final float[] inp = Bufs.input(N, rnd, 2.0);
+  final float[] out = Bufs.output(N);
+
+  @Test
+  void forwardMatchesDoubleFormula() {
+    Gelu.forward(out, OFF, inp, OFF, N);
+    for (int i = 0; i < N; i++) {
+      double x = inp[OFF + i];
+      double g = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+      assertThat((double) out[OFF + i]).isCloseTo(g, within(1e-6 * (1 + Math.abs(g))));
+    }
+    Bufs.assertPadsIntact("out", out, N);
+  }
+
+  @Test
+  void knownValues() {
+    float[] x = {0f, 1f, -1f, 10f, -10f};
+    float[] y = new float[5];
+    Gelu.forward(y, 0, x, 0, 5);
+    assertThat(y[0]).isZero();
+    assertThat((double) y[1]).isCloseTo(0.8411920, within(1e-6)); // tanh-approx GELU(1)
+    assertThat((double) y[2]).isCloseTo(-0.1588080, within(1e-6));
+    assertThat(y[3]).isEqualTo(10f);
+    assertThat((double) y[4]).isCloseTo(0.0, within(1e-6));
+  }
+
+  @Test
+  void backwardMatchesFiniteDifferences() {
+    double[] r = Bufs.weights(N, rnd);
+    float[] dinp = Bufs.output(N);
+    Gelu.backward(dinp, OFF, Bufs.asDout(r), OFF, inp, OFF, N);
+    Bufs.assertPadsIntact("dinp", dinp, N);
+    GradCheck.check("dinp", inp, dinp, N, () -> {
+      Gelu.forward(out, OFF, inp, OFF, N);
+      return Bufs.dot(out, r);
+    });
+  }
+
+  @Test
+  void backwardAccumulates() {
+    float[] dout = Bufs.asDout(Bufs.weights(N, rnd));
+    float[] dinp = Bufs.output(N);
+    GradCheck.assertAccumulates(() -> Gelu.backward(dinp, OFF, dout, OFF, inp, OFF, N), new float[][] {dinp},
+        new int[] {N});
+  }
+
+  @Test
+  void rejectsBadArguments() {
+    assertThatThrownBy(() -> Gelu.forward(out, OFF, inp, OFF, 0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("N");
+    assertThatThrownBy(() -> Gelu.backward(out, OFF, new float[N - 1], 0, inp, OFF, N))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dout");
+  }
+}

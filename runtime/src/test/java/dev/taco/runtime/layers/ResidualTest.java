@@ -1,0 +1,56 @@
+package dev.taco.runtime.layers;
+
+import static dev.taco.runtime.layers.Bufs.OFF;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Random;
+import java.util.function.DoubleSupplier;
+import org.junit.jupiter.api.Test;
+
+class ResidualTest {
+  static final int N = 2 * 5 * 8;
+
+  final Random rnd = new Random(23);
+  final float[] a = Bufs.input(N, rnd, 1.0);
+  final float[] b = Bufs.input(N, rnd, 1.0);
+  final float[] out = Bufs.output(N);
+
+  @Test
+  void forwardAdds() {
+    Residual.forward(out, OFF, a, OFF, b, OFF, N);
+    for (int i = 0; i < N; i++) {
+      assertThat(out[OFF + i]).isEqualTo(a[OFF + i] + b[OFF + i]);
+    }
+    Bufs.assertPadsIntact("out", out, N);
+  }
+
+  @Test
+  void backwardMatchesFiniteDifferences() {
+    double[] r = Bufs.weights(N, rnd);
+    float[] da = Bufs.output(N), db = Bufs.output(N);
+    Residual.backward(da, OFF, db, OFF, Bufs.asDout(r), OFF, N);
+    DoubleSupplier loss = () -> {
+      Residual.forward(out, OFF, a, OFF, b, OFF, N);
+      return Bufs.dot(out, r);
+    };
+    GradCheck.check("da", a, da, N, loss);
+    GradCheck.check("db", b, db, N, loss);
+  }
+
+  @Test
+  void backwardAccumulates() {
+    float[] dout = Bufs.asDout(Bufs.weights(N, rnd));
+    float[] da = Bufs.output(N), db = Bufs.output(N);
+    GradCheck.assertAccumulates(() -> Residual.backward(da, OFF, db, OFF, dout, OFF, N), new float[][] {da, db},
+        new int[] {N, N});
+  }
+
+  @Test
+  void rejectsBadArguments() {
+    assertThatThrownBy(() -> Residual.forward(out, OFF, a, OFF, new float[3], 0, N))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("b needs");
+    assertThatThrownBy(() -> Residual.backward(a, OFF, null, 0, out, OFF, N))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("db");
+  }
+}
