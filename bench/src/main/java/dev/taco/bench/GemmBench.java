@@ -60,6 +60,10 @@ public class GemmBench {
             a[i] = r.nextFloat() - 0.5f;
             b[i] = r.nextFloat() - 0.5f;
         }
+        // The Vector API is very slow until C2 has compiled the micro-kernel (the first 512 call can take
+        // seconds on a loaded 2-core box, longer than the 1 s warmup iterations): get it compiled untimed.
+        float[] s = new float[64 * 64];
+        for (int i = 0; i < 200; i++) Gemm.matmul(s, 0, s, 0, s.clone(), 0, 64, 64, 64, false);
     }
 
     @Benchmark
