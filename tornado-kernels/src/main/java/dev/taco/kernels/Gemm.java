@@ -13,8 +13,8 @@ import jdk.incubator.vector.VectorSpecies;
  * ({@code jdk.incubator.vector}; run with {@code --add-modules jdk.incubator.vector}).
  *
  * <h2>Algorithm</h2>
- * GotoBLAS-style: C is cut into tiles of {@value #MC} rows × {@link #NC} columns, one task per tile. A task
- * walks K in blocks of {@value #KC}; for each block it packs its slice of A into panels of {@value #MR} rows
+ * GotoBLAS-style: C is cut into tiles of {@link #MC} rows × {@link #NC} columns, one task per tile. A task
+ * walks K in blocks of {@link #KC}; for each block it packs its slice of A into panels of {@value #MR} rows
  * (column-interleaved, zero-padded) and its slice of B into panels of {@link #NR} = 3 vector lengths
  * (row-interleaved, zero-padded), then runs a register-blocked micro-kernel that keeps the {@value #MR} ×
  * {@link #NR} block of C in 12 vector accumulators and updates them with one FMA per (row, vector) per k.
@@ -46,11 +46,11 @@ public final class Gemm {
     /** Columns of the register block: three vectors. */
     static final int NR = 3 * L;
     /** Rows of C per task tile (multiple of {@link #MR}). */
-    static final int MC = 128;
+    static final int MC = MR * Integer.getInteger("taco.gemm.mcPanels", 32);
     /** Depth of one K block (packed B micro-panel of KC × NR floats stays in L1). */
-    static final int KC = 256;
+    static final int KC = Integer.getInteger("taco.gemm.kc", 256);
     /** Columns of C per task tile (multiple of {@link #NR}). */
-    static final int NC = 8 * NR;
+    static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 8);
     /** Below this many flops (2mnk) a call runs single-threaded in the caller. */
     static final long PARALLEL_MIN_FLOPS = 1L << 22;
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs dev.taco.bench.GemmBench (JMH: fork 1, warmup 2x1s, measurement 3x2s) and prints a markdown table with
+# GFLOP/s, vector/naive and the ratio to the OpenBLAS anchor (185 GFLOP/s on the 2-core CPU machines).
+# Also measures numpy (OpenBLAS) SGEMM in the same run when python3 + numpy are available.
+# Usage: bench/run-gemm.sh [n=512,1024] [naiveMaxN=512]        (build first: mvn -pl bench -am package -DskipTests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+JAVA="$JAVA_HOME/bin/java"
+CP="bench/target/classes:$(cat bench/target/classpath.txt)"
+echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# JDK: $("$JAVA" -version 2>&1 | head -1)"
+echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+if python3 -c 'import numpy' 2>/dev/null; then
+  python3 - <<'PY'
+import numpy as np, time
+for n in (512, 1024):
+    a = np.random.rand(n, n).astype(np.float32); b = np.random.rand(n, n).astype(np.float32)
+    for _ in range(3): a @ b
+    ts = []
+    for _ in range(20):
+        t = time.perf_counter(); a @ b; ts.append(time.perf_counter() - t)
+    ts.sort(); med = ts[len(ts)//2]
+    print(f"# numpy {np.__version__} (OpenBLAS) sgemm n={n}: median {med*1e3:.2f} ms = {2*n**3/med/1e9:.1f} GFLOP/s (same run)")
+PY
+fi
+exec "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmBench "$@"
