@@ -36,6 +36,14 @@ abstract class ChunkedCommunicator implements Communicator {
   /** Short name used in error messages, e.g. {@code "local"} or {@code "compressed[bf16]"}. */
   abstract String label();
 
+  /**
+   * Two-shot sum all-reduce in place over {@code buf[off .. off+n)} (float32, n elements, any {@code n >= 0};
+   * {@code n = 0} is a no-op without communication); see the class comment (DESIGN §4).
+   *
+   * @throws IllegalArgumentException if {@code n < 0}, {@code buf} is null or too short, or the coder rejects the
+   *     input
+   * @throws CollectiveException if the transport fails, is aborted or times out
+   */
   @Override
   public void allReduce(float[] buf, int off, int n) {
     String op = "allReduce(n=" + n + ")";
@@ -85,6 +93,13 @@ abstract class ChunkedCommunicator implements Communicator {
     System.arraycopy(work, 0, buf, off, n);
   }
 
+  /**
+   * All-gather of {@code n} float32 values per rank into {@code recv[recvOff .. recvOff + R*n)}, rank-major; every
+   * rank decodes every shard, its own included, from the payload that went on the wire (DESIGN §4).
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the transport fails, is aborted or times out
+   */
   @Override
   public void allGather(float[] send, int sendOff, int n, float[] recv, int recvOff) {
     String op = "allGather(n=" + n + ")";
@@ -101,6 +116,14 @@ abstract class ChunkedCommunicator implements Communicator {
     }
   }
 
+  /**
+   * Sum reduce-scatter: {@code send} holds {@code R*n} float32 values, chunk p for rank p; this rank receives in
+   * {@code recv[recvOff .. recvOff+n)} the sum of everybody's chunk {@code rank()}, accumulated in float32 in rank
+   * order (DESIGN §4).
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the transport fails, is aborted or times out
+   */
   @Override
   public void reduceScatter(float[] send, int sendOff, int n, float[] recv, int recvOff) {
     String op = "reduceScatter(n=" + n + ")";
@@ -125,6 +148,13 @@ abstract class ChunkedCommunicator implements Communicator {
     System.arraycopy(acc, 0, recv, recvOff, n);
   }
 
+  /**
+   * All-to-all of {@code n} float32 values per rank pair: chunk p of {@code send} goes to rank p, chunk q of
+   * {@code recv} comes from rank q; the own chunk is copied exactly (DESIGN §4).
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the transport fails, is aborted or times out
+   */
   @Override
   public void allToAll(float[] send, int sendOff, int n, float[] recv, int recvOff) {
     String op = "allToAll(n=" + n + ")";

@@ -25,7 +25,11 @@ public final class LocalGroup {
   /** Timeout of one collective when none is given: 120 s. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
 
-  /** The body one rank runs in {@link #run}. */
+  /**
+   * The body one rank runs in {@link #run}.
+   *
+   * @param <T> the rank's result type
+   */
   @FunctionalInterface
   public interface RankTask<T> {
     /**
@@ -265,7 +269,8 @@ public final class LocalGroup {
     try {
       closed[rank] = true;
       if (arrivedCount > 0 && !arrived[rank]) {
-        abortLocked(rank, "rank " + rank + " was closed while ranks " + ranksArrivedLocked(true) + " wait in a collective");
+        abortLocked(rank,
+            "rank " + rank + " was closed while ranks " + ranksArrivedLocked(true) + " wait in a collective");
       }
     } finally {
       lock.unlock();

@@ -46,7 +46,8 @@ final class Harness {
 
   /** Fresh random input of rank {@code rank}: heavy-tailed values, some exact zeros; deterministic in its args. */
   static float[] input(Op op, int world, int n, int rank, long seed) {
-    SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + ((op.ordinal() * 7L + world) * 10_007L + n) * 31 + rank);
+    long mix = ((op.ordinal() * 7L + world) * 10_007L + n) * 31 + rank;
+    SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + mix);
     float[] x = new float[op.inLen(world, n)];
     for (int i = 0; i < x.length; i++) {
       x[i] = rnd.nextInt(16) == 0 ? 0f : (float) (gaussian(rnd) * Math.exp(2 * gaussian(rnd)));
