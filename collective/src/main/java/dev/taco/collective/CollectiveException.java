@@ -4,10 +4,21 @@ package dev.taco.collective;
 public final class CollectiveException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A failure caused by another one.
+   *
+   * @param message names the rank, the operation and the reason
+   * @param cause the underlying failure
+   */
   public CollectiveException(String message, Throwable cause) {
     super(message, cause);
   }
 
+  /**
+   * A failure without an underlying exception (a timeout, an abort).
+   *
+   * @param message names the rank, the operation and the reason
+   */
   public CollectiveException(String message) {
     super(message);
   }
