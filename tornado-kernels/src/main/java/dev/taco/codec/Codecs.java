@@ -16,7 +16,9 @@ public final class Codecs {
       + "taco:[e4m3|e5m2][,g=N][,alpha=A][,hadamard=on|off])";
 
   /**
-   * @param spec a name with optional parameters, as above
+   * Creates the codec a command-line name denotes.
+   *
+   * @param spec a name with optional parameters, as above (case-insensitive)
    * @return a new codec
    * @throws IllegalArgumentException for an unknown name or parameter, listing the valid names
    */

@@ -19,7 +19,8 @@ package dev.taco.kernels;
  *
  * <h2>Numerics</h2>
  * Decoding is {@code x^ = H(fp8(q)) * c_r * 2^(-f_t)}, with H the orthonormal WHT (identity when the Hadamard
- * flag is off). Encoding, per row then per group:
+ * flag is off), clamped to +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round
+ * to Inf). Encoding, per row then per group:
  * <ol>
  *   <li><b>Coarse scale</b> (per row, {@link #rowScales}): {@code c_r = A_r * beta / FP8MAX} with {@code A_r} the
  *       row's absmax and {@code beta = 2^(ceil(log2(G)/2)+1) >= 2*sqrt(G)} (2 without Hadamard), clamped up to
@@ -193,7 +194,8 @@ public final class TacoKernels {
           Hadamard.fwht(work, w, groupSize);
         }
         for (int i = 0; i < len; i++) {
-          float v = Math.scalb(work[w + i] * mc, sh);
+          // Clamp: a value within one FP8 step of the float32 max may round past it; never decode to Inf.
+          float v = Math.max(-Float.MAX_VALUE, Math.min(Float.MAX_VALUE, Math.scalb(work[w + i] * mc, sh)));
           out[dst + i] = accumulate ? out[dst + i] + v : v;
         }
       }
