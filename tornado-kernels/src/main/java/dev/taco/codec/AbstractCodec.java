@@ -1,0 +1,157 @@
+package dev.taco.codec;
+
+import java.util.Objects;
+
+/**
+ * The shared skeleton of every codec: argument and finiteness checks, the {@link PayloadHeader}, checksums and
+ * the validate-everything-then-write decode. A concrete codec supplies its header fields, its exact body length
+ * and its body kernels. Thread-safe if the subclass is (all shipped codecs are immutable).
+ */
+public abstract class AbstractCodec implements Codec {
+
+  /** For subclasses. */
+  protected AbstractCodec() {}
+
+  /** The codec id byte ({@link PayloadHeader#FP32} ...). */
+  protected abstract int codecId();
+
+  /** The header this codec writes for a {@code rows x cols} tensor (sizes already checked). */
+  protected abstract PayloadHeader header(int rows, int cols);
+
+  /** Checks the codec-specific header fields (format, flags, G) of a received payload. */
+  protected abstract void checkHeader(PayloadHeader h);
+
+  /** Exact body length in bytes implied by a (validated) header; may exceed 2^31. */
+  protected abstract long bodyLength(PayloadHeader h);
+
+  /** Writes the body at {@code out[bodyOff ..]}; returns the saturation count. Input is finite. */
+  protected abstract long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff);
+
+  /** Checks a checksummed body; returns null if valid, else what is wrong. Must not write anything. */
+  protected abstract String checkBody(PayloadHeader h, byte[] in, int bodyOff);
+
+  /** Decodes a validated body into (or adds it to) {@code out[outOff .. outOff + rows*cols)}. */
+  protected abstract void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff,
+      boolean accumulate);
+
+  @Override
+  public final int encodedSize(int rows, int cols) {
+    checkShape(rows, cols);
+    long size = PayloadHeader.SIZE + bodyLength(header(rows, cols));
+    if (size > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(name() + ": a " + rows + " x " + cols + " payload would be " + size
+          + " bytes, over 2^31-1");
+    }
+    return (int) size;
+  }
+
+  @Override
+  public final int encode(float[] x, int off, int rows, int cols, byte[] out, int outOff) {
+    return encodeWithStats(x, off, rows, cols, out, outOff).bytes();
+  }
+
+  /**
+   * As {@link #encode}, also reporting the saturation count.
+   *
+   * @throws IllegalArgumentException as {@link #encode}
+   */
+  public final EncodeResult encodeWithStats(float[] x, int off, int rows, int cols, byte[] out, int outOff) {
+    int size = encodedSize(rows, cols);
+    int n = rows * cols;
+    Objects.requireNonNull(x, "x");
+    Objects.requireNonNull(out, "out");
+    if (off < 0 || off > x.length - n) {
+      throw new IllegalArgumentException(name() + ": input x[" + off + " .. +" + n + ") is outside x.length "
+          + x.length);
+    }
+    if (outOff < 0 || outOff > out.length - size) {
+      throw new IllegalArgumentException(name() + ": output needs " + size + " bytes at " + outOff + ", out.length is "
+          + out.length);
+    }
+    for (int i = 0; i < n; i++) {
+      if (!Float.isFinite(x[off + i])) {
+        throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
+            + " (row " + i / cols + ", col " + i % cols + ")");
+      }
+    }
+    PayloadHeader h = header(rows, cols);
+    int bodyOff = outOff + PayloadHeader.SIZE;
+    long sat = encodeBody(h, x, off, out, bodyOff);
+    h.write(out, outOff, PayloadHeader.crc(out, bodyOff, size - PayloadHeader.SIZE));
+    return new EncodeResult(size, sat);
+  }
+
+  @Override
+  public final int decode(byte[] in, int inOff, int len, float[] out, int outOff, boolean accumulate) {
+    Objects.requireNonNull(in, "in");
+    Objects.requireNonNull(out, "out");
+    if (inOff < 0 || len < 0 || inOff > in.length - len) {
+      throw new IllegalArgumentException(name() + ": in[" + inOff + " .. +" + len + ") is outside in.length "
+          + in.length);
+    }
+    PayloadHeader h = parse(in, inOff, len);
+    int n = h.count();
+    if (outOff < 0 || outOff > out.length - n) {
+      throw new IllegalArgumentException(name() + ": payload holds " + h.rows() + " x " + h.cols() + " = " + n
+          + " values, out has room for " + Math.max(0, out.length - Math.max(0, outOff)) + " at " + outOff);
+    }
+    decodeBody(h, in, inOff + PayloadHeader.SIZE, out, outOff, accumulate);
+    return n;
+  }
+
+  /**
+   * Validates a whole payload (header, exact length, both checksums, body contents) without decoding it.
+   *
+   * @return the header
+   * @throws MalformedPayloadException if anything is wrong
+   */
+  public final PayloadHeader parse(byte[] in, int inOff, int len) {
+    PayloadHeader h = PayloadHeader.read(in, inOff, len, codecId(), name());
+    checkHeader(h);
+    long expected = PayloadHeader.SIZE + bodyLength(h);
+    if (len != expected) {
+      throw PayloadHeader.bad(name(), (len < expected ? "truncated" : "too long") + ": " + len
+          + " bytes, the header (" + h.rows() + " x " + h.cols() + ", G " + h.groupSize() + ") implies " + expected);
+    }
+    int bodyOff = inOff + PayloadHeader.SIZE;
+    int stored = PayloadHeader.storedBodyCrc(in, inOff);
+    int actual = PayloadHeader.crc(in, bodyOff, len - PayloadHeader.SIZE);
+    if (stored != actual) {
+      throw PayloadHeader.bad(name(), String.format("body checksum mismatch (stored 0x%08x, computed 0x%08x)",
+          stored, actual));
+    }
+    String why = checkBody(h, in, bodyOff);
+    if (why != null) {
+      throw PayloadHeader.bad(name(), why);
+    }
+    return h;
+  }
+
+  /** Throws unless the fields are exactly these (for codecs with fixed format/flags/G). */
+  protected final void expectFields(PayloadHeader h, int format, int flags, int groupSize) {
+    if (h.format() != format) {
+      throw PayloadHeader.bad(name(), "fp8 format " + h.format() + ", expected " + format);
+    }
+    if (h.flags() != flags) {
+      throw PayloadHeader.bad(name(), "flags 0x" + Integer.toHexString(h.flags()) + ", expected 0x"
+          + Integer.toHexString(flags));
+    }
+    if (h.groupSize() != groupSize) {
+      throw PayloadHeader.bad(name(), "group size " + h.groupSize() + ", expected " + groupSize);
+    }
+  }
+
+  private void checkShape(int rows, int cols) {
+    if (rows <= 0 || cols <= 0) {
+      throw new IllegalArgumentException(name() + ": rows and cols must be positive, got " + rows + " x " + cols);
+    }
+    if ((long) rows * cols > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(name() + ": " + rows + " x " + cols + " has more than 2^31-1 elements");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return name();
+  }
+}

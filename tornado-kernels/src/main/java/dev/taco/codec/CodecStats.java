@@ -1,0 +1,121 @@
+package dev.taco.codec;
+
+/**
+ * Per-tensor quality figures of a codec round trip (DESIGN §3), all computed in float64.
+ *
+ * <p>Two zero-collapse figures, because they answer different questions. The element-level rate (DESIGN §3's
+ * definition) counts every non-zero input decoded as exactly 0; it is not 0 even for a good FP8 codec, since
+ * values below a group's quantisation step (about 2^-17 of the group max for E4M3 without Hadamard) and exact
+ * cancellations in the inverse Hadamard transform both give 0. The group-level rate is the failure Dual-Scale
+ * quantisation is built to prevent (DESIGN §3.3 (b)): a group holding a non-zero value decoded as all zeros.
+ *
+ * @param n number of elements, {@code rows*cols}
+ * @param relL2 relative L2 error {@code ||y - x|| / ||x||} (0 if both are zero; +Inf if only x is zero)
+ * @param snrDb signal-to-noise ratio {@code 10 log10(||x||^2 / ||y - x||^2)} in dB (+Inf for an exact round trip)
+ * @param cosine cosine similarity of x and y (1 if both are zero)
+ * @param maxAbsErr {@code max |y_i - x_i|}
+ * @param zeroCollapseRate fraction of the non-zero inputs decoded as exactly 0 (0 if there are none)
+ * @param groupCollapseRate fraction of the groups ({@code G} contiguous values along a row, the last one of a row
+ *     possibly short) holding a non-zero input that decode to all zeros (0 if there are none)
+ * @param saturated encode-side count of values clipped to the format's largest finite value
+ *     ({@link EncodeResult#saturated})
+ * @param bytesPerElement payload bytes (header included) divided by n
+ */
+public record CodecStats(int n, double relL2, double snrDb, double cosine, double maxAbsErr,
+    double zeroCollapseRate, double groupCollapseRate, long saturated, double bytesPerElement) {
+
+  /**
+   * Computes the figures for {@code x} and its decoded {@code y}, both {@code rows x cols} row-major from index 0.
+   *
+   * @param groupSize G for the group-level collapse rate (any positive value; use the codec's)
+   * @param payloadBytes payload size in bytes
+   * @param saturated saturation count reported by the encoder
+   */
+  public static CodecStats of(float[] x, float[] y, int rows, int cols, int groupSize, long payloadBytes,
+      long saturated) {
+    int n = rows * cols;
+    double xx = 0;
+    double yy = 0;
+    double xy = 0;
+    double ee = 0;
+    double maxAbs = 0;
+    long nonZero = 0;
+    long collapsed = 0;
+    for (int i = 0; i < n; i++) {
+      double a = x[i];
+      double b = y[i];
+      double d = b - a;
+      xx += a * a;
+      yy += b * b;
+      xy += a * b;
+      ee += d * d;
+      maxAbs = Math.max(maxAbs, Math.abs(d));
+      if (a != 0) {
+        nonZero++;
+        if (b == 0) {
+          collapsed++;
+        }
+      }
+    }
+    long groups = 0;
+    for (int r = 0; r < rows; r++) {
+      for (int c0 = 0; c0 < cols; c0 += groupSize) {
+        boolean any = false;
+        for (int c = c0; c < Math.min(cols, c0 + groupSize); c++) {
+          any |= x[r * cols + c] != 0;
+        }
+        groups += any ? 1 : 0;
+      }
+    }
+    long dead = collapsedGroups(x, y, rows, cols, groupSize);
+    double rel = xx == 0 ? (ee == 0 ? 0 : Double.POSITIVE_INFINITY) : Math.sqrt(ee / xx);
+    double snr = 10 * Math.log10(xx / ee);
+    double cos = xx == 0 && yy == 0 ? 1 : xy / Math.sqrt(xx * yy);
+    return new CodecStats(n, rel, snr, cos, maxAbs, nonZero == 0 ? 0 : (double) collapsed / nonZero,
+        groups == 0 ? 0 : (double) dead / groups, saturated, n == 0 ? 0 : (double) payloadBytes / n);
+  }
+
+  /**
+   * Encodes and decodes {@code x} ({@code rows x cols}) with {@code codec} and measures the round trip; the group
+   * size for the group-level collapse rate is the codec's (64 for codecs without groups).
+   *
+   * @throws IllegalArgumentException as {@link Codec#encode}
+   */
+  public static CodecStats measure(AbstractCodec codec, float[] x, int rows, int cols) {
+    byte[] buf = new byte[codec.encodedSize(rows, cols)];
+    EncodeResult r = codec.encodeWithStats(x, 0, rows, cols, buf, 0);
+    float[] y = new float[rows * cols];
+    codec.decode(buf, 0, r.bytes(), y, 0, false);
+    int g = codec instanceof TacoCodec t ? t.groupSize() : codec instanceof Int8GroupCodec i ? i.groupSize() : 64;
+    return of(x, y, rows, cols, g, r.bytes(), r.saturated());
+  }
+
+  /**
+   * The number of groups ({@code G} contiguous values along a row; the last one of a row may be short) that hold a
+   * non-zero input but decode to all zeros. {@code x}, {@code y}: {@code rows x cols} row-major from index 0.
+   */
+  public static long collapsedGroups(float[] x, float[] y, int rows, int cols, int groupSize) {
+    long count = 0;
+    for (int r = 0; r < rows; r++) {
+      for (int c0 = 0; c0 < cols; c0 += groupSize) {
+        boolean anyX = false;
+        boolean anyY = false;
+        for (int c = c0; c < Math.min(cols, c0 + groupSize); c++) {
+          anyX |= x[r * cols + c] != 0;
+          anyY |= y[r * cols + c] != 0;
+        }
+        if (anyX && !anyY) {
+          count++;
+        }
+      }
+    }
+    return count;
+  }
+
+  @Override
+  public String toString() {
+    return String.format("n=%d relL2=%.4e snr=%.2fdB cos=%.6f maxAbs=%.3e collapse(el)=%.2e collapse(grp)=%.2e "
+        + "sat=%d B/el=%.4f", n, relL2, snrDb, cosine, maxAbsErr, zeroCollapseRate, groupCollapseRate, saturated,
+        bytesPerElement);
+  }
+}

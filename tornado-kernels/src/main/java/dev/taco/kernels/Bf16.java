@@ -1,0 +1,44 @@
+package dev.taco.kernels;
+
+/**
+ * bfloat16 scalar kernels (1 sign, 8 exponent, 7 mantissa bits: the top half of a float32), as sent by
+ * Megatron-LM under mixed precision. Codes are carried in a {@code short} (bit pattern, not a number).
+ *
+ * <p>{@link #encode} rounds to nearest, ties to even, like {@code torch.Tensor.to(torch.bfloat16)}: finite values
+ * above bf16's max (about 3.3895e38) round to infinity; NaN stays NaN (quiet bit set, sign and top payload bits
+ * kept). {@link #encodeSaturating} clamps such values to {@code ±max} instead. Decoding is exact.
+ */
+public final class Bf16 {
+  private Bf16() {}
+
+  /** Code of the largest finite bf16 value, {@code 0x7F7F} (about 3.3895e38). */
+  public static final short MAX_CODE = 0x7F7F;
+
+  /** Encodes {@code v} to bf16 bits with round-to-nearest-even; NaN stays NaN, overflow gives ±Inf. */
+  public static short encode(float v) {
+    int bits = Float.floatToRawIntBits(v);
+    if ((bits & 0x7FFFFFFF) > 0x7F800000) {
+      return (short) ((bits >>> 16) | 0x0040); // quiet NaN, sign kept
+    }
+    return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
+  }
+
+  /** As {@link #encode}, but a finite {@code v} that would round to ±Inf gives ±max instead (Inf stays Inf). */
+  public static short encodeSaturating(float v) {
+    short c = encode(v);
+    if ((c & 0x7FFF) == 0x7F80 && Float.isFinite(v)) {
+      return (short) ((c & 0x8000) | MAX_CODE);
+    }
+    return c;
+  }
+
+  /** Decodes bf16 bits to the exact float value. */
+  public static float decode(short c) {
+    return Float.intBitsToFloat(c << 16);
+  }
+
+  /** True if {@code c} is an Inf or NaN bf16 pattern. */
+  public static boolean isNonFinite(short c) {
+    return (c & 0x7F80) == 0x7F80;
+  }
+}

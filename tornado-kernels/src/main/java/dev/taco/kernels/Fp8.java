@@ -1,0 +1,131 @@
+package dev.taco.kernels;
+
+/**
+ * FP8 scalar kernels: float32 &lt;-&gt; 8-bit floating point, bit-exact, after the OCP 8-bit Floating Point
+ * Specification (OFP8, rev. 1.0, 2023) with one deliberate difference: encoding <em>saturates</em>.
+ *
+ * <ul>
+ *   <li>{@link #E4M3}: 1 sign, 4 exponent (bias 7), 3 mantissa bits; max finite 448; {@code S.1111.111} is NaN;
+ *       no infinities; subnormals down to 2^-9.
+ *   <li>{@link #E5M2}: 1 sign, 5 exponent (bias 15), 2 mantissa bits; max finite 57344; IEEE-like: exponent
+ *       field 31 is Inf (mantissa 0) or NaN; subnormals down to 2^-16.
+ * </ul>
+ *
+ * <p>Encoding rounds to nearest, ties to even, on the exact float value (one rounding, integer arithmetic on
+ * the float's bits, so the GPU translation gives the same codes), and saturates: every finite input and every
+ * infinity maps to a finite code (magnitudes at or above the max finite value give {@code ±max}); NaN maps to
+ * a NaN code ({@code 0x7F} with the input's sign, a NaN in both formats). Signed zeros keep their sign.
+ * Decoding is exact (every FP8 value is a float32).
+ *
+ * <p>Kernel style (DESIGN §5): static methods on primitives, no allocation, no objects.
+ */
+public final class Fp8 {
+  private Fp8() {}
+
+  /** Format code of OCP E4M3 (the wire format's {@code fp8 format} byte 1). */
+  public static final int E4M3 = 1;
+  /** Format code of OCP E5M2 (the wire format's {@code fp8 format} byte 2). */
+  public static final int E5M2 = 2;
+
+  /** Largest finite E4M3 value, 448 = 1.75 * 2^8. */
+  public static final float E4M3_MAX = 448f;
+  /** Largest finite E5M2 value, 57344 = 1.75 * 2^15. */
+  public static final float E5M2_MAX = 57344f;
+
+  /** Encodes {@code v} to E4M3 (round to nearest even, saturating; NaN to {@code 0x7F | sign}). */
+  public static byte encodeE4M3(float v) {
+    return encode(v, 3, 7, 0x43E00000 /* 448f */, 0x7E);
+  }
+
+  /** Encodes {@code v} to E5M2 (round to nearest even, saturating, Inf to {@code ±57344}; NaN to {@code 0x7F | sign}). */
+  public static byte encodeE5M2(float v) {
+    return encode(v, 2, 15, 0x47600000 /* 57344f */, 0x7B);
+  }
+
+  /** Decodes an E4M3 code to its exact float value ({@code 0x7F}/{@code 0xFF} give NaN). */
+  public static float decodeE4M3(byte c) {
+    return (c & 0x7F) == 0x7F ? Float.NaN : decode(c, 3, 7);
+  }
+
+  /** Decodes an E5M2 code to its exact float value (exponent field 31: ±Inf for mantissa 0, else NaN). */
+  public static float decodeE5M2(byte c) {
+    if ((c & 0x7C) == 0x7C) {
+      return (c & 0x03) != 0 ? Float.NaN : (c < 0 ? Float.NEGATIVE_INFINITY : Float.POSITIVE_INFINITY);
+    }
+    return decode(c, 2, 15);
+  }
+
+  /** Encodes to {@code format} ({@link #E4M3} or {@link #E5M2}; any other value means E5M2). */
+  public static byte encode(float v, int format) {
+    return format == E4M3 ? encodeE4M3(v) : encodeE5M2(v);
+  }
+
+  /** Decodes from {@code format} ({@link #E4M3} or {@link #E5M2}; any other value means E5M2). */
+  public static float decode(byte c, int format) {
+    return format == E4M3 ? decodeE4M3(c) : decodeE5M2(c);
+  }
+
+  /** Largest finite value of {@code format}: 448 (E4M3) or 57344 (E5M2). */
+  public static float maxValue(int format) {
+    return format == E4M3 ? E4M3_MAX : E5M2_MAX;
+  }
+
+  /** Unbiased exponent of the largest finite value of {@code format}: 8 (E4M3) or 15 (E5M2). */
+  public static int maxExponent(int format) {
+    return format == E4M3 ? 8 : 15;
+  }
+
+  /** True if {@code c} is a NaN or infinity code of {@code format} (never produced by {@link #encode} from finite input). */
+  public static boolean isNonFinite(byte c, int format) {
+    return format == E4M3 ? (c & 0x7F) == 0x7F : (c & 0x7C) == 0x7C;
+  }
+
+  /**
+   * Generic RNE saturating encoder for a format with {@code m} mantissa bits and exponent bias {@code bias};
+   * {@code maxBits} are the float32 bits of the largest finite value, {@code maxCode} its code.
+   */
+  private static byte encode(float v, int m, int bias, int maxBits, int maxCode) {
+    int bits = Float.floatToRawIntBits(v);
+    int sign = (bits >>> 24) & 0x80;
+    int abs = bits & 0x7FFFFFFF;
+    if (abs > 0x7F800000) {
+      return (byte) (sign | 0x7F); // NaN
+    }
+    if (abs >= maxBits) {
+      return (byte) (sign | maxCode); // saturate (includes Inf)
+    }
+    int expField = abs >>> 23;
+    int e = expField - 127;
+    int code;
+    if (e >= 1 - bias) {
+      // Normal in the target: round the 23-bit mantissa to m bits, ties to even; a carry rolls into the exponent.
+      int shift = 23 - m;
+      int r = abs + ((1 << (shift - 1)) - 1) + ((abs >>> shift) & 1);
+      code = (r >>> shift) - ((127 - bias) << m);
+    } else {
+      // Subnormal (or zero) in the target: q = value / 2^(1-bias-m), rounded to nearest even integer.
+      int mant = (abs & 0x7FFFFF) | (expField != 0 ? 0x800000 : 0);
+      int eEff = expField != 0 ? e : -126;
+      int shift = 24 - bias - m - eEff; // value = mant * 2^(eEff-23); q = mant >> shift
+      if (shift > 25) {
+        code = 0; // below half the smallest subnormal
+      } else {
+        code = (mant + ((1 << (shift - 1)) - 1) + ((mant >>> shift) & 1)) >>> shift;
+      }
+    }
+    return (byte) (sign | code);
+  }
+
+  /** Decodes a finite code of a format with {@code m} mantissa bits and bias {@code bias}. */
+  private static float decode(byte c, int m, int bias) {
+    int ef = (c & 0x7F) >>> m;
+    int mf = c & ((1 << m) - 1);
+    float mag;
+    if (ef == 0) {
+      mag = mf * Float.intBitsToFloat((127 + 1 - bias - m) << 23); // mf * 2^(1-bias-m), exact
+    } else {
+      mag = Float.intBitsToFloat(((ef - bias + 127) << 23) | (mf << (23 - m)));
+    }
+    return c < 0 ? -mag : mag;
+  }
+}

@@ -1,0 +1,225 @@
+package dev.taco.kernels;
+
+/**
+ * The TACO compress / decompress kernels (DESIGN §3): ASH pre-scale, Walsh-Hadamard transform and Dual-Scale FP8
+ * quantisation of groups of {@code G} contiguous values along each row. CPU reference, written in the kernel
+ * style of DESIGN §5 ({@link Parallel} loops over rows or groups, primitive arrays, sizes as parameters, no
+ * allocation in loops) so that the kernel compiler can translate it.
+ *
+ * <h2>Layout</h2>
+ * The input is {@code x[xOff ..]}, {@code rows x cols} float32, row-major. Each row is cut into
+ * {@code ng = ceil(cols/G)} groups; the last one is padded with zeros to {@code G} (the padding is sent, since the
+ * transform mixes it, and trimmed on decode). Group {@code t = r*ng + g} covers columns {@code [g*G, g*G+G)} of
+ * row {@code r}. The compressed body has three regions, at offsets the caller chooses:
+ * <ul>
+ *   <li>{@code scaleOff}: {@code rows} coarse scales {@code c_r}, float32 little-endian;
+ *   <li>{@code fineOff}: {@code rows*ng} fine-exponent bytes {@code f_t} (unsigned, 0..255);
+ *   <li>{@code codeOff}: {@code rows*ng*G} FP8 codes, group after group.
+ * </ul>
+ *
+ * <h2>Numerics</h2>
+ * Decoding is {@code x^ = H(fp8(q)) * c_r * 2^(-f_t)}, with H the orthonormal WHT (identity when the Hadamard
+ * flag is off), clamped to +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round
+ * to Inf). Encoding, per row then per group:
+ * <ol>
+ *   <li><b>Coarse scale</b> (per row, {@link #rowScales}): {@code c_r = A_r * beta / FP8MAX} with {@code A_r} the
+ *       row's absmax and {@code beta = 2^(ceil(log2(G)/2)+1) >= 2*sqrt(G)} (2 without Hadamard), clamped up to
+ *       the smallest normal float; 0 for an all-zero row. Since {@code |H x|_inf <= sqrt(G) |x|_inf}, every
+ *       group fits below FP8MAX/2 at fine exponent 0: <b>no finite input can overflow</b>, with a binade of margin
+ *       for rounding.
+ *   <li><b>ASH statistic and pre-scale</b>: the group's absmax {@code a_t} (energy statistic), level
+ *       {@code l = ilogb(a_t)}; pre-scale {@code 2^k}, {@code k = round(-alpha*l)} (towards the common level
+ *       2^0 with strength alpha), then clamped so that the group's max lies in [2^-100, 2^101) whatever alpha is,
+ *       which keeps the float32 transform clear of overflow and of subnormals. Power of two: exact.
+ *   <li><b>WHT</b> of the pre-scaled, zero-padded group ({@link Hadamard#fwht}), absmax {@code w_t}.
+ *   <li><b>Fine exponent</b>: the largest integer {@code f_t} (clamped to 0..255) with
+ *       {@code w_t * 2^(f_t) / c_r <= FP8MAX}, i.e. the group's max lands in the top FP8 binade,
+ *       (FP8MAX/2, FP8MAX]. That is what prevents <b>zero collapse</b>: every non-zero group has a code of magnitude
+ *       above FP8MAX/2. It holds while {@code f_t <= 255}, i.e. for groups down to about {@code 2^-245} times their
+ *       row's max (any two normal floats of one row closer than that; 2^40 apart is far inside).
+ *   <li>Quantise {@code v = w * 2^(f_t) / c_r} elementwise with {@link Fp8} (RNE, saturating). Values with
+ *       {@code |v| > FP8MAX} are counted as saturated (0 by construction; the count is a check).
+ * </ol>
+ * The pre-scale {@code 2^k} and the fine exponent are both per-group powers of two, so only their combination is
+ * stored (as {@code f_t}); since the fine exponent is chosen after the pre-scale from the transformed absmax,
+ * the pre-scale cancels exactly: <b>alpha does not change the payload</b> (bit for bit, except when groups hold
+ * float32 subnormals that the pre-scale makes normal). What alpha changes is the range the float32 transform
+ * works in. This is the honest reading of ASH with a per-group scalar pre-scale and a per-group transform: a
+ * scalar commutes with H.
+ */
+public final class TacoKernels {
+  private TacoKernels() {}
+
+  /** Pre-scaled group maxima are kept in [2^-SAFE, 2^(SAFE+1)) before the transform. */
+  private static final int SAFE = 100;
+
+  /** Number of groups per row, {@code ceil(cols / G)}. */
+  public static int groupsPerRow(int cols, int groupSize) {
+    return (cols + groupSize - 1) / groupSize;
+  }
+
+  /** log2 of the coarse-scale headroom {@code beta}: {@code ceil(log2(G)/2) + 1} with Hadamard, 1 without. */
+  public static int logBeta(int groupSize, boolean hadamard) {
+    int lg = 31 - Integer.numberOfLeadingZeros(groupSize);
+    return hadamard ? (lg + 1) / 2 + 1 : 1;
+  }
+
+  /** floor(log2(|a|)) for a finite non-zero float, subnormals included. */
+  public static int ilogb(float a) {
+    int e = Math.getExponent(a);
+    return e >= Float.MIN_EXPONENT ? e : Math.getExponent(a * 0x1p64f) - 64;
+  }
+
+  /**
+   * Phase 1: per row, the coarse scale {@code c_r} (see class doc), written as float32 LE at
+   * {@code out[scaleOff + 4r]}.
+   *
+   * @param x input, {@code rows x cols} row-major from {@code xOff}, finite
+   * @param format {@link Fp8#E4M3} or {@link Fp8#E5M2}
+   */
+  public static void rowScales(float[] x, int xOff, int rows, int cols, int groupSize, int format, boolean hadamard,
+      byte[] out, int scaleOff) {
+    float fp8Max = Fp8.maxValue(format);
+    int lb = logBeta(groupSize, hadamard);
+    for (@Parallel int r = 0; r < rows; r++) {
+      float a = 0f;
+      int base = xOff + r * cols;
+      for (int i = 0; i < cols; i++) {
+        a = Math.max(a, Math.abs(x[base + i]));
+      }
+      float c = 0f;
+      if (a > 0f) {
+        c = Math.max(Math.scalb(a / fp8Max, lb), Float.MIN_NORMAL);
+      }
+      Bytes.putFloat(out, scaleOff + 4 * r, c);
+    }
+  }
+
+  /**
+   * Phase 2: per group, ASH pre-scale, WHT, fine exponent and FP8 codes (see class doc). Reads the coarse scales
+   * written by {@link #rowScales} at {@code out[scaleOff ..]}.
+   *
+   * @param alpha ASH strength in [0, 1]
+   * @param work scratch, at least {@code rows*ng*G} floats (group {@code t} uses {@code [t*G, t*G+G)})
+   * @param sat per-group saturation counts out, at least {@code rows*ng} ints
+   */
+  public static void encodeGroups(float[] x, int xOff, int rows, int cols, int groupSize, int format, float alpha,
+      boolean hadamard, float[] work, int[] sat, byte[] out, int scaleOff, int fineOff, int codeOff) {
+    float fp8Max = Fp8.maxValue(format);
+    int emax = Fp8.maxExponent(format);
+    int ng = groupsPerRow(cols, groupSize);
+    for (@Parallel int t = 0; t < rows * ng; t++) {
+      int r = t / ng;
+      int c0 = (t - r * ng) * groupSize;
+      int len = Math.min(groupSize, cols - c0);
+      int src = xOff + r * cols + c0;
+      int w = t * groupSize;
+      int codes = codeOff + t * groupSize;
+      float a = 0f;
+      for (int i = 0; i < len; i++) {
+        a = Math.max(a, Math.abs(x[src + i]));
+      }
+      int s = 0;
+      if (a == 0f) {
+        out[fineOff + t] = 0;
+        for (int i = 0; i < groupSize; i++) {
+          out[codes + i] = 0;
+        }
+      } else {
+        int l = ilogb(a);
+        int k = Math.round(-alpha * l);
+        k = Math.min(Math.max(k, -SAFE - l), SAFE - l);
+        for (int i = 0; i < groupSize; i++) {
+          work[w + i] = i < len ? Math.scalb(x[src + i], k) : 0f;
+        }
+        if (hadamard) {
+          Hadamard.fwht(work, w, groupSize);
+        }
+        float m = 0f;
+        for (int i = 0; i < groupSize; i++) {
+          m = Math.max(m, Math.abs(work[w + i]));
+        }
+        float c = Bytes.getFloat(out, scaleOff + 4 * r);
+        int ec = Math.getExponent(c);
+        float mc = Math.scalb(c, -ec);
+        float y = m / mc;
+        int n = emax - Math.getExponent(y);
+        if (Math.scalb(y, n) > fp8Max) {
+          n--;
+        }
+        int f = Math.min(Math.max(n + k + ec, 0), 255);
+        int sh = f - k - ec;
+        out[fineOff + t] = (byte) f;
+        for (int i = 0; i < groupSize; i++) {
+          float v = Math.scalb(work[w + i] / mc, sh);
+          if (Math.abs(v) > fp8Max) {
+            s++;
+          }
+          out[codes + i] = Fp8.encode(v, format);
+        }
+      }
+      sat[t] = s;
+    }
+  }
+
+  /**
+   * Decompress (and optionally accumulate): {@code out[outOff + r*cols + c] (+)= x^[r][c]}. The payload must have
+   * been validated ({@link #firstInvalid}); padding is dropped.
+   *
+   * @param work scratch, at least {@code rows*ng*G} floats
+   */
+  public static void decodeGroups(byte[] in, int scaleOff, int fineOff, int codeOff, int rows, int cols,
+      int groupSize, int format, boolean hadamard, float[] work, float[] out, int outOff, boolean accumulate) {
+    int ng = groupsPerRow(cols, groupSize);
+    for (@Parallel int t = 0; t < rows * ng; t++) {
+      int r = t / ng;
+      int c0 = (t - r * ng) * groupSize;
+      int len = Math.min(groupSize, cols - c0);
+      int dst = outOff + r * cols + c0;
+      int w = t * groupSize;
+      int codes = codeOff + t * groupSize;
+      float c = Bytes.getFloat(in, scaleOff + 4 * r);
+      if (c == 0f) {
+        for (int i = 0; i < len; i++) {
+          out[dst + i] = accumulate ? out[dst + i] : 0f;
+        }
+      } else {
+        int ec = Math.getExponent(c);
+        float mc = Math.scalb(c, -ec);
+        int sh = ec - (in[fineOff + t] & 0xFF);
+        for (int i = 0; i < groupSize; i++) {
+          work[w + i] = Fp8.decode(in[codes + i], format);
+        }
+        if (hadamard) {
+          Hadamard.fwht(work, w, groupSize);
+        }
+        for (int i = 0; i < len; i++) {
+          // Clamp: a value within one FP8 step of the float32 max may round past it; never decode to Inf.
+          float v = Math.max(-Float.MAX_VALUE, Math.min(Float.MAX_VALUE, Math.scalb(work[w + i] * mc, sh)));
+          out[dst + i] = accumulate ? out[dst + i] + v : v;
+        }
+      }
+    }
+  }
+
+  /**
+   * Validates a body (after its checksum): every coarse scale is 0 or a finite normal positive float, and no FP8
+   * code is NaN/Inf. Fine exponents need no check (all 256 values are valid).
+   *
+   * @return -1 if valid; {@code r} for a bad scale of row {@code r}; {@code rows + j} for a bad code at index j
+   */
+  public static long firstInvalid(byte[] in, int scaleOff, int codeOff, int rows, int nCodes, int format) {
+    for (int r = 0; r < rows; r++) {
+      float c = Bytes.getFloat(in, scaleOff + 4 * r);
+      if (!(c == 0f && Float.floatToRawIntBits(c) == 0) && !(c >= Float.MIN_NORMAL && c <= Float.MAX_VALUE)) {
+        return r;
+      }
+    }
+    for (int j = 0; j < nCodes; j++) {
+      if (Fp8.isNonFinite(in[codeOff + j], format)) {
+        return (long) rows + j;
+      }
+    }
+    return -1;
+  }
+}

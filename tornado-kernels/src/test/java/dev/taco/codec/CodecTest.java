@@ -1,0 +1,322 @@
+package dev.taco.codec;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Properties every codec must have: round trip accuracy, argument checks, malformed payload rejection. */
+class CodecTest {
+
+  record Case(AbstractCodec codec, double gaussBound, double heavyBound) {
+    @Override
+    public String toString() {
+      return codec.toString();
+    }
+  }
+
+  static Stream<Case> codecs() {
+    return Stream.of(
+        new Case(new Fp32Codec(), 0, 0),
+        new Case(new Bf16Codec(), 0.004, 0.004),
+        new Case(new Int8GroupCodec(), 0.01, 0.05),
+        new Case(new Int8GroupCodec(32), 0.01, 0.05),
+        new Case(new TacoCodec(), 0.035, 0.035),
+        new Case(new TacoCodec(32, Fp8Format.E4M3, 1f, true), 0.035, 0.035),
+        new Case(new TacoCodec(256, Fp8Format.E4M3, 0f, true), 0.035, 0.035),
+        new Case(new TacoCodec(64, Fp8Format.E5M2, 1f, true), 0.07, 0.07),
+        new Case(new TacoCodec(128, Fp8Format.E4M3, 1f, false), 0.035, 0.035));
+  }
+
+  static byte[] encode(Codec c, float[] x, int rows, int cols) {
+    byte[] buf = new byte[c.encodedSize(rows, cols)];
+    assertThat(c.encode(x, 0, rows, cols, buf, 0)).isEqualTo(buf.length);
+    return buf;
+  }
+
+  static float[] roundTrip(Codec c, float[] x, int rows, int cols) {
+    byte[] buf = encode(c, x, rows, cols);
+    float[] y = new float[rows * cols];
+    assertThat(c.decode(buf, 0, buf.length, y, 0, false)).isEqualTo(rows * cols);
+    return y;
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void roundTripErrorOnGaussianAndHeavyTailed(Case k) {
+    int rows = 16;
+    int cols = 1000; // not a multiple of any G
+    for (int seed = 1; seed <= 2; seed++) {
+      CodecStats g = CodecStats.measure(k.codec, Inputs.gaussian(seed, rows * cols), rows, cols);
+      CodecStats h = CodecStats.measure(k.codec, Inputs.heavyTailed(seed, rows * cols), rows, cols);
+      assertThat(g.relL2()).as("gaussian %s", g).isLessThanOrEqualTo(k.gaussBound);
+      assertThat(h.relL2()).as("heavy %s", h).isLessThanOrEqualTo(k.heavyBound);
+      assertThat(g.saturated()).isZero();
+      assertThat(h.saturated()).isZero();
+      assertThat(g.cosine()).isGreaterThanOrEqualTo(1 - k.gaussBound * k.gaussBound);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void groupsSpanning2To40HaveNoCollapseNoSaturationAndSmallPerGroupError(Case k) {
+    int rows = 8;
+    int cols = 960;
+    int g = k.codec instanceof TacoCodec t ? t.groupSize() : k.codec instanceof Int8GroupCodec i ? i.groupSize() : 64;
+    float[] x = Inputs.wideGroups(3, rows, cols, g, 40);
+    byte[] buf = encode(k.codec, x, rows, cols);
+    EncodeResult r = k.codec.encodeWithStats(x, 0, rows, cols, new byte[buf.length], 0);
+    float[] y = new float[x.length];
+    k.codec.decode(buf, 0, buf.length, y, 0, false);
+    CodecStats s = CodecStats.of(x, y, rows, cols, g, buf.length, r.saturated());
+    assertThat(s.saturated()).isZero();
+    assertThat(s.groupCollapseRate()).as("%s", s).isZero();
+    // element level: only values below a group's quantisation step (or exact cancellations in the inverse WHT)
+    assertThat(s.zeroCollapseRate()).as("%s", s).isLessThan(k.codec instanceof Int8GroupCodec ? 0.02 : 1e-3);
+    double bound = k.codec instanceof Int8GroupCodec ? 0.02 : Math.max(k.gaussBound, 1e-9) * 1.5;
+    assertThat(Inputs.worstGroupRelErr(x, y, rows, cols, g)).isLessThanOrEqualTo(bound);
+  }
+
+  @Test
+  void tacoHandlesGroupsSpanning2To100AndExtremeRows() {
+    for (Fp8Format f : Fp8Format.values()) {
+      TacoCodec c = new TacoCodec(64, f, 1f, true);
+      double bound = f == Fp8Format.E4M3 ? 0.06 : 0.12;
+      float[] x = Inputs.wideGroups(5, 4, 640, 64, 100);
+      float[] y = roundTrip(c, x, 4, 640);
+      assertThat(CodecStats.collapsedGroups(x, y, 4, 640, 64)).isZero();
+      assertThat(Inputs.worstGroupRelErr(x, y, 4, 640, 64)).isLessThan(bound);
+      // rows near the float32 limits: huge, tiny normal, subnormal, and a lone max value
+      float[] z = new float[4 * 64];
+      for (int i = 0; i < 64; i++) {
+        z[i] = (i % 2 == 0 ? 1 : -1) * Float.MAX_VALUE * (1 - i / 128f);
+        z[64 + i] = Float.MIN_NORMAL * (i + 1);
+        z[128 + i] = Float.MIN_VALUE * (i + 1);
+      }
+      z[192] = Float.MAX_VALUE;
+      AbstractCodec ac = c;
+      EncodeResult r = ac.encodeWithStats(z, 0, 4, 64, new byte[c.encodedSize(4, 64)], 0);
+      assertThat(r.saturated()).isZero();
+      float[] w = roundTrip(c, z, 4, 64);
+      for (float v : w) {
+        assertThat(Float.isFinite(v)).isTrue();
+      }
+      assertThat(CodecStats.collapsedGroups(z, w, 4, 64, 64)).isZero();
+      assertThat(Inputs.worstGroupRelErr(z, w, 2, 64, 64)).isLessThan(bound); // the two normal rows
+      assertThat(w[192]).isCloseTo(Float.MAX_VALUE, org.assertj.core.data.Percentage.withPercentage(13));
+    }
+  }
+
+  @Test
+  void alphaDoesNotChangeThePayloadBody() {
+    float[][] inputs = {Inputs.gaussian(9, 4 * 256), Inputs.wideGroups(9, 4, 256, 64, 40),
+        Inputs.heavyTailed(9, 4 * 256)};
+    for (float[] x : inputs) {
+      byte[] a0 = encode(new TacoCodec(64, Fp8Format.E4M3, 0f, true), x, 4, 256);
+      byte[] a5 = encode(new TacoCodec(64, Fp8Format.E4M3, 0.5f, true), x, 4, 256);
+      byte[] a1 = encode(new TacoCodec(64, Fp8Format.E4M3, 1f, true), x, 4, 256);
+      int h = PayloadHeader.SIZE;
+      assertThat(Arrays.copyOfRange(a0, h, a0.length)).isEqualTo(Arrays.copyOfRange(a1, h, a1.length))
+          .isEqualTo(Arrays.copyOfRange(a5, h, a5.length));
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void oddShapesAndOffsetsAndAccumulate(Case k) {
+    int[][] shapes = {{1, 1}, {1, 7}, {3, 33}, {5, 129}, {2, 257}, {1, 4096}};
+    for (int[] s : shapes) {
+      int n = s[0] * s[1];
+      float[] src = Inputs.gaussian(n, n + 5);
+      byte[] buf = new byte[k.codec.encodedSize(s[0], s[1]) + 3];
+      int len = k.codec.encode(src, 5, s[0], s[1], buf, 3);
+      float[] base = Inputs.gaussian(n + 1, n + 2);
+      float[] y = base.clone();
+      assertThat(k.codec.decode(buf, 3, len, y, 2, false)).isEqualTo(n);
+      float[] x = Arrays.copyOfRange(src, 5, 5 + n);
+      float[] got = Arrays.copyOfRange(y, 2, 2 + n);
+      assertThat(CodecStats.of(x, got, 1, n, 64, len, 0).relL2()).as("%dx%d", s[0], s[1])
+          .isLessThanOrEqualTo(Math.max(k.gaussBound * 2, 0));
+      assertThat(y[0]).isEqualTo(base[0]);
+      assertThat(y[1]).isEqualTo(base[1]);
+      float[] acc = base.clone();
+      k.codec.decode(buf, 3, len, acc, 2, true);
+      for (int i = 0; i < n; i++) {
+        assertThat(acc[2 + i]).isEqualTo(base[2 + i] + got[i]);
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void zerosRoundTripToZeros(Case k) {
+    float[] x = new float[3 * 70];
+    x[75] = -0f;
+    float[] y = roundTrip(k.codec, x, 3, 70);
+    for (float v : y) {
+      assertThat(v).isEqualTo(0f);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void rejectsBadSizesAndNonFiniteInput(Case k) {
+    Codec c = k.codec;
+    for (int[] s : new int[][] {{0, 5}, {5, 0}, {-1, 5}, {5, -3}}) {
+      assertThatThrownBy(() -> c.encodedSize(s[0], s[1])).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("positive");
+      assertThatThrownBy(() -> c.encode(new float[10], 0, s[0], s[1], new byte[1000], 0))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+    assertThatThrownBy(() -> c.encodedSize(1 << 16, 1 << 16)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> c.encode(new float[10], 0, 2, 6, new byte[1000], 0))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("outside");
+    assertThatThrownBy(() -> c.encode(new float[12], 0, 2, 6, new byte[c.encodedSize(2, 6) - 1], 0))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("output");
+    for (float bad : new float[] {Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY}) {
+      float[] x = new float[12];
+      x[8] = bad;
+      x[10] = Float.NaN;
+      assertThatThrownBy(() -> c.encode(x, 0, 2, 6, new byte[1000], 0))
+          .isInstanceOf(IllegalArgumentException.class).isNotInstanceOf(MalformedPayloadException.class)
+          .hasMessageContaining("index 8").hasMessageContaining("row 1, col 2");
+    }
+  }
+
+  /** Decodes and asserts MalformedPayloadException, with {@code out} left untouched. */
+  static void assertMalformed(Codec c, byte[] in, int off, int len, String what) {
+    float[] out = new float[5000];
+    Arrays.fill(out, 42f);
+    for (boolean acc : new boolean[] {false, true}) {
+      try {
+        c.decode(in, off, len, out, 0, acc);
+        throw new AssertionError(c + ": no exception for " + what);
+      } catch (MalformedPayloadException e) {
+        assertThat(e.getMessage()).startsWith(c.name() + " payload: ");
+      }
+      for (float v : out) {
+        if (v != 42f) {
+          throw new AssertionError(c + ": out written for " + what);
+        }
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void rejectsMalformedPayloadsWithoutWriting(Case k) {
+    Codec c = k.codec;
+    float[] x = Inputs.heavyTailed(11, 3 * 70);
+    byte[] good = encode(c, x, 3, 70);
+    byte[] padded = new byte[good.length + 8];
+    System.arraycopy(good, 0, padded, 4, good.length);
+    for (int len = 0; len < good.length; len++) {
+      assertMalformed(c, padded, 4, len, "truncated to " + len);
+    }
+    assertMalformed(c, padded, 4, good.length + 1, "one byte too long");
+    for (int i = 0; i < PayloadHeader.SIZE; i++) {
+      for (int bit = 0; bit < 8; bit++) {
+        byte[] b = good.clone();
+        b[i] ^= (byte) (1 << bit);
+        assertMalformed(c, b, 0, b.length, "header byte " + i + " bit " + bit);
+      }
+    }
+    SplittableRandom rnd = new SplittableRandom(1);
+    for (int t = 0; t < 200; t++) {
+      byte[] b = good.clone();
+      int i = rnd.nextInt(PayloadHeader.SIZE, b.length);
+      b[i] ^= (byte) (1 << rnd.nextInt(8));
+      assertMalformed(c, b, 0, b.length, "body byte " + i);
+    }
+    // every other codec's payload: wrong codec id, message names both
+    for (AbstractCodec other : List.of(new Fp32Codec(), new Bf16Codec(), new Int8GroupCodec(), new TacoCodec())) {
+      if (other.name().equals(c.name())) {
+        continue;
+      }
+      byte[] b = encode(other, x, 3, 70);
+      assertThatThrownBy(() -> c.decode(b, 0, b.length, new float[210], 0, false))
+          .isInstanceOf(MalformedPayloadException.class).hasMessageContaining("codec id")
+          .hasMessageContaining(other.name());
+    }
+    assertThat(roundTrip(c, x, 3, 70)).hasSize(210); // the good payload still decodes
+  }
+
+  /** Rewrites a header field and fixes the header CRC, so that only the field check can catch it. */
+  static byte[] withField(byte[] p, int off, int value, int width) {
+    byte[] b = p.clone();
+    for (int i = 0; i < width; i++) {
+      b[off + i] = (byte) (value >>> (8 * i));
+    }
+    dev.taco.kernels.Bytes.putInt(b, 20, PayloadHeader.crc(b, 0, 20));
+    return b;
+  }
+
+  @Test
+  void fieldChecksBehindAValidHeaderCrc() {
+    TacoCodec c = new TacoCodec();
+    byte[] good = encode(c, Inputs.gaussian(1, 2 * 128), 2, 128);
+    String[][] cases = {
+        {"6", "3", "1", "fp8 format 3"}, {"7", "4", "1", "flag"}, {"8", "48", "2", "group size 48"},
+        {"8", "512", "2", "group size 512"}, {"10", "1", "2", "reserved"}, {"12", "0", "4", "shape"},
+        {"16", "-1", "4", "shape"}, {"12", "16777216", "4", "shape"}, {"12", "3", "4", "implies"},
+        {"4", "2", "1", "version"}};
+    for (String[] k : cases) {
+      byte[] b = withField(good, Integer.parseInt(k[0]), Integer.parseInt(k[1]), Integer.parseInt(k[2]));
+      assertThatThrownBy(() -> c.decode(b, 0, b.length, new float[4096], 0, false))
+          .as("field at %s", k[0]).isInstanceOf(MalformedPayloadException.class).hasMessageContaining(k[3]);
+    }
+    // a NaN coarse scale and a NaN FP8 code behind a valid body CRC
+    byte[] s = good.clone();
+    dev.taco.kernels.Bytes.putFloat(s, PayloadHeader.SIZE, Float.NaN);
+    dev.taco.kernels.Bytes.putInt(s, 24, PayloadHeader.crc(s, 28, s.length - 28));
+    assertThatThrownBy(() -> c.decode(s, 0, s.length, new float[256], 0, false))
+        .isInstanceOf(MalformedPayloadException.class).hasMessageContaining("coarse scale");
+    byte[] q = good.clone();
+    q[q.length - 1] = 0x7F;
+    dev.taco.kernels.Bytes.putInt(q, 24, PayloadHeader.crc(q, 28, q.length - 28));
+    assertThatThrownBy(() -> c.decode(q, 0, q.length, new float[256], 0, false))
+        .isInstanceOf(MalformedPayloadException.class).hasMessageContaining("NaN/Inf");
+    // too small an output array is the caller's error, not a malformed payload, and writes nothing
+    float[] small = new float[255];
+    assertThatThrownBy(() -> c.decode(good, 0, good.length, small, 0, false))
+        .isInstanceOf(IllegalArgumentException.class).isNotInstanceOf(MalformedPayloadException.class);
+    assertThat(small).containsOnly(0f);
+  }
+
+  @Test
+  void tacoWireCostIsAtMost055OfBf16() {
+    TacoCodec c = new TacoCodec();
+    Bf16Codec b = new Bf16Codec();
+    for (int[] s : new int[][] {{1, 4096}, {64, 64}, {4, 1024}, {32, 128}}) {
+      double ratio = (double) c.encodedSize(s[0], s[1]) / b.encodedSize(s[0], s[1]);
+      assertThat(ratio).as("%dx%d", s[0], s[1]).isLessThanOrEqualTo(0.55);
+    }
+    assertThat(c.encodedSize(4, 1024)).isEqualTo(28 + 4 * 4 + 4 * 16 * 65);
+  }
+
+  @Test
+  void byNameFactory() {
+    assertThat(Codecs.byName("fp32")).isInstanceOf(Fp32Codec.class);
+    assertThat(Codecs.byName("none")).isInstanceOf(Bf16Codec.class);
+    assertThat(Codecs.byName("int8-group")).isInstanceOf(Int8GroupCodec.class);
+    assertThat(((Int8GroupCodec) Codecs.byName("int8-group:g=64")).groupSize()).isEqualTo(64);
+    TacoCodec t = (TacoCodec) Codecs.byName("taco");
+    assertThat(t.groupSize()).isEqualTo(TacoCodec.DEFAULT_GROUP);
+    assertThat(t.format()).isEqualTo(Fp8Format.E4M3);
+    TacoCodec u = (TacoCodec) Codecs.byName("TACO:e5m2,g=128,alpha=0.5,hadamard=off");
+    assertThat(u.format()).isEqualTo(Fp8Format.E5M2);
+    assertThat(u.groupSize()).isEqualTo(128);
+    assertThat(u.alpha()).isEqualTo(0.5f);
+    assertThat(u.hadamard()).isFalse();
+    for (String bad : new String[] {"", "fp16", "taco:e3m4", "taco:g=48", "taco:alpha=2", "none:g=4", "taco:g=x"}) {
+      assertThatThrownBy(() -> Codecs.byName(bad)).as(bad).isInstanceOf(IllegalArgumentException.class);
+    }
+    assertThatThrownBy(() -> Codecs.byName("fp16")).hasMessageContaining("fp32, none, int8-group, taco");
+  }
+}
