@@ -180,7 +180,7 @@ public final class TacoCli {
    * on stderr.
    */
   public static int execute(String... args) {
-    CommandLine cl = new CommandLine(new TacoCli());
+    CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
       System.err.println("taco: " + ex.getMessage() + " (see: taco " + (a.length > 0 ? a[0] + " " : "") + "--help)");
       return 2;

@@ -55,11 +55,7 @@ public final class Attention {
       float max = Float.NEGATIVE_INFINITY;
       for (int t2 = 0; t2 <= t; t2++) {
         int k = kBase + t2 * C3;
-        float s = 0f;
-        for (int j = 0; j < HS; j++) {
-          s += qkv[q + j] * qkv[k + j];
-        }
-        s *= scale;
+        float s = dot(qkv, q, qkv, k, HS) * scale;
         att[a + t2] = s;
         if (s > max) {
           max = s;
@@ -136,10 +132,7 @@ public final class Attention {
       float dot = 0f; // rowsum(P ∘ dP)
       for (int t2 = 0; t2 <= t; t2++) {
         int v = vBase + t2 * C3;
-        float dp = 0f;
-        for (int j = 0; j < HS; j++) {
-          dp += dout[d + j] * qkv[v + j];
-        }
+        float dp = dot(dout, d, qkv, v, HS);
         scratch[s + t2] = dp;
         dot += att[a + t2] * dp;
       }
@@ -175,5 +168,24 @@ public final class Attention {
         }
       }
     }
+  }
+
+  /**
+   * Dot product of {@code a[ao, ao+n)} and {@code b[bo, bo+n)} with four independent partial sums, so the JIT can
+   * overlap the multiply-adds instead of waiting on one dependent chain (a device function on the GPU).
+   */
+  static float dot(float[] a, int ao, float[] b, int bo, int n) {
+    float s0 = 0f, s1 = 0f, s2 = 0f, s3 = 0f;
+    int j = 0;
+    for (; j + 3 < n; j += 4) {
+      s0 += a[ao + j] * b[bo + j];
+      s1 += a[ao + j + 1] * b[bo + j + 1];
+      s2 += a[ao + j + 2] * b[bo + j + 2];
+      s3 += a[ao + j + 3] * b[bo + j + 3];
+    }
+    for (; j < n; j++) {
+      s0 += a[ao + j] * b[bo + j];
+    }
+    return (s0 + s1) + (s2 + s3);
   }
 }

@@ -1,5 +1,6 @@
 package dev.taco.runtime.train;
 
+import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Codec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
@@ -63,7 +64,7 @@ public final class Trainer {
    *
    * @throws IllegalArgumentException for an unknown name
    */
-  public static Codec codecFor(String compression) {
+  public static AbstractCodec codecFor(String compression) {
     return compression.equals("fp32") ? null : Codecs.byName(compression);
   }
 
@@ -82,7 +83,7 @@ public final class Trainer {
 
   /** Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured. */
   public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
-    Codec codec = codecFor(compression);
+    AbstractCodec codec = codecFor(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
     long t0 = System.nanoTime();
@@ -117,7 +118,7 @@ public final class Trainer {
 
   /** One rank's loop; rank 0 records history and codec error. Returns the bytes this rank sent in training steps. */
   private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, Communicator tp,
-      Codec codec, List<RunResult.StepRow> history, Map<String, SiteErrorSum> errors, ProgressBar bar) {
+      AbstractCodec codec, List<RunResult.StepRow> history, Map<String, SiteErrorSum> errors, ProgressBar bar) {
     int rank = exact.rank();
     int b = opt.microBatch(), t = cfg.seqLength();
     Gpt model = new Gpt(cfg, tp, b, opt.seed());
@@ -133,7 +134,8 @@ public final class Trainer {
       synchronized (errors) {
         sum = errors.computeIfAbsent(site, k -> new SiteErrorSum());
       }
-      sum.add(CodecStats.measure(codec, buf, off, 1, len));
+      // measured on the whole tensor as one row; the collective sends it as 1 x n/R chunks
+      sum.add(CodecStats.measure(codec, java.util.Arrays.copyOfRange(buf, off, off + len), 1, len));
     };
     long wire = 0;
     float[] normBuf = new float[1];
