@@ -71,7 +71,7 @@ public final class TacoCli {
     int microBatch = 8;
 
     @Option(names = "--lr", description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
-    float lr = 3e-3f;
+    float lr = 2e-3f;
 
     @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.")
     int evalInterval = 20;
