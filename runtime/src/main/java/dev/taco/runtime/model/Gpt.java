@@ -250,21 +250,14 @@ public final class Gpt {
   }
 
   /**
-   * Offsets of every parameter tensor of one rank in the flat parameter array, and the map from a rank's elements to
-   * the full (TP=1) model's, which defines the Megatron split.
+   * Offsets of the parameter tensors in a flat array: embeddings, per-layer tensors (indexed by layer), final
+   * LayerNorm. Subclasses assign each offset once, in their constructor.
    */
-  public static final class Layout {
-    public final int wte, wpe, lnfw, lnfb;
+  public abstract static class Offsets {
+    public int wte, wpe, lnfw, lnfb;
     public final int[] ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-    private final int size;
-    private final int[] fullIndex;
-    private final boolean[] replicatedFlag;
-    private final byte[] decay;
 
-    /** The layout of rank {@code rank} of {@code cfg.tp()}. */
-    public Layout(GptConfig cfg, int rank) {
-      int layers = cfg.numLayers(), c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), r = cfg.tp();
-      int v = cfg.vocabSize(), tmax = cfg.seqLength(), ffFull = 4 * c;
+    Offsets(int layers) {
       ln1w = new int[layers];
       ln1b = new int[layers];
       qkvw = new int[layers];
@@ -277,6 +270,24 @@ public final class Gpt {
       fcb = new int[layers];
       fcprojw = new int[layers];
       fcprojb = new int[layers];
+    }
+  }
+
+  /**
+   * Offsets of every parameter tensor of one rank in the flat parameter array, and the map from a rank's elements to
+   * the full (TP=1) model's, which defines the Megatron split.
+   */
+  public static final class Layout extends Offsets {
+    private final int size;
+    private final int[] fullIndex;
+    private final boolean[] replicatedFlag;
+    private final byte[] decay;
+
+    /** The layout of rank {@code rank} of {@code cfg.tp()}. */
+    public Layout(GptConfig cfg, int rank) {
+      super(cfg.numLayers());
+      int layers = cfg.numLayers(), c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), r = cfg.tp();
+      int v = cfg.vocabSize(), tmax = cfg.seqLength(), ffFull = 4 * c;
       // rank elements in order; full offsets come from the TP=1 layout built alongside
       Builder bld = new Builder(cfg.withTp(1), layers);
       int o = 0;
@@ -368,27 +379,15 @@ public final class Gpt {
     }
 
     /** Full (TP=1) offsets, and the per-element bookkeeping of a rank's layout while it is built. */
-    private static final class Builder {
-      final int wte, wpe, lnfw, lnfb, fullSize;
-      final int[] ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+    private static final class Builder extends Offsets {
+      final int fullSize;
       int[] index = new int[16];
       boolean[] repl = new boolean[16];
       byte[] decay = new byte[16];
 
       Builder(GptConfig full, int layers) {
+        super(layers);
         int c = full.hiddenSize();
-        ln1w = new int[layers];
-        ln1b = new int[layers];
-        qkvw = new int[layers];
-        qkvb = new int[layers];
-        attprojw = new int[layers];
-        attprojb = new int[layers];
-        ln2w = new int[layers];
-        ln2b = new int[layers];
-        fcw = new int[layers];
-        fcb = new int[layers];
-        fcprojw = new int[layers];
-        fcprojb = new int[layers];
         int o = 0;
         wte = o; o += full.vocabSize() * c;
         wpe = o; o += full.seqLength() * c;
