@@ -38,9 +38,9 @@ public final class TacoCli {
       description = "Train a byte-level GPT with tensor parallelism on the CPU; by default twice from the same seed,"
           + " uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
-    @Option(names = "--compression", split = ",", paramLabel = "CODEC",
-        description = "One or more of none (bf16 on the wire), taco, int8-group, fp32 (exact), comma-separated."
-            + " Default: none,taco.")
+    @Option(names = {"--compression", "--compare"}, split = ",(?![^:,]*=)", paramLabel = "CODEC",
+        description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
+            + " int8-group, fp32 (exact), or any codec name of `taco analyze`; comma-separated. Default: none,taco.")
     List<String> compression = new ArrayList<>(List.of("none", "taco"));
 
     @Option(names = {"--tensor-model-parallel-size", "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
@@ -79,6 +79,13 @@ public final class TacoCli {
     @Option(names = "--eval-iters", description = "Validation micro-batches per evaluation. Default: ${DEFAULT-VALUE}.")
     int evalIters = 4;
 
+    @Option(names = "--calibration-steps", description = "Tensors per collective site that calibrate its plan (group size,"
+        + " Hadamard on/off, channel permutation); 0 = the codec's defaults. Default: ${DEFAULT-VALUE}.")
+    int calibrationSteps = 2;
+
+    @Option(names = "--recalibrate-interval", description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
+    int recalibrateInterval = 0;
+
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json and loss.png. Default: runs/<timestamp>.")
     Path out;
 
@@ -86,7 +93,8 @@ public final class TacoCli {
     public Integer call() throws Exception {
       GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp);
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
-      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters);
+      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
+          calibrationSteps, recalibrateInterval);
       for (String c : compression) Trainer.requireKnownCompression(c);
       Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
       corpus.requireWindow(seqLength);
@@ -155,6 +163,14 @@ public final class TacoCli {
       r.codec_error().forEach((site, e) -> w.printf(Locale.ROOT, "%-12s %-5s %10.3e %9.2f %14.2e %10d %8.4f %8d%n",
           r.compression(), site, e.rel_l2(), e.snr_db(), e.zero_collapse_rate(), e.saturated(), e.bytes_per_element(),
           e.samples()));
+    }
+    for (RunResult r : runs) {
+      if (r.plans().isEmpty()) continue;
+      w.printf("%n%s: plans chosen per collective site by calibration%n", r.compression());
+      java.util.Map<String, java.util.List<String>> bySite = new java.util.LinkedHashMap<>();
+      r.plans().forEach((site, p) -> bySite.computeIfAbsent(String.format(Locale.ROOT, "G=%-3d %-11s %-8s", p.groupSize(),
+          p.hadamard() ? "hadamard" : "no-hadamard", p.permuted() ? "permuted" : "in-order"), k -> new ArrayList<>()).add(site));
+      bySite.forEach((plan, sites) -> w.printf("  %s  %d site(s): %s%n", plan, sites.size(), String.join(" ", sites)));
     }
     if (runs.size() > 1) {
       for (int i = 1; i < runs.size(); i++) {

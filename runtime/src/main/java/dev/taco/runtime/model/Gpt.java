@@ -29,19 +29,14 @@ import java.util.Random;
  * sized once for the micro-batch B and sequence length T.
  */
 public final class Gpt {
-  /** Observes each TP all-reduce input before it is sent (for codec error statistics); {@code bwd} = gradient. */
-  public interface Probe {
-    void beforeAllReduce(boolean backward, float[] buf, int off, int n);
-  }
-
   private final GptConfig cfg;
-  private final Communicator tp;
+  private final CollectiveSites tp;
+  private final String[] siteNames;
   private final int b;
   private final int t;
   private final Layout layout;
   private final float[] params;
   private final float[] grads;
-  private Probe probe;
 
   // activations, (B,T,...) per layer where indexed by layer
   private final int[] inputs;
@@ -63,6 +58,14 @@ public final class Gpt {
    * @throws IllegalArgumentException if {@code cfg.tp()} differs from the communicator's world size
    */
   public Gpt(GptConfig cfg, Communicator tp, int microBatch, long seed) {
+    this(cfg, CollectiveSites.fixed(tp), microBatch, seed);
+  }
+
+  /**
+   * As {@link #Gpt(GptConfig, Communicator, int, long)}, with every TP all-reduce through its site of {@code tp}
+   * (per-site codec plans, DESIGN §3.1).
+   */
+  public Gpt(GptConfig cfg, CollectiveSites tp, int microBatch, long seed) {
     if (tp.worldSize() != cfg.tp()) {
       throw new IllegalArgumentException("communicator has " + tp.worldSize() + " ranks but --tp is " + cfg.tp());
     }
@@ -72,6 +75,13 @@ public final class Gpt {
     this.b = microBatch;
     this.t = cfg.seqLength();
     this.layout = new Layout(cfg, tp.rank());
+    this.siteNames = new String[4 * cfg.numLayers()];
+    for (int l = 0; l < cfg.numLayers(); l++) {
+      siteNames[4 * l] = "layer" + l + ".attn.fwd";
+      siteNames[4 * l + 1] = "layer" + l + ".mlp.fwd";
+      siteNames[4 * l + 2] = "layer" + l + ".mlp.bwd";
+      siteNames[4 * l + 3] = "layer" + l + ".attn.bwd";
+    }
     float[] full = Layout.initFull(cfg.withTp(1), seed);
     this.params = layout.slice(full);
     this.grads = new float[params.length];
@@ -137,10 +147,6 @@ public final class Gpt {
     return grads;
   }
 
-  public void setProbe(Probe probe) {
-    this.probe = probe;
-  }
-
   /**
    * Forward pass over a micro-batch; returns the mean cross-entropy loss (nats per token).
    *
@@ -163,14 +169,14 @@ public final class Gpt {
       Matmul.forward(qkv[l], 0, ln1[l], 0, params, p.qkvw[l], params, p.qkvb[l], b, t, c, 3 * cr);
       Attention.forward(atty[l], 0, att[l], 0, qkv[l], 0, b, t, nh, hs);
       Matmul.forward(attproj[l], 0, atty[l], 0, params, p.attprojw[l], null, 0, b, t, cr, c);
-      allReduce(false, attproj[l], n);
+      allReduce(4 * l, attproj[l]);
       addBias(attproj[l], params, p.attprojb[l], b * t, c);
       Residual.forward(residual2[l], 0, x, 0, attproj[l], 0, n);
       LayerNorm.forward(ln2[l], 0, ln2Mean[l], 0, ln2Rstd[l], 0, residual2[l], 0, params, p.ln2w[l], params, p.ln2b[l], b, t, c);
       Matmul.forward(fch[l], 0, ln2[l], 0, params, p.fcw[l], params, p.fcb[l], b, t, c, ff);
       Gelu.forward(fchGelu[l], 0, fch[l], 0, b * t * ff);
       Matmul.forward(fcproj[l], 0, fchGelu[l], 0, params, p.fcprojw[l], null, 0, b, t, ff, c);
-      allReduce(false, fcproj[l], n);
+      allReduce(4 * l + 1, fcproj[l]);
       addBias(fcproj[l], params, p.fcprojb[l], b * t, c);
       Residual.forward(residual3[l], 0, residual2[l], 0, fcproj[l], 0, n);
       x = residual3[l];
@@ -191,7 +197,7 @@ public final class Gpt {
   public void backward() {
     if (Float.isNaN(lastLoss)) throw new IllegalStateException("backward() before forward()");
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
-    int v = cfg.vocabSize(), n = b * t * c, layers = cfg.numLayers();
+    int v = cfg.vocabSize(), layers = cfg.numLayers();
     Layout p = layout;
     Arrays.fill(dlogits, 0f);
     CrossEntropy.backward(dlogits, 0, probs, 0, targets, 0, b, t, v, 1f);
@@ -210,7 +216,7 @@ public final class Gpt {
       Gelu.backward(dfch, 0, dfchGelu, 0, fch[l], 0, b * t * ff);
       Arrays.fill(dln, 0f);
       Matmul.backward(dln, 0, grads, p.fcw[l], grads, p.fcb[l], dfch, 0, ln2[l], 0, params, p.fcw[l], b, t, c, ff);
-      allReduce(true, dln, n);
+      allReduce(4 * l + 2, dln);
       LayerNorm.backward(dres, 0, grads, p.ln2w[l], grads, p.ln2b[l], dln, 0, residual2[l], 0, params, p.ln2w[l], ln2Mean[l], 0, ln2Rstd[l], 0, b, t, c);
       // attention: residual2 = x + proj(attn(qkv(ln1(x)))); dres is now d residual2.
       Arrays.fill(datty, 0f);
@@ -219,15 +225,15 @@ public final class Gpt {
       Attention.backward(dqkv, 0, dattScratch, 0, datty, 0, qkv[l], 0, att[l], 0, b, t, nh, hs);
       Arrays.fill(dln, 0f);
       Matmul.backward(dln, 0, grads, p.qkvw[l], grads, p.qkvb[l], dqkv, 0, ln1[l], 0, params, p.qkvw[l], b, t, c, 3 * cr);
-      allReduce(true, dln, n);
+      allReduce(4 * l + 3, dln);
       LayerNorm.backward(dres, 0, grads, p.ln1w[l], grads, p.ln1b[l], dln, 0, x, 0, params, p.ln1w[l], ln1Mean[l], 0, ln1Rstd[l], 0, b, t, c);
     }
     Encoder.backward(grads, p.wte, grads, p.wpe, dres, 0, inputs, 0, b, t, c, v);
   }
 
-  private void allReduce(boolean backward, float[] buf, int n) {
-    if (probe != null) probe.beforeAllReduce(backward, buf, 0, n);
-    tp.allReduce(buf, 0, n);
+  /** The TP all-reduce of a (B·T, C) tensor at site {@code site} (see {@link CollectiveSites}). */
+  private void allReduce(int site, float[] buf) {
+    tp.allReduce(siteNames[site], buf, b * t, cfg.hiddenSize());
   }
 
   /** out(N,C) += bias(C): the row-parallel bias, added once after the all-reduce. */

@@ -1,5 +1,6 @@
 package dev.taco.runtime.train;
 
+import dev.taco.runtime.model.CollectiveSites;
 import java.util.List;
 import java.util.Map;
 
@@ -19,21 +20,9 @@ import java.util.Map;
  */
 public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
     double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,
-    Map<String, SiteError> codec_error) {
+    Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.Plan> plans) {
 
   /** One step's losses; {@code val_loss} is null where validation was not run. */
   public record StepRow(int step, double train_loss, Double val_loss, double lr) {}
 
-  /**
-   * Mean codec error over the sampled tensors of one collective site (e.g. {@code fwd} or {@code bwd}).
-   *
-   * @param rel_l2 ||decode(encode(x)) - x|| / ||x||
-   * @param snr_db 10 log10(||x||^2 / ||err||^2)
-   * @param zero_collapse_rate fraction of non-zero inputs decoded as exactly 0
-   * @param saturated values that hit the format's largest finite value
-   * @param bytes_per_element payload bytes over elements
-   * @param samples tensors measured
-   */
-  public record SiteError(double rel_l2, double snr_db, double zero_collapse_rate, long saturated,
-      double bytes_per_element, int samples) {}
 }

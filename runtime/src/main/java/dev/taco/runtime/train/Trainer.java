@@ -1,13 +1,10 @@
 package dev.taco.runtime.train;
 
-import dev.taco.codec.AbstractCodec;
-import dev.taco.codec.Codec;
-import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
 import dev.taco.collective.Communicator;
-import dev.taco.collective.CompressedCommunicator;
 import dev.taco.collective.LocalGroup;
 import dev.taco.runtime.data.Corpus;
+import dev.taco.runtime.model.CollectiveSites;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import java.util.ArrayList;
@@ -47,10 +44,15 @@ public final class Trainer {
    * @param seed seed of weights and batches
    * @param evalInterval steps between validation evaluations
    * @param evalIters validation micro-batches per evaluation
+   * @param calibrationSteps tensors per collective site that calibrate its plan (0: the codec's defaults everywhere)
+   * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
    */
-  public record Options(int steps, int microBatch, float lr, long seed, int evalInterval, int evalIters) {
+  public record Options(int steps, int microBatch, float lr, long seed, int evalInterval, int evalIters,
+      int calibrationSteps, int recalibrateInterval) {
     /** @throws IllegalArgumentException naming the flag of a non-positive value */
     public Options {
+      if (calibrationSteps < 0) throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
+      if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
       if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
       if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
       if (!(lr > 0) || Float.isInfinite(lr)) throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
@@ -59,18 +61,9 @@ public final class Trainer {
     }
   }
 
-  /**
-   * The codec of a {@code --compression} name, or null for {@code fp32} (exact float32 collectives, no codec).
-   *
-   * @throws IllegalArgumentException for an unknown name
-   */
-  public static AbstractCodec codecFor(String compression) {
-    return compression.equals("fp32") ? null : Codecs.byName(compression);
-  }
-
-  /** @throws IllegalArgumentException if {@code compression} names no codec */
+  /** @throws IllegalArgumentException if {@code compression} names no codec ({@code fp32} = exact, no codec) */
   public static void requireKnownCompression(String compression) {
-    codecFor(compression);
+    if (!compression.equals("fp32")) Codecs.byName(compression);
   }
 
   /** Learning rate at {@code step}: linear warmup over the first tenth of the steps, then cosine decay to lr/10. */
@@ -83,19 +76,25 @@ public final class Trainer {
 
   /** Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured. */
   public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
-    AbstractCodec codec = codecFor(compression);
+    requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
-    Map<String, SiteErrorSum> errors = new LinkedHashMap<>();
+    Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
+    Map<String, CollectiveSites.Plan> plans = new LinkedHashMap<>();
     log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
     List<Long> wireBytes;
     try (ProgressBar bar = new ProgressBarBuilder().setTaskName(compression + " TP=" + r).setInitialMax(opt.steps())
         .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500).continuousUpdate().build()) {
       wireBytes = LocalGroup.run(r, comm -> {
-        Communicator tp = codec == null ? comm : new CompressedCommunicator(comm, codec);
-        return trainRank(cfg, corpus, opt, comm, tp, codec, history, errors, bar);
+        CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
+        long wire = trainRank(cfg, corpus, opt, comm, sites, history, bar);
+        if (comm.rank() == 0) {
+          plans.putAll(sites.plans());
+          errors.putAll(sites.sampledErrors());
+        }
+        return wire;
       });
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
@@ -107,18 +106,16 @@ public final class Trainer {
       if (Double.isNaN(initialVal)) initialVal = row.val_loss();
       finalVal = row.val_loss();
     }
-    Map<String, RunResult.SiteError> siteErrors = new LinkedHashMap<>();
-    errors.forEach((site, e) -> siteErrors.put(site, e.mean()));
     double tokensPerSecond = (double) opt.steps() * opt.microBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
     return new RunResult(compression, r, opt.steps(), initialVal, finalVal, (double) total / opt.steps(), seconds,
-        tokensPerSecond, history, siteErrors);
+        tokensPerSecond, history, errors, plans);
   }
 
   /** One rank's loop; rank 0 records history and codec error. Returns the bytes this rank sent in training steps. */
-  private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, Communicator tp,
-      AbstractCodec codec, List<RunResult.StepRow> history, Map<String, SiteErrorSum> errors, ProgressBar bar) {
+  private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, CollectiveSites tp,
+      List<RunResult.StepRow> history, ProgressBar bar) {
     int rank = exact.rank();
     int b = opt.microBatch(), t = cfg.seqLength();
     Gpt model = new Gpt(cfg, tp, b, opt.seed());
@@ -128,26 +125,17 @@ public final class Trainer {
     byte[] decay = model.layout().decayMask();
     int[] in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
-    Gpt.Probe probe = codec == null || rank != 0 ? null : (backward, buf, off, len) -> {
-      String site = backward ? "bwd" : "fwd";
-      SiteErrorSum sum;
-      synchronized (errors) {
-        sum = errors.computeIfAbsent(site, k -> new SiteErrorSum());
-      }
-      // measured on the whole tensor as one row; the collective sends it as 1 x n/R chunks
-      sum.add(CodecStats.measure(codec, java.util.Arrays.copyOfRange(buf, off, off + len), 1, len));
-    };
     long wire = 0;
     float[] normBuf = new float[1];
     for (int step = 0; step <= opt.steps(); step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, corpus, opt, b, t);
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, tp, corpus, opt, b, t);
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, Double.NaN, val, 0));
         break;
       }
       corpus.batch(false, trainRng, b, t, in, tgt);
-      model.setProbe(step % PROBE_INTERVAL == 0 ? probe : null);
+      tp.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
       long before = tp.bytesSent();
       model.zeroGrad();
       float loss = model.forward(in, tgt);
@@ -172,36 +160,15 @@ public final class Trainer {
   }
 
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
-  private static double evaluate(Gpt model, Corpus corpus, Options opt, int b, int t) {
+  private static double evaluate(Gpt model, CollectiveSites tp, Corpus corpus, Options opt, int b, int t) {
+    tp.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];
-    model.setProbe(null);
     double sum = 0;
     for (int i = 0; i < opt.evalIters(); i++) {
       corpus.batch(true, rng, b, t, in, tgt);
       sum += model.forward(in, tgt);
     }
     return sum / opt.evalIters();
-  }
-
-  /** Running sums of the codec error over the tensors sampled at one site. */
-  private static final class SiteErrorSum {
-    double relL2, snr, zeroCollapse, bytesPerElement;
-    long saturated;
-    int samples;
-
-    synchronized void add(CodecStats s) {
-      relL2 += s.relL2();
-      snr += s.snrDb();
-      zeroCollapse += s.zeroCollapseRate();
-      bytesPerElement += s.bytesPerElement();
-      saturated += s.saturated();
-      samples++;
-    }
-
-    synchronized RunResult.SiteError mean() {
-      int k = Math.max(1, samples);
-      return new RunResult.SiteError(relL2 / k, snr / k, zeroCollapse / k, saturated, bytesPerElement / k, samples);
-    }
   }
 }

@@ -1,0 +1,125 @@
+package dev.taco.runtime.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.taco.codec.CodecStats;
+import dev.taco.codec.Codecs;
+import dev.taco.collective.LocalGroup;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** Per-site plans: the channel permutation, calibration agreement across ranks, and the all-reduce through plans. */
+class CollectiveSitesTest {
+  static final int ROWS = 64, COLS = 256;
+
+  /** A (ROWS, COLS) activation-like tensor: Gaussian, with a few loud channels packed into the first group. */
+  static float[] activations(long seed, int rank) {
+    SplittableRandom rng = new SplittableRandom(seed * 31 + rank);
+    float[] x = new float[ROWS * COLS];
+    for (int r = 0; r < ROWS; r++) {
+      for (int j = 0; j < COLS; j++) {
+        double v = rng.nextGaussian();
+        if (j < 4) v *= 300; // outlier channels, adjacent: one group of 32 holds all of them
+        x[r * COLS + j] = (float) v;
+      }
+    }
+    return x;
+  }
+
+  @Test
+  void spreadingPermutationIsAPermutationThatSeparatesTheLoudestChannels() {
+    SplittableRandom rng = new SplittableRandom();
+    double[] energy = new double[COLS];
+    for (int j = 0; j < COLS; j++) energy[j] = rng.nextDouble();
+    int[] loud = {3, 4, 5, 6, 7, 8, 9, 10};
+    for (int j : loud) energy[j] = 1000 + j;
+    int g = 32, groups = COLS / g;
+    int[] perm = CollectiveSites.spreadingPermutation(energy, g);
+    assertThat(perm).isNotNull();
+    int[] sorted = perm.clone();
+    Arrays.sort(sorted);
+    for (int j = 0; j < COLS; j++) assertThat(sorted[j]).isEqualTo(j);
+    boolean[] groupHasLoud = new boolean[groups];
+    for (int slot = 0; slot < COLS; slot++) {
+      for (int l : loud) {
+        if (perm[slot] == l) {
+          assertThat(groupHasLoud[slot / g]).as("two loud channels in group %d", slot / g).isFalse();
+          groupHasLoud[slot / g] = true;
+        }
+      }
+    }
+    assertThat(CollectiveSites.spreadingPermutation(energy, COLS)).as("one group per row: nothing to spread").isNull();
+  }
+
+  @Test
+  void permuteThenInverseIsTheIdentity() {
+    float[] x = activations(new SplittableRandom().nextLong(), 0);
+    double[] e = new double[COLS];
+    for (int j = 0; j < COLS; j++) e[j] = (j * 7919) % COLS;
+    int[] perm = CollectiveSites.spreadingPermutation(e, 64);
+    float[] p = new float[x.length], back = new float[x.length];
+    CollectiveSites.permute(x, p, perm, ROWS, COLS, false);
+    assertThat(p).isNotEqualTo(x);
+    CollectiveSites.permute(p, back, perm, ROWS, COLS, true);
+    assertThat(back).isEqualTo(x);
+  }
+
+  @Test
+  void calibrationAgreesAcrossRanksBeatsTheDefaultAndStaysWithinTheCodecBound() {
+    long seed = new SplittableRandom().nextLong();
+    int world = 2;
+    float[][] inputs = {activations(seed, 0), activations(seed, 1)};
+    double[] exact = new double[ROWS * COLS];
+    for (float[] in : inputs) for (int i = 0; i < exact.length; i++) exact[i] += in[i];
+    List<Object[]> out = LocalGroup.run(world, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "taco", 1, 0);
+      float[] buf = inputs[comm.rank()].clone();
+      sites.allReduce("layer0.mlp.fwd", buf, ROWS, COLS);
+      return new Object[] {buf, sites.plans()};
+    });
+    @SuppressWarnings("unchecked")
+    Map<String, CollectiveSites.Plan> p0 = (Map<String, CollectiveSites.Plan>) out.get(0)[1];
+    assertThat(out.get(1)[1]).as("every rank freezes the same plan").isEqualTo(p0);
+    CollectiveSites.Plan plan = p0.get("layer0.mlp.fwd");
+    assertThat(plan).isNotNull();
+    // the default plan's error on the same tensors, for comparison
+    double defaultErr = 0;
+    for (float[] in : inputs) defaultErr += CodecStats.measure(Codecs.byName("taco"), in, ROWS, COLS).relL2();
+    assertThat(plan.relL2()).isLessThanOrEqualTo(defaultErr / world * 1.0001);
+    float[] got = (float[]) out.get(0)[0];
+    assertThat(got).isEqualTo((float[]) out.get(1)[0]);
+    double num = 0, den = 0;
+    for (int i = 0; i < got.length; i++) {
+      assertThat(Float.isFinite(got[i])).isTrue();
+      num += (got[i] - exact[i]) * (got[i] - exact[i]);
+      den += exact[i] * exact[i];
+    }
+    assertThat(Math.sqrt(num / den)).as("two E4M3 quantisations").isLessThan(0.06);
+  }
+
+  @Test
+  void fp32SitesAreExact() {
+    List<float[]> out = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "fp32", 2, 0);
+      float[] buf = activations(5, comm.rank());
+      sites.allReduce("s", buf, ROWS, COLS);
+      assertThat(sites.plans()).isEmpty();
+      return buf;
+    });
+    float[] a = activations(5, 0), b = activations(5, 1);
+    for (int i = 0; i < a.length; i++) assertThat(out.get(0)[i]).isEqualTo(a[i] + b[i]);
+  }
+
+  @Test
+  void badArgumentsAreRejected() {
+    var comm = LocalGroup.create(1).get(0);
+    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", -1, 0)).hasMessageContaining("calibration steps must be >= 0");
+    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", 1, -5)).hasMessageContaining("--recalibrate-interval must be >= 0");
+    assertThatThrownBy(() -> new CollectiveSites(comm, "zstd", 1, 0)).isInstanceOf(IllegalArgumentException.class);
+    comm.close();
+  }
+}
