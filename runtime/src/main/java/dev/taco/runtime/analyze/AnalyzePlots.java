@@ -19,7 +19,8 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * The two PNG histograms {@code taco analyze --plots} writes per tensor, both over log-spaced bins on a
  * log-scaled x axis: the magnitudes {@code |x|} (zeros, which a log axis cannot show, counted in the title) and,
  * one series per codec, the per-element relative error {@code |y - x| / |x|} (elements with {@code x = 0} are
- * left out; exactly reconstructed elements are counted in the legend).
+ * left out; exactly reconstructed elements are counted in the legend, codecs exact everywhere are named in the
+ * title).
  */
 public final class AnalyzePlots {
   /** Bins per histogram. */
@@ -86,6 +87,7 @@ public final class AnalyzePlots {
         + " of " + x.length + ")", "|x|", values));
     if (!decoded.isEmpty()) {
       Map<String, double[][]> errs = new LinkedHashMap<>();
+      List<String> exactEverywhere = new ArrayList<>();
       for (Map.Entry<String, float[]> e : decoded.entrySet()) {
         float[] y = e.getValue();
         double[] rel = new double[x.length];
@@ -94,10 +96,15 @@ public final class AnalyzePlots {
           rel[i] = x[i] == 0 ? 0 : Math.abs((double) y[i] - x[i]) / Math.abs(x[i]);
           exact += x[i] != 0 && rel[i] == 0 ? 1 : 0;
         }
-        errs.put(e.getKey() + " (exact: " + exact + ")", logHistogram(rel));
+        if (exact == x.length - zeros) {
+          exactEverywhere.add(e.getKey());
+        } else {
+          errs.put(e.getKey() + " (exact: " + exact + ")", logHistogram(rel));
+        }
       }
       out.add(save(dir.resolve(prefix + "-relerr.png"), title + ": per-element |y - x| / |x| (x = 0 left out: "
-          + zeros + ")", "|y - x| / |x|", errs));
+          + zeros + (exactEverywhere.isEmpty() ? "" : "; exact: " + String.join(", ", exactEverywhere)) + ")",
+          "|y - x| / |x|", errs));
     }
     return out;
   }
