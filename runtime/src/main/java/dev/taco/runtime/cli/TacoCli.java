@@ -25,11 +25,12 @@ import picocli.CommandLine.Option;
 /**
  * The {@code taco} command line. {@code taco train} trains a byte-level GPT with Megatron-style tensor parallelism
  * on CPU threads-as-ranks, once per compression setting, from the same seed, and reports losses, bytes on the wire
- * and codec error side by side. Flags are named as in Megatron-LM.
+ * and codec error side by side. Flags are named as in Megatron-LM. {@code taco analyze} measures every codec on
+ * users' own {@code .npy} and {@code .safetensors} tensors ({@link AnalyzeCommand}).
  */
 @Command(name = "taco", mixinStandardHelpOptions = true, version = "taco 0.1.0",
     description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).",
-    subcommands = {TacoCli.Train.class, CommandLine.HelpCommand.class})
+    subcommands = {TacoCli.Train.class, AnalyzeCommand.class, CommandLine.HelpCommand.class})
 public final class TacoCli {
   private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
 

@@ -4,11 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import dev.taco.runtime.analyze.TestFiles;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -118,5 +120,78 @@ class TacoCliTest {
     assertThat(taco / none).isLessThan(0.7);
     byte[] png = Files.readAllBytes(out.resolve("loss.png"));
     assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+  }
+
+  // ---- taco analyze -------------------------------------------------------------------------------------------
+
+  static String st(String name, int n) {
+    return "{\"" + name + "\": {\"dtype\": \"F32\", \"shape\": [" + n + "], \"data_offsets\": [0, " + 4 * n + "]}}";
+  }
+
+  @Test
+  void analyzePrintsTableWritesJsonAndPlots() throws Exception {
+    Path npy = TestFiles.fixtures().resolve("f4_2d.npy");
+    float[] v = new float[300];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = (float) Math.sin(i) * (i % 50 == 0 ? 1e4f : 1f);
+    }
+    Path st = TestFiles.safetensors(tmp.resolve("w.safetensors"), st("layer.out", v.length), TestFiles.f32(v));
+    Path json = tmp.resolve("out/a.json");
+    Path plots = tmp.resolve("plots");
+    Result r = run("analyze", npy.toString(), st.toString(), "--codec", "fp32,int8-group,taco:e5m2",
+        "--json", json.toString(), "--plots", plots.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("rel L2", "SNR dB", "cosine", "max |err|", "zero-coll", "saturated", "B/elem")
+        .contains(st + ":layer.out", "64x256", "<f4", "F32", "taco:e5m2");
+    assertThat(r.out().lines().filter(l -> l.contains("int8-group")).count()).isEqualTo(2);
+    JsonObject report = JsonParser.parseString(Files.readString(json)).getAsJsonObject();
+    assertThat(report.get("command").getAsString()).startsWith("taco analyze ").contains("--codec");
+    assertThat(report.getAsJsonObject("machine").get("cores").getAsInt()).isPositive();
+    var results = report.getAsJsonArray("results");
+    assertThat(results).hasSize(6);
+    JsonObject int8 = results.get(1).getAsJsonObject();
+    assertThat(int8.get("codec").getAsString()).isEqualTo("int8-group");
+    assertThat(int8.get("rel_l2").getAsDouble()).isBetween(1e-3, 0.05);
+    assertThat(int8.get("bytes_per_element").getAsDouble()).isBetween(1.0, 1.1);
+    assertThat(int8.get("error").isJsonNull()).isTrue();
+    try (var files = Files.list(plots)) {
+      List<Path> pngs = files.sorted().toList();
+      assertThat(pngs).extracting(p -> p.getFileName().toString()).hasSize(4)
+          .anyMatch(n -> n.startsWith("000-") && n.endsWith("f4_2d.npy-values.png"))
+          .anyMatch(n -> n.startsWith("001-") && n.endsWith("layer.out-relerr.png"));
+      for (Path p : pngs) {
+        assertThat(Files.readAllBytes(p)).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+      }
+    }
+  }
+
+  @Test
+  void analyzeReportsNonFiniteAndEmptyTensorsInTheTable() throws Exception {
+    Path nan = TestFiles.npyF32(tmp.resolve("nan.npy"), "(2, 3)", 1, 2, 3, 4, Float.NaN, 6);
+    Path empty = TestFiles.npyF32(tmp.resolve("empty.npy"), "(0, 3)");
+    Result r = run("analyze", "--codec", "int8-group,taco", nan.toString(), empty.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("non-finite input NaN at index 4 (row 1, col 1)").contains("zero-size tensor, skipped");
+    assertThat(r.out().lines().filter(l -> l.contains("index 4")).count()).isEqualTo(2);
+  }
+
+  @Test
+  void analyzeMalformedFilesGiveOneLineErrors() throws Exception {
+    Path fixtures = TestFiles.fixtures();
+    byte[] good = Files.readAllBytes(fixtures.resolve("f4_1d.npy"));
+    Path truncated = Files.write(tmp.resolve("trunc.npy"), java.util.Arrays.copyOf(good, 40));
+    assertOneLineError(run("analyze", truncated.toString()), "taco: error: " + truncated + ": truncated");
+    Path lying = TestFiles.safetensors(tmp.resolve("lie.safetensors"), st("w", 8), TestFiles.f32(1, 2, 3, 4));
+    assertOneLineError(run("analyze", lying.toString()), "lie outside the data section");
+    assertOneLineError(run("analyze", fixtures.resolve("bad_int32.npy").toString()), "'<i4' (integer) is not supported");
+    Path text = Files.writeString(tmp.resolve("notes.txt"), "hello");
+    assertOneLineError(run("analyze", text.toString()), "not a .npy or .safetensors file");
+    assertOneLineError(run("analyze", tmp.resolve("missing.npy").toString()), "file not found");
+    assertOneLineError(run("analyze", "--codec", "zip", text.toString()), "unknown codec 'zip'");
+    // one bad file among good ones: the good ones are still analysed, the exit status is still non-zero
+    Result mixed = run("analyze", "--codec", "int8-group", fixtures.resolve("f4_1d.npy").toString(), truncated.toString());
+    assertThat(mixed.status()).isEqualTo(2);
+    assertThat(mixed.out()).contains("f4_1d.npy");
+    assertThat(mixed.err().strip().lines().count()).isEqualTo(1);
   }
 }
