@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * about 5–6 µs per launch against 7.4 µs through an interface (DESIGN §5); the rest use an interface
  * mapping, whose symbols are resolved lazily, so a driver lacking a rarely used entry point still loads.
  *
- * <p>The library is searched as {@code $TACO_LIBCUDA} if set, then {@code libcuda.so.1}, {@code cuda}.
+ * <p>The library is searched as the system property {@code taco.libcuda} or {@code $TACO_LIBCUDA} if set, then {@code libcuda.so.1}, {@code cuda}.
  * Use {@link Cuda#available()} before {@link #get()} when a GPU may be absent.
  *
  * <p>Reference: NVIDIA CUDA Driver API (CUDA 13.0), modules "Initialization", "Device Management",
@@ -141,7 +141,7 @@ public final class CudaDriver {
             if (instance != null) return instance;
             if (loadFailure != null) throw linkError(loadFailure);
             List<String> tried = new ArrayList<>();
-            String env = System.getenv("TACO_LIBCUDA");
+            String env = System.getProperty("taco.libcuda", System.getenv("TACO_LIBCUDA"));
             List<String> names = new ArrayList<>();
             if (env != null && !env.isBlank()) names.add(env);
             names.add("libcuda.so.1");

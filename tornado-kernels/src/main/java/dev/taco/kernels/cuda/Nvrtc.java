@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * {@code $CUDA_PATH/include}, {@code /usr/local/cuda/include} that holds {@code cuda_fp8.h} is added as
  * {@code --include-path} (unless {@code TACO_NVRTC_NO_TOOLKIT_INCLUDE=1}).
  *
- * <p>The library is searched as {@code $TACO_LIBNVRTC} if set, then {@code libnvrtc.so.13},
+ * <p>The library is searched as the system property {@code taco.libnvrtc} or {@code $TACO_LIBNVRTC} if set, then {@code libnvrtc.so.13},
  * {@code libnvrtc.so.12}, {@code nvrtc}.
  *
  * <p>Reference: NVRTC User Guide (CUDA 13.0): {@code nvrtcVersion}, {@code nvrtcCreateProgram},
@@ -95,7 +95,7 @@ public final class Nvrtc {
             if (instance != null) return instance;
             if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
             List<String> names = new ArrayList<>();
-            String env = System.getenv("TACO_LIBNVRTC");
+            String env = System.getProperty("taco.libnvrtc", System.getenv("TACO_LIBNVRTC"));
             if (env != null && !env.isBlank()) names.add(env);
             names.addAll(List.of("libnvrtc.so.13", "libnvrtc.so.12", "nvrtc"));
             List<String> tried = new ArrayList<>();
