@@ -9,8 +9,47 @@ import java.util.Objects;
  */
 public abstract class AbstractCodec implements Codec {
 
-  /** For subclasses. */
-  protected AbstractCodec() {}
+  /** What an encoder does with NaN and Inf inputs (see {@link Codec}). */
+  public enum NonFinite {
+    /** Throw IllegalArgumentException naming the index, row and column of the first non-finite value (default). */
+    REFUSE,
+    /** Send them: they decode to NaN (or to the same infinity where the wire format has one), see {@link Codec}. */
+    PROPAGATE
+  }
+
+  private final NonFinite nonFinite;
+
+  /** For subclasses: policy {@link NonFinite#REFUSE}. */
+  protected AbstractCodec() {
+    this(NonFinite.REFUSE);
+  }
+
+  /**
+   * For subclasses.
+   *
+   * @param nonFinite the NaN/Inf policy of {@link #encode}
+   */
+  protected AbstractCodec(NonFinite nonFinite) {
+    this.nonFinite = Objects.requireNonNull(nonFinite, "nonFinite");
+  }
+
+  /** The NaN/Inf policy of {@link #encode}. */
+  public final NonFinite nonFinite() {
+    return nonFinite;
+  }
+
+  /**
+   * The group size G along a row this codec quantises with (the value of {@code g=} in its spec), or 0 for codecs
+   * without groups along rows ({@code fp32}, {@code none}, {@code fp8-tensor}).
+   */
+  public int groupSize() {
+    return 0;
+  }
+
+  /** The spec suffix of the non-finite policy: {@code ""} or {@code ",nonfinite=propagate"}. */
+  protected final String policySuffix() {
+    return nonFinite == NonFinite.PROPAGATE ? ",nonfinite=propagate" : "";
+  }
 
   /** The codec id byte ({@link PayloadHeader#FP32} ...). */
   protected abstract int codecId();
@@ -18,13 +57,20 @@ public abstract class AbstractCodec implements Codec {
   /** The header this codec writes for a {@code rows x cols} tensor (sizes already checked). */
   protected abstract PayloadHeader header(int rows, int cols);
 
-  /** Checks the codec-specific header fields (format, flags, G) of a received payload. */
+  /**
+   * Checks the codec-specific header fields (format, flags, G) of a received payload. The header passed here has
+   * {@link PayloadHeader#FLAG_NONFINITE} cleared (AbstractCodec handles it); the one passed to the body methods
+   * keeps it.
+   */
   protected abstract void checkHeader(PayloadHeader h);
 
   /** Exact body length in bytes implied by a (validated) header; may exceed 2^31. */
   protected abstract long bodyLength(PayloadHeader h);
 
-  /** Writes the body at {@code out[bodyOff ..]}; returns the saturation count. Input is finite. */
+  /**
+   * Writes the body at {@code out[bodyOff ..]}; returns the saturation count. The input is finite unless
+   * {@code h.nonFinite()}.
+   */
   protected abstract long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff);
 
   /** Checks a checksummed body; returns null if valid, else what is wrong. Must not write anything. */
@@ -68,13 +114,21 @@ public abstract class AbstractCodec implements Codec {
       throw new IllegalArgumentException(name() + ": output needs " + size + " bytes at " + outOff + ", out.length is "
           + out.length);
     }
+    boolean special = false;
     for (int i = 0; i < n; i++) {
       if (!Float.isFinite(x[off + i])) {
-        throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
-            + " (row " + i / cols + ", col " + i % cols + ")");
+        if (nonFinite == NonFinite.REFUSE) {
+          throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
+              + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
+        }
+        special = true;
+        break;
       }
     }
     PayloadHeader h = header(rows, cols);
+    if (special) {
+      h = h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
+    }
     int bodyOff = outOff + PayloadHeader.SIZE;
     long sat = encodeBody(h, x, off, out, bodyOff);
     h.write(out, outOff, PayloadHeader.crc(out, bodyOff, size - PayloadHeader.SIZE));
@@ -107,7 +161,7 @@ public abstract class AbstractCodec implements Codec {
    */
   public final PayloadHeader parse(byte[] in, int inOff, int len) {
     PayloadHeader h = PayloadHeader.read(in, inOff, len, codecId(), name());
-    checkHeader(h);
+    checkHeader(h.withFlags(h.flags() & ~PayloadHeader.FLAG_NONFINITE));
     long expected = PayloadHeader.SIZE + bodyLength(h);
     if (len != expected) {
       throw PayloadHeader.bad(name(), (len < expected ? "truncated" : "too long") + ": " + len
@@ -150,8 +204,9 @@ public abstract class AbstractCodec implements Codec {
     }
   }
 
+  /** The spec that {@link Codecs#byName} turns back into an equal codec, e.g. {@code none:nonfinite=propagate}. */
   @Override
   public String toString() {
-    return name();
+    return name() + (policySuffix().isEmpty() ? "" : ":" + policySuffix().substring(1));
   }
 }

@@ -7,12 +7,20 @@ import dev.taco.kernels.Bytes;
  * {@code none}: bfloat16 on the wire, 2 bytes per element plus the header: what Megatron-LM sends under mixed
  * precision. Body: {@code rows*cols} bf16 codes, little-endian, row-major, rounded to nearest even; a finite value
  * beyond bf16's max (about 3.3895e38) saturates to +-max instead of becoming Inf (counted as saturated).
- * Header: format 0, flags 0, G 0. Inf/NaN codes in a body are rejected as malformed.
+ * Header: format 0, flags 0, G 0. Inf/NaN codes in a body are rejected as malformed unless the header's non-finite
+ * flag is set (policy propagate: NaN and +-Inf are sent as bf16 NaN and +-Inf).
  */
 public final class Bf16Codec extends AbstractCodec {
 
-  /** The stateless instance's constructor. */
-  public Bf16Codec() {}
+  /** Policy {@link NonFinite#REFUSE}. */
+  public Bf16Codec() {
+    this(NonFinite.REFUSE);
+  }
+
+  /** @param nonFinite NaN/Inf policy (propagate: NaN and +-Inf are sent as they are) */
+  public Bf16Codec(NonFinite nonFinite) {
+    super(nonFinite);
+  }
 
   @Override
   public String name() {
@@ -54,7 +62,7 @@ public final class Bf16Codec extends AbstractCodec {
 
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
-    for (int i = 0; i < h.count(); i++) {
+    for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
       if (Bf16.isNonFinite((short) Bytes.getU16(in, bodyOff + 2 * i))) {
         return "non-finite bf16 code at element " + i;
       }

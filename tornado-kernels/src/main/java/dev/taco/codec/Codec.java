@@ -7,10 +7,22 @@ package dev.taco.codec;
  * <p>The tensor is {@code rows x cols} float32 values, row-major, starting at {@code x[off]}. A payload made by
  * {@link #encode} carries its own header (magic, version, codec id, shape, group size, format, checksum), so
  * {@link #decode} needs nothing but the bytes. Implementations are stateless and thread-safe.
+ *
+ * <p><b>NaN/Inf policy.</b> By default ({@code nonfinite=refuse}) {@link #encode} refuses a tensor holding NaN or
+ * +-Inf with an {@link IllegalArgumentException} naming the first such value's index, row and column (a site that
+ * produces them has a bug worth stopping for). With {@code nonfinite=propagate} in the codec spec
+ * ({@link Codecs#byName}, e.g. {@code taco,nonfinite=propagate}) the tensor is sent: every scale is computed from
+ * the <em>finite</em> values only, so the other values of the group/tensor keep their normal error; the header gets
+ * flag 0x80; a NaN decodes to NaN in its position; +-Inf decodes to +-Inf where the wire format has infinities
+ * ({@code fp32}, {@code none}, taco with E5M2) and to NaN where it has none (E4M3 and the integer codecs, whose
+ * marker codes -128 / -8 / E4M3 NaN all mean NaN). Codecs with a Hadamard transform send the affected groups
+ * ({@code hadamard-int8}) or rows (taco) untransformed, so that one NaN does not poison its whole group. A finite
+ * tensor gives the same payload under both policies. Decoding accepts flagged payloads whatever the decoder's own
+ * policy (the payload describes itself).
  */
 public interface Codec {
 
-  /** The codec's name as the command line spells it ({@code none}, {@code fp32}, {@code taco}, {@code int8-group}). */
+  /** The codec's base name as the command line spells it ({@code none}, {@code taco}, ...; see {@link Codecs#names}). */
   String name();
 
   /**
@@ -24,8 +36,8 @@ public interface Codec {
    * Encodes {@code x[off .. off + rows*cols)} into {@code out[outOff ..]}.
    *
    * @return the number of bytes written, equal to {@link #encodedSize}
-   * @throws IllegalArgumentException for non-positive sizes, a too-small output, or a NaN/Inf input (the message
-   *     names the index of the first non-finite value)
+   * @throws IllegalArgumentException for non-positive sizes, a too-small output, or (policy refuse) a NaN/Inf input
+   *     (the message names the index, row and column of the first non-finite value)
    */
   int encode(float[] x, int off, int rows, int cols, byte[] out, int outOff);
 

@@ -86,7 +86,7 @@ public record CodecStats(int n, double relL2, double snrDb, double cosine, doubl
     EncodeResult r = codec.encodeWithStats(x, 0, rows, cols, buf, 0);
     float[] y = new float[rows * cols];
     codec.decode(buf, 0, r.bytes(), y, 0, false);
-    int g = codec instanceof TacoCodec t ? t.groupSize() : codec instanceof Int8GroupCodec i ? i.groupSize() : 64;
+    int g = codec.groupSize() > 0 ? codec.groupSize() : 64;
     return of(x, y, rows, cols, g, r.bytes(), r.saturated());
   }
 

@@ -1,83 +1,126 @@
 package dev.taco.codec;
 
+import dev.taco.codec.AbstractCodec.NonFinite;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /**
- * Codec factory by command-line name.
+ * Codec factory by command-line name (DESIGN §3: TACO and every baseline behind one interface).
  *
- * <p>Names: {@code fp32}, {@code none} (bf16), {@code int8-group}, {@code taco}. Parameters follow a colon,
- * comma-separated: {@code int8-group:g=64}; {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off}.
+ * <p>A spec is a base name, then optional parameters after a colon (or a comma), comma-separated:
+ * {@code int8-group:g=64}, {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off},
+ * {@code taco,nonfinite=propagate}. Every codec takes {@code nonfinite=refuse|propagate} (the NaN/Inf policy of
+ * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256); the taco family takes
+ * {@code e4m3|e5m2} and {@code alpha=A} (ASH strength in [0, 1]), {@code taco} and {@code taco-no-ds} also
+ * {@code hadamard=on|off}.
  */
 public final class Codecs {
   private Codecs() {}
 
-  /** The valid base names. */
-  public static final String NAMES = "fp32, none, int8-group, taco (parameters: int8-group:g=N; "
-      + "taco:[e4m3|e5m2][,g=N][,alpha=A][,hadamard=on|off])";
+  /** The valid base names and their parameters, for messages. */
+  public static final String NAMES = "fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, "
+      + "taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N for the "
+      + "grouped ones; taco*: e4m3|e5m2, alpha=A, and for taco and taco-no-ds hadamard=on|off)";
+
+  private static final List<String> ALL = List.of("fp32", "none", "fp8-tensor", "fp8-group", "int8-group",
+      "int4-group", "hadamard-int8", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard");
 
   /**
-   * Creates the codec a command-line name denotes.
+   * Every codec spec worth comparing, in a stable order (baselines first, then taco, its E5M2 variant and the
+   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, taco, taco:e5m2,
+   * taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
    *
-   * @param spec a name with optional parameters, as above (case-insensitive)
+   * @return an immutable list
+   */
+  public static List<String> names() {
+    return ALL;
+  }
+
+  /**
+   * Creates the codec a spec denotes.
+   *
+   * @param spec a name with optional parameters, as in the class doc (case-insensitive)
    * @return a new codec
-   * @throws IllegalArgumentException for an unknown name or parameter, listing the valid names
+   * @throws IllegalArgumentException for an unknown name or parameter, or a bad value, listing the valid names
    */
   public static AbstractCodec byName(String spec) {
     if (spec == null || spec.isBlank()) {
       throw new IllegalArgumentException("empty codec name; valid: " + NAMES);
     }
     String s = spec.trim().toLowerCase(Locale.ROOT);
-    int colon = s.indexOf(':');
-    String base = colon < 0 ? s : s.substring(0, colon);
-    String[] params = colon < 0 ? new String[0] : s.substring(colon + 1).split(",");
-    switch (base) {
-      case "fp32", "none" -> {
-        if (params.length > 0) {
-          throw new IllegalArgumentException("codec " + base + " takes no parameters: " + spec);
-        }
-        return base.equals("fp32") ? new Fp32Codec() : new Bf16Codec();
+    int cut = s.length();
+    for (int i = 0; i < s.length(); i++) {
+      if (s.charAt(i) == ':' || s.charAt(i) == ',') {
+        cut = i;
+        break;
       }
-      case "int8-group" -> {
-        int g = Int8GroupCodec.DEFAULT_GROUP;
-        for (String p : params) {
+    }
+    String base = s.substring(0, cut);
+    List<String> params = new ArrayList<>();
+    for (String p : s.substring(Math.min(cut + 1, s.length())).split(",")) {
+      if (!p.isBlank()) {
+        params.add(p.trim());
+      }
+    }
+    NonFinite nf = NonFinite.REFUSE;
+    Integer g = null;
+    Fp8Format f = null;
+    Float alpha = null;
+    Boolean had = null;
+    for (String p : params) {
+      switch (p) {
+        case "nonfinite=refuse" -> nf = NonFinite.REFUSE;
+        case "nonfinite=propagate" -> nf = NonFinite.PROPAGATE;
+        case "e4m3" -> f = Fp8Format.E4M3;
+        case "e5m2" -> f = Fp8Format.E5M2;
+        case "hadamard=on" -> had = true;
+        case "hadamard=off" -> had = false;
+        default -> {
           if (p.startsWith("g=")) {
             g = intParam(spec, p);
+          } else if (p.startsWith("alpha=")) {
+            try {
+              alpha = Float.parseFloat(p.substring(6));
+            } catch (NumberFormatException e) {
+              throw badParam(spec, p);
+            }
           } else {
             throw badParam(spec, p);
           }
         }
-        return new Int8GroupCodec(g);
       }
-      case "taco" -> {
-        int g = TacoCodec.DEFAULT_GROUP;
-        Fp8Format f = Fp8Format.E4M3;
-        float alpha = 1f;
-        boolean had = true;
-        for (String p : params) {
-          switch (p) {
-            case "e4m3" -> f = Fp8Format.E4M3;
-            case "e5m2" -> f = Fp8Format.E5M2;
-            case "hadamard=on" -> had = true;
-            case "hadamard=off" -> had = false;
-            default -> {
-              if (p.startsWith("g=")) {
-                g = intParam(spec, p);
-              } else if (p.startsWith("alpha=")) {
-                try {
-                  alpha = Float.parseFloat(p.substring(6));
-                } catch (NumberFormatException e) {
-                  throw badParam(spec, p);
-                }
-              } else {
-                throw badParam(spec, p);
-              }
-            }
-          }
+    }
+    boolean taco = base.startsWith("taco");
+    if (!taco && (f != null || alpha != null || had != null)) {
+      throw new IllegalArgumentException("codec '" + spec + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
+          + "valid: " + NAMES);
+    }
+    boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
+    if (!grouped && g != null) {
+      throw new IllegalArgumentException("codec '" + spec + "': " + base + " has no group size; valid: " + NAMES);
+    }
+    return switch (base) {
+      case "fp32" -> new Fp32Codec(nf);
+      case "none" -> new Bf16Codec(nf);
+      case "fp8-tensor" -> new Fp8TensorCodec(nf);
+      case "fp8-group" -> new Fp8GroupCodec(g == null ? Fp8GroupCodec.DEFAULT_GROUP : g, nf);
+      case "int8-group" -> new Int8GroupCodec(g == null ? Int8GroupCodec.DEFAULT_GROUP : g, nf);
+      case "int4-group" -> new Int4GroupCodec(g == null ? Int4GroupCodec.DEFAULT_GROUP : g, nf);
+      case "hadamard-int8" -> new HadamardInt8Codec(g == null ? HadamardInt8Codec.DEFAULT_GROUP : g, nf);
+      case "taco", "taco-no-ds" -> new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g,
+          f == null ? Fp8Format.E4M3 : f, alpha == null ? 1f : alpha, had == null || had, !base.equals("taco-no-ds"),
+          nf);
+      case "taco-no-ash", "taco-no-hadamard" -> {
+        if (had != null || (base.equals("taco-no-ash") && alpha != null)) {
+          throw new IllegalArgumentException("codec '" + spec + "': " + base + " fixes "
+              + (had != null ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
         }
-        return new TacoCodec(g, f, alpha, had);
+        yield new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g, f == null ? Fp8Format.E4M3 : f,
+            base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nf);
       }
       default -> throw new IllegalArgumentException("unknown codec '" + spec + "'; valid: " + NAMES);
-    }
+    };
   }
 
   private static int intParam(String spec, String p) {

@@ -5,12 +5,19 @@ import dev.taco.kernels.Bytes;
 /**
  * {@code fp32}: exact float32 on the wire, 4 bytes per element plus the header (for exact reference runs).
  * Body: {@code rows*cols} float32 little-endian, row-major. Header: format 0, flags 0, G 0. A body value that is
- * NaN or Inf is rejected as malformed (the encoder never writes one).
+ * NaN or Inf is rejected as malformed unless the header's non-finite flag is set (policy propagate).
  */
 public final class Fp32Codec extends AbstractCodec {
 
-  /** The stateless instance's constructor. */
-  public Fp32Codec() {}
+  /** Policy {@link NonFinite#REFUSE}. */
+  public Fp32Codec() {
+    this(NonFinite.REFUSE);
+  }
+
+  /** @param nonFinite NaN/Inf policy (propagate: NaN and +-Inf are sent as they are) */
+  public Fp32Codec(NonFinite nonFinite) {
+    super(nonFinite);
+  }
 
   @Override
   public String name() {
@@ -47,7 +54,7 @@ public final class Fp32Codec extends AbstractCodec {
 
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
-    for (int i = 0; i < h.count(); i++) {
+    for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
       if (!Float.isFinite(Bytes.getFloat(in, bodyOff + 4 * i))) {
         return "non-finite value at element " + i;
       }

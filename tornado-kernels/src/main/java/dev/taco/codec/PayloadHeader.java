@@ -10,9 +10,11 @@ import java.util.zip.CRC32;
  * off size field
  *   0   4  magic "TACO" (ASCII)
  *   4   1  version, = 1
- *   5   1  codec id ({@link #FP32}, {@link #BF16}, {@link #INT8_GROUP}, {@link #TACO})
+ *   5   1  codec id ({@link #FP32} 1, {@link #BF16} 2, {@link #INT8_GROUP} 3, {@link #TACO} 4,
+ *          {@link #FP8_TENSOR} 5, {@link #FP8_GROUP} 6, {@link #INT4_GROUP} 7, {@link #HADAMARD_INT8} 8)
  *   6   1  fp8 format: 0 none, 1 E4M3, 2 E5M2
- *   7   1  flags: bit0 Hadamard on, bit1 ASH pre-scale on (other bits must be 0)
+ *   7   1  flags: bit0 Hadamard on, bit1 ASH pre-scale on, bit2 single scale (taco-no-ds), bit7 the body holds
+ *          non-finite values (policy propagate; any codec); other bits must be 0
  *   8   2  group size G (u16; 0 for codecs without groups)
  *  10   2  reserved, = 0
  *  12   4  rows (u32, 1 .. 2^31-1)
@@ -43,13 +45,39 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
   public static final int INT8_GROUP = 3;
   /** Codec id of {@link TacoCodec}. */
   public static final int TACO = 4;
+  /** Codec id of {@link Fp8TensorCodec}. */
+  public static final int FP8_TENSOR = 5;
+  /** Codec id of {@link Fp8GroupCodec}. */
+  public static final int FP8_GROUP = 6;
+  /** Codec id of {@link Int4GroupCodec}. */
+  public static final int INT4_GROUP = 7;
+  /** Codec id of {@link HadamardInt8Codec}. */
+  public static final int HADAMARD_INT8 = 8;
   /** Flag bit: Hadamard transform applied. */
   public static final int FLAG_HADAMARD = 1;
   /** Flag bit: ASH pre-scale on (alpha &gt; 0). */
   public static final int FLAG_ASH = 2;
+  /** Flag bit (taco only): single scale, one coarse scale per row and no per-group fine exponent (taco-no-ds). */
+  public static final int FLAG_SINGLE_SCALE = 4;
+  /**
+   * Flag bit (any codec, handled by {@link AbstractCodec}): the encoder's policy was {@code nonfinite=propagate}
+   * and the tensor held NaN/Inf, so the body may hold NaN/Inf codes (and negative scales marking untransformed
+   * groups or rows of Hadamard codecs).
+   */
+  public static final int FLAG_NONFINITE = 0x80;
 
   private static final int MAGIC = 'T' | 'A' << 8 | 'C' << 16 | 'O' << 24;
   private static final int CRC_OFF = 20;
+
+  /** True if {@link #FLAG_NONFINITE} is set. */
+  public boolean nonFinite() {
+    return (flags & FLAG_NONFINITE) != 0;
+  }
+
+  /** This header with the flags replaced. */
+  public PayloadHeader withFlags(int newFlags) {
+    return new PayloadHeader(codecId, format, newFlags, groupSize, rows, cols);
+  }
 
   /** Number of tensor elements, {@code rows*cols}. */
   public int count() {
@@ -140,6 +168,10 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
       case BF16 -> "none";
       case INT8_GROUP -> "int8-group";
       case TACO -> "taco";
+      case FP8_TENSOR -> "fp8-tensor";
+      case FP8_GROUP -> "fp8-group";
+      case INT4_GROUP -> "int4-group";
+      case HADAMARD_INT8 -> "hadamard-int8";
       default -> "unknown";
     };
   }

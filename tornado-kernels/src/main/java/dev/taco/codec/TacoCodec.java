@@ -39,16 +39,30 @@ import dev.taco.kernels.TacoKernels;
  * {@code 28 + 4 rows + rows*ng*(G+1)} bytes, i.e. about {@code 1 + 1/G + 4/cols} bytes per element (+28/n for the
  * header; more when cols is not a multiple of G). Decoding reads format, G and flags from the header, not from this
  * instance's configuration.
+ *
+ * <p><b>Ablations</b> (same codec id 4, told apart by the header flags; DESIGN §3 asks for them): {@code taco-no-ash}
+ * = alpha 0 and no Hadamard (neither part of ASH), {@code taco-no-hadamard} = no Hadamard, and {@code taco-no-ds}
+ * = single scale: the row's coarse scale only, no per-group fine exponent (flag bit2, body without the
+ * {@code rows*ng} fine bytes). Without the fine exponent, a group far below its row's max falls under FP8's
+ * subnormal range and decodes to zeros (zero collapse); {@code taco} keeps such groups (tested at 2^-40). Because
+ * alpha does not change the payload (above), {@code taco-no-ash} and {@code taco-no-hadamard} give the same
+ * decoded values (they differ only in the ASH flag bit).
+ *
+ * <p><b>Non-finite values</b> under {@code nonfinite=propagate}: scales come from the finite values; a row holding
+ * NaN/Inf is sent without the Hadamard transform (negative coarse scale) so that the NaN cannot spread over its
+ * group; NaN decodes to NaN, +-Inf to +-Inf in E5M2 and to NaN in E4M3 (which has no infinity).
  */
 public final class TacoCodec extends AbstractCodec {
 
   /** Default group size. */
   public static final int DEFAULT_GROUP = 64;
 
+  private final String name;
   private final int groupSize;
   private final Fp8Format format;
   private final float alpha;
   private final boolean hadamard;
+  private final boolean dualScale;
 
   /** Defaults: G = {@value #DEFAULT_GROUP}, E4M3, alpha = 1, Hadamard on. */
   public TacoCodec() {
@@ -56,6 +70,8 @@ public final class TacoCodec extends AbstractCodec {
   }
 
   /**
+   * {@code taco} with dual scales and policy {@link NonFinite#REFUSE}.
+   *
    * @param groupSize G, a power of two in 32..256
    * @param format FP8 format of the codes
    * @param alpha ASH strength in [0, 1]
@@ -63,11 +79,31 @@ public final class TacoCodec extends AbstractCodec {
    * @throws IllegalArgumentException for a bad G or alpha
    */
   public TacoCodec(int groupSize, Fp8Format format, float alpha, boolean hadamard) {
+    this("taco", groupSize, format, alpha, hadamard, true, NonFinite.REFUSE);
+  }
+
+  /**
+   * The general constructor, for the ablations.
+   *
+   * @param name the name this instance reports ({@code taco}, {@code taco-no-ash}, ...; messages use it)
+   * @param groupSize G, a power of two in 32..256
+   * @param format FP8 format of the codes
+   * @param alpha ASH strength in [0, 1]
+   * @param hadamard whether groups are Walsh-Hadamard transformed
+   * @param dualScale per-group fine exponents (false: {@code taco-no-ds}, the row's coarse scale only)
+   * @param nonFinite NaN/Inf policy
+   * @throws IllegalArgumentException for a bad G or alpha
+   */
+  public TacoCodec(String name, int groupSize, Fp8Format format, float alpha, boolean hadamard, boolean dualScale,
+      NonFinite nonFinite) {
+    super(nonFinite);
+    this.name = java.util.Objects.requireNonNull(name, "name");
+    this.dualScale = dualScale;
     if (!PayloadHeader.validGroupSize(groupSize)) {
-      throw new IllegalArgumentException("taco: group size must be a power of two in 32..256, got " + groupSize);
+      throw new IllegalArgumentException(name + ": group size must be a power of two in 32..256, got " + groupSize);
     }
     if (!(alpha >= 0f && alpha <= 1f)) {
-      throw new IllegalArgumentException("taco: alpha must be in [0, 1], got " + alpha);
+      throw new IllegalArgumentException(name + ": alpha must be in [0, 1], got " + alpha);
     }
     this.groupSize = groupSize;
     this.format = java.util.Objects.requireNonNull(format, "format");
@@ -76,6 +112,7 @@ public final class TacoCodec extends AbstractCodec {
   }
 
   /** G. */
+  @Override
   public int groupSize() {
     return groupSize;
   }
@@ -95,9 +132,14 @@ public final class TacoCodec extends AbstractCodec {
     return hadamard;
   }
 
+  /** Whether each group has its own fine exponent (false for {@code taco-no-ds}). */
+  public boolean dualScale() {
+    return dualScale;
+  }
+
   @Override
   public String name() {
-    return "taco";
+    return name;
   }
 
   @Override
@@ -107,7 +149,8 @@ public final class TacoCodec extends AbstractCodec {
 
   @Override
   protected PayloadHeader header(int rows, int cols) {
-    int flags = (hadamard ? PayloadHeader.FLAG_HADAMARD : 0) | (alpha > 0f ? PayloadHeader.FLAG_ASH : 0);
+    int flags = (hadamard ? PayloadHeader.FLAG_HADAMARD : 0) | (alpha > 0f ? PayloadHeader.FLAG_ASH : 0)
+        | (dualScale ? 0 : PayloadHeader.FLAG_SINGLE_SCALE);
     return new PayloadHeader(codecId(), format.code(), flags, groupSize, rows, cols);
   }
 
@@ -116,7 +159,8 @@ public final class TacoCodec extends AbstractCodec {
     if (h.format() != Fp8Format.E4M3.code() && h.format() != Fp8Format.E5M2.code()) {
       throw PayloadHeader.bad(name(), "fp8 format " + h.format() + ", expected 1 (E4M3) or 2 (E5M2)");
     }
-    if ((h.flags() & ~(PayloadHeader.FLAG_HADAMARD | PayloadHeader.FLAG_ASH)) != 0) {
+    if ((h.flags() & ~(PayloadHeader.FLAG_HADAMARD | PayloadHeader.FLAG_ASH | PayloadHeader.FLAG_SINGLE_SCALE))
+        != 0) {
       throw PayloadHeader.bad(name(), "unknown flag bits 0x" + Integer.toHexString(h.flags()));
     }
     if (!PayloadHeader.validGroupSize(h.groupSize())) {
@@ -128,9 +172,22 @@ public final class TacoCodec extends AbstractCodec {
     return (long) h.rows() * TacoKernels.groupsPerRow(h.cols(), h.groupSize());
   }
 
+  private static boolean dual(PayloadHeader h) {
+    return (h.flags() & PayloadHeader.FLAG_SINGLE_SCALE) == 0;
+  }
+
+  private static boolean had(PayloadHeader h) {
+    return (h.flags() & PayloadHeader.FLAG_HADAMARD) != 0;
+  }
+
+  /** Bytes of fine exponents: one per group, none for single scale. */
+  private static int fineBytes(PayloadHeader h) {
+    return dual(h) ? (int) groups(h) : 0;
+  }
+
   @Override
   protected long bodyLength(PayloadHeader h) {
-    return 4L * h.rows() + groups(h) * (h.groupSize() + 1);
+    return 4L * h.rows() + groups(h) * (h.groupSize() + (dual(h) ? 1 : 0));
   }
 
   @Override
@@ -138,10 +195,9 @@ public final class TacoCodec extends AbstractCodec {
     int ng = (int) groups(h);
     int fineOff = bodyOff + 4 * h.rows();
     int[] sat = new int[ng];
-    boolean had = (h.flags() & PayloadHeader.FLAG_HADAMARD) != 0;
-    TacoKernels.rowScales(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), had, out, bodyOff);
-    TacoKernels.encodeGroups(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), alpha, had,
-        new float[ng * h.groupSize()], sat, out, bodyOff, fineOff, fineOff + ng);
+    TacoKernels.rowScales(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), had(h), out, bodyOff);
+    TacoKernels.encodeGroups(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), alpha, had(h), dual(h),
+        new float[ng * h.groupSize()], sat, out, bodyOff, fineOff, fineOff + fineBytes(h));
     long s = 0;
     for (int v : sat) {
       s += v;
@@ -152,8 +208,8 @@ public final class TacoCodec extends AbstractCodec {
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
     int ng = (int) groups(h);
-    long bad = TacoKernels.firstInvalid(in, bodyOff, bodyOff + 4 * h.rows() + ng, h.rows(), ng * h.groupSize(),
-        h.format());
+    long bad = TacoKernels.firstInvalid(in, bodyOff, bodyOff + 4 * h.rows() + fineBytes(h), h.rows(),
+        ng * h.groupSize(), h.format(), h.nonFinite());
     if (bad < 0) {
       return null;
     }
@@ -165,13 +221,15 @@ public final class TacoCodec extends AbstractCodec {
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int ng = (int) groups(h);
     int fineOff = bodyOff + 4 * h.rows();
-    TacoKernels.decodeGroups(in, bodyOff, fineOff, fineOff + ng, h.rows(), h.cols(), h.groupSize(), h.format(),
-        (h.flags() & PayloadHeader.FLAG_HADAMARD) != 0, new float[ng * h.groupSize()], out, outOff, accumulate);
+    TacoKernels.decodeGroups(in, bodyOff, fineOff, fineOff + fineBytes(h), h.rows(), h.cols(), h.groupSize(),
+        h.format(), had(h), dual(h), new float[ng * h.groupSize()], out, outOff, accumulate);
   }
 
   @Override
   public String toString() {
-    return "taco:" + format.name().toLowerCase(java.util.Locale.ROOT) + ",g=" + groupSize + ",alpha=" + alpha
-        + ",hadamard=" + (hadamard ? "on" : "off");
+    return name + ":" + format.name().toLowerCase(java.util.Locale.ROOT) + ",g=" + groupSize
+        + (name.equals("taco-no-ash") ? "" : ",alpha=" + alpha)
+        + (name.equals("taco") || name.equals("taco-no-ds") ? ",hadamard=" + (hadamard ? "on" : "off") : "")
+        + policySuffix();
   }
 }

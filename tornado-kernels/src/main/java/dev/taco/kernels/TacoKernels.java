@@ -72,9 +72,10 @@ public final class TacoKernels {
 
   /**
    * Phase 1: per row, the coarse scale {@code c_r} (see class doc), written as float32 LE at
-   * {@code out[scaleOff + 4r]}.
+   * {@code out[scaleOff + 4r]}. Computed from the finite values only; a row holding NaN/Inf gets {@code -c_r}
+   * (at least {@code MIN_NORMAL}), which tells both phases to skip the transform for that row.
    *
-   * @param x input, {@code rows x cols} row-major from {@code xOff}, finite
+   * @param x input, {@code rows x cols} row-major from {@code xOff}; NaN/Inf only under the propagate policy
    * @param format {@link Fp8#E4M3} or {@link Fp8#E5M2}
    */
   public static void rowScales(float[] x, int xOff, int rows, int cols, int groupSize, int format, boolean hadamard,
@@ -83,15 +84,21 @@ public final class TacoKernels {
     int lb = logBeta(groupSize, hadamard);
     for (@Parallel int r = 0; r < rows; r++) {
       float a = 0f;
+      boolean special = false;
       int base = xOff + r * cols;
       for (int i = 0; i < cols; i++) {
-        a = Math.max(a, Math.abs(x[base + i]));
+        float e = Math.abs(x[base + i]);
+        if (e <= Float.MAX_VALUE) {
+          a = Math.max(a, e);
+        } else {
+          special = true;
+        }
       }
       float c = 0f;
-      if (a > 0f) {
+      if (a > 0f || special) {
         c = Math.max(Math.scalb(a / fp8Max, lb), Float.MIN_NORMAL);
       }
-      Bytes.putFloat(out, scaleOff + 4 * r, c);
+      Bytes.putFloat(out, scaleOff + 4 * r, special ? -c : c);
     }
   }
 
@@ -100,11 +107,14 @@ public final class TacoKernels {
    * written by {@link #rowScales} at {@code out[scaleOff ..]}.
    *
    * @param alpha ASH strength in [0, 1]
+   * @param dualScale write a per-group fine exponent at {@code fineOff} (false: taco-no-ds, every group uses
+   *     {@code f_t = 0}, i.e. the row's coarse scale only, and nothing is written at {@code fineOff})
    * @param work scratch, at least {@code rows*ng*G} floats (group {@code t} uses {@code [t*G, t*G+G)})
    * @param sat per-group saturation counts out, at least {@code rows*ng} ints
    */
   public static void encodeGroups(float[] x, int xOff, int rows, int cols, int groupSize, int format, float alpha,
-      boolean hadamard, float[] work, int[] sat, byte[] out, int scaleOff, int fineOff, int codeOff) {
+      boolean hadamard, boolean dualScale, float[] work, int[] sat, byte[] out, int scaleOff, int fineOff,
+      int codeOff) {
     float fp8Max = Fp8.maxValue(format);
     int emax = Fp8.maxExponent(format);
     int ng = groupsPerRow(cols, groupSize);
@@ -117,13 +127,21 @@ public final class TacoKernels {
       int codes = codeOff + t * groupSize;
       float a = 0f;
       for (int i = 0; i < len; i++) {
-        a = Math.max(a, Math.abs(x[src + i]));
+        float e = Math.abs(x[src + i]);
+        if (e <= Float.MAX_VALUE) {
+          a = Math.max(a, e);
+        }
       }
+      float c = Bytes.getFloat(out, scaleOff + 4 * r);
+      boolean transform = hadamard && Float.floatToRawIntBits(c) >= 0;
+      c = Math.abs(c);
       int s = 0;
       if (a == 0f) {
-        out[fineOff + t] = 0;
+        if (dualScale) {
+          out[fineOff + t] = 0;
+        }
         for (int i = 0; i < groupSize; i++) {
-          out[codes + i] = 0;
+          out[codes + i] = i < len ? nonFiniteCode(x[src + i], format) : 0; // 0, or the NaN/Inf code
         }
       } else {
         int l = ilogb(a);
@@ -132,14 +150,16 @@ public final class TacoKernels {
         for (int i = 0; i < groupSize; i++) {
           work[w + i] = i < len ? Math.scalb(x[src + i], k) : 0f;
         }
-        if (hadamard) {
+        if (transform) {
           Hadamard.fwht(work, w, groupSize);
         }
         float m = 0f;
         for (int i = 0; i < groupSize; i++) {
-          m = Math.max(m, Math.abs(work[w + i]));
+          float e = Math.abs(work[w + i]);
+          if (e <= Float.MAX_VALUE) {
+            m = Math.max(m, e);
+          }
         }
-        float c = Bytes.getFloat(out, scaleOff + 4 * r);
         int ec = Math.getExponent(c);
         float mc = Math.scalb(c, -ec);
         float y = m / mc;
@@ -147,29 +167,44 @@ public final class TacoKernels {
         if (Math.scalb(y, n) > fp8Max) {
           n--;
         }
-        int f = Math.min(Math.max(n + k + ec, 0), 255);
+        int f = dualScale ? Math.min(Math.max(n + k + ec, 0), 255) : 0;
         int sh = f - k - ec;
-        out[fineOff + t] = (byte) f;
+        if (dualScale) {
+          out[fineOff + t] = (byte) f;
+        }
         for (int i = 0; i < groupSize; i++) {
           float v = Math.scalb(work[w + i] / mc, sh);
-          if (Math.abs(v) > fp8Max) {
+          if (Math.abs(v) > fp8Max && v <= Float.MAX_VALUE && v >= -Float.MAX_VALUE) {
             s++;
           }
-          out[codes + i] = Fp8.encode(v, format);
+          out[codes + i] = Float.isInfinite(v) ? nonFiniteCode(v, format) : Fp8.encode(v, format);
         }
       }
       sat[t] = s;
     }
   }
 
+  /** The code of a non-finite value: NaN for NaN (and for Inf in E4M3, which has none), Inf in E5M2; 0 for finite. */
+  private static byte nonFiniteCode(float v, int format) {
+    if (!Float.isInfinite(v)) {
+      return Float.isNaN(v) ? Fp8.encode(v, format) : 0;
+    }
+    int sign = v < 0 ? 0x80 : 0;
+    return (byte) (sign | (format == Fp8.E4M3 ? 0x7F : 0x7C));
+  }
+
   /**
    * Decompress (and optionally accumulate): {@code out[outOff + r*cols + c] (+)= x^[r][c]}. The payload must have
    * been validated ({@link #firstInvalid}); padding is dropped.
    *
+   * A negative coarse scale marks a row sent untransformed (it held NaN/Inf); NaN/Inf codes decode to NaN/Inf.
+   *
+   * @param dualScale as in {@link #encodeGroups}: false means there are no fine exponents ({@code f_t = 0})
    * @param work scratch, at least {@code rows*ng*G} floats
    */
   public static void decodeGroups(byte[] in, int scaleOff, int fineOff, int codeOff, int rows, int cols,
-      int groupSize, int format, boolean hadamard, float[] work, float[] out, int outOff, boolean accumulate) {
+      int groupSize, int format, boolean hadamard, boolean dualScale, float[] work, float[] out, int outOff,
+      boolean accumulate) {
     int ng = groupsPerRow(cols, groupSize);
     for (@Parallel int t = 0; t < rows * ng; t++) {
       int r = t / ng;
@@ -179,6 +214,8 @@ public final class TacoKernels {
       int w = t * groupSize;
       int codes = codeOff + t * groupSize;
       float c = Bytes.getFloat(in, scaleOff + 4 * r);
+      boolean transform = hadamard && Float.floatToRawIntBits(c) >= 0;
+      c = Math.abs(c);
       if (c == 0f) {
         for (int i = 0; i < len; i++) {
           out[dst + i] = accumulate ? out[dst + i] : 0f;
@@ -186,16 +223,21 @@ public final class TacoKernels {
       } else {
         int ec = Math.getExponent(c);
         float mc = Math.scalb(c, -ec);
-        int sh = ec - (in[fineOff + t] & 0xFF);
+        int sh = ec - (dualScale ? in[fineOff + t] & 0xFF : 0);
         for (int i = 0; i < groupSize; i++) {
           work[w + i] = Fp8.decode(in[codes + i], format);
         }
-        if (hadamard) {
+        if (transform) {
           Hadamard.fwht(work, w, groupSize);
         }
         for (int i = 0; i < len; i++) {
-          // Clamp: a value within one FP8 step of the float32 max may round past it; never decode to Inf.
-          float v = Math.max(-Float.MAX_VALUE, Math.min(Float.MAX_VALUE, Math.scalb(work[w + i] * mc, sh)));
+          // Clamp: a value within one FP8 step of the float32 max may round past it; never decode a finite code
+          // to Inf (an Inf code stays Inf, NaN stays NaN).
+          float d = work[w + i];
+          float v = Math.scalb(d * mc, sh);
+          if (Float.isInfinite(v) && !Float.isInfinite(d)) {
+            v = Math.copySign(Float.MAX_VALUE, v);
+          }
           out[dst + i] = accumulate ? out[dst + i] + v : v;
         }
       }
@@ -203,19 +245,22 @@ public final class TacoKernels {
   }
 
   /**
-   * Validates a body (after its checksum): every coarse scale is 0 or a finite normal positive float, and no FP8
-   * code is NaN/Inf. Fine exponents need no check (all 256 values are valid).
+   * Validates a body (after its checksum): every coarse scale is +0 or a finite normal positive float, and no FP8
+   * code is NaN/Inf. Fine exponents need no check (all 256 values are valid). With {@code nonFinite} (the
+   * header's flag 0x80), scales may also be negative normals (untransformed rows) and codes may be NaN/Inf.
    *
    * @return -1 if valid; {@code r} for a bad scale of row {@code r}; {@code rows + j} for a bad code at index j
    */
-  public static long firstInvalid(byte[] in, int scaleOff, int codeOff, int rows, int nCodes, int format) {
+  public static long firstInvalid(byte[] in, int scaleOff, int codeOff, int rows, int nCodes, int format,
+      boolean nonFinite) {
     for (int r = 0; r < rows; r++) {
       float c = Bytes.getFloat(in, scaleOff + 4 * r);
-      if (!(c == 0f && Float.floatToRawIntBits(c) == 0) && !(c >= Float.MIN_NORMAL && c <= Float.MAX_VALUE)) {
+      float m = nonFinite ? Math.abs(c) : c;
+      if (!(c == 0f && Float.floatToRawIntBits(c) == 0) && !(m >= Float.MIN_NORMAL && m <= Float.MAX_VALUE)) {
         return r;
       }
     }
-    for (int j = 0; j < nCodes; j++) {
+    for (int j = 0; !nonFinite && j < nCodes; j++) {
       if (Fp8.isNonFinite(in[codeOff + j], format)) {
         return (long) rows + j;
       }

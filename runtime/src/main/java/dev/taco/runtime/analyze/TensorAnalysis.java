@@ -32,7 +32,7 @@ public final class TensorAnalysis {
    * The codecs {@code taco analyze} measures when {@code --codec} is not given. The one place to change; it will
    * become {@code Codecs.names()} once every baseline is registered.
    */
-  public static final List<String> DEFAULT_CODECS = List.of("fp32", "none", "int8-group", "taco", "taco:e5m2");
+  public static final List<String> DEFAULT_CODECS = Codecs.names();
 
   /**
    * One line of the report: a tensor and a codec, with either the measured figures or why there are none.

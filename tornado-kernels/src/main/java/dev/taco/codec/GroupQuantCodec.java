@@ -1,0 +1,131 @@
+package dev.taco.codec;
+
+import dev.taco.kernels.GroupKernels;
+import dev.taco.kernels.TacoKernels;
+
+/**
+ * The shared body of the absmax-per-group baselines ({@code int8-group}, {@code int4-group}, {@code fp8-group},
+ * {@code hadamard-int8}, {@code fp8-tensor}): one float32 absmax per group and one code per value, by
+ * {@link GroupKernels} (which documents numerics, layout and the non-finite markers). A subclass fixes the name,
+ * codec id, code kind, transform and G; this class validates, sizes and calls the kernels.
+ *
+ * <p>Wire format: {@link PayloadHeader} (format 1 for the E4M3 codecs, else 0; flags bit0 for Hadamard; G, or 0
+ * for {@code fp8-tensor}), then the body: {@code nScales} float32 LE absmaxes, then the codes
+ * ({@link GroupKernels#codeBytes}).
+ */
+public abstract class GroupQuantCodec extends AbstractCodec {
+
+  private final String name;
+  private final int codecId;
+  private final int groupSize;
+  private final int kind;
+  private final boolean hadamard;
+
+  /**
+   * @param name the codec's name
+   * @param codecId its {@link PayloadHeader} codec id
+   * @param groupSize G, a power of two in 32..256, or 0 for one group spanning the whole tensor
+   * @param kind {@link GroupKernels#INT8}, {@link GroupKernels#INT4} or {@link GroupKernels#E4M3}
+   * @param hadamard WHT each group before quantising
+   * @param nonFinite NaN/Inf policy
+   * @throws IllegalArgumentException for a bad G
+   */
+  GroupQuantCodec(String name, int codecId, int groupSize, int kind, boolean hadamard, NonFinite nonFinite) {
+    super(nonFinite);
+    this.name = name;
+    this.codecId = codecId;
+    if (groupSize != 0 && !PayloadHeader.validGroupSize(groupSize)) {
+      throw new IllegalArgumentException(name() + ": group size must be a power of two in 32..256, got "
+          + groupSize);
+    }
+    this.groupSize = groupSize;
+    this.kind = kind;
+    this.hadamard = hadamard;
+  }
+
+  @Override
+  public final String name() {
+    return name;
+  }
+
+  @Override
+  protected final int codecId() {
+    return codecId;
+  }
+
+  /** G, or 0 for the per-tensor codec. */
+  @Override
+  public int groupSize() {
+    return groupSize;
+  }
+
+  private int format() {
+    return kind == GroupKernels.E4M3 ? Fp8Format.E4M3.code() : 0;
+  }
+
+  @Override
+  protected PayloadHeader header(int rows, int cols) {
+    return new PayloadHeader(codecId(), format(), hadamard ? PayloadHeader.FLAG_HADAMARD : 0, groupSize, rows, cols);
+  }
+
+  @Override
+  protected void checkHeader(PayloadHeader h) {
+    if (groupSize != 0 && !PayloadHeader.validGroupSize(h.groupSize())) {
+      throw PayloadHeader.bad(name(), "group size " + h.groupSize() + " is not a power of two in 32..256");
+    }
+    expectFields(h, format(), hadamard ? PayloadHeader.FLAG_HADAMARD : 0, groupSize == 0 ? 0 : h.groupSize());
+  }
+
+  /** The kernel view: {rows, cols, G}; the per-tensor codec is one {@code 1 x n} group. */
+  private static int[] view(PayloadHeader h) {
+    return h.groupSize() == 0 ? new int[] {1, h.count(), h.count()} : new int[] {h.rows(), h.cols(), h.groupSize()};
+  }
+
+  private static long scales(int[] v) {
+    return (long) v[0] * TacoKernels.groupsPerRow(v[1], v[2]);
+  }
+
+  @Override
+  protected long bodyLength(PayloadHeader h) {
+    int[] v = view(h);
+    return 4 * scales(v) + GroupKernels.codeBytes(v[0], v[1], v[2], kind, hadamard);
+  }
+
+  private float[] work(int[] v) {
+    return new float[hadamard ? (int) scales(v) * v[2] : 0];
+  }
+
+  @Override
+  protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
+    int[] v = view(h);
+    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff,
+        bodyOff + (int) (4 * scales(v)));
+    return 0; // |x/absmax| <= 1: no finite value can exceed the code range
+  }
+
+  @Override
+  protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
+    int[] v = view(h);
+    int ns = (int) scales(v);
+    long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
+    long bad = GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
+    if (bad < 0) {
+      return null;
+    }
+    return bad < ns ? "group " + bad + " has a negative or non-finite scale"
+        : "non-finite marker code at code index " + (bad - ns) + " (flag 0x80 not set)";
+  }
+
+  @Override
+  protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
+    int[] v = view(h);
+    GroupKernels.decode(in, bodyOff, bodyOff + (int) (4 * scales(v)), v[0], v[1], v[2], kind, hadamard, work(v),
+        out, outOff, accumulate);
+  }
+
+  @Override
+  public String toString() {
+    return name() + (groupSize == 0 ? (policySuffix().isEmpty() ? "" : ":" + policySuffix().substring(1))
+        : ":g=" + groupSize + policySuffix());
+  }
+}

@@ -1,0 +1,247 @@
+package dev.taco.codec;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.taco.kernels.TacoKernels;
+import java.util.SplittableRandom;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.IntRange;
+
+/**
+ * Property tests (jqwik) of every codec in {@link Codecs#names}: round-trip error bounds derived from each format,
+ * across magnitudes 2^-100 .. 2^100, subnormal inputs, all-zero groups, a single huge outlier, constant groups and
+ * random shapes (sizes not divisible by G included). The bounds are worst-case per value or per group, from the
+ * format (see {@link #violation}), compared in float64; they fail if a codec is off by one binade or one ulp of
+ * its step.
+ */
+class CodecPropertiesTest {
+
+  @Provide
+  Arbitrary<String> specs() {
+    return Arbitraries.of(Codecs.names());
+  }
+
+  /** Absolute slack per value for float32 rounding in the subnormal range (a few ulps of 2^-149). */
+  static final double TINY = 0x1p-146;
+
+  /**
+   * Checks {@code y} against the worst-case bound of {@code spec} for input {@code x}; returns null if it holds,
+   * else what failed. Bounds (a = absmax of the value's group, of the tensor for fp8-tensor; float64 throughout):
+   * <ul>
+   *   <li>fp32: exact. none (bf16, 8 significant bits, RNE): {@code |e| <= 2^-8 |x|} (+ 2^-134 for bf16
+   *       subnormals).
+   *   <li>int8-group: {@code |e| <= a/254}; int4-group: {@code |e| <= a/14} (half a step, step a/127 or a/7).
+   *   <li>E4M3 without transform (fp8-tensor, fp8-group, taco-no-ash, taco-no-hadamard): {@code |e| <= 2^-4 |x| +
+   *       2^-10 s}, with s the value of code 1.0 ({@code a/448}; taco puts the group max in (224, 448], so
+   *       {@code s <= a/224}): relative 2^-4 in E4M3's normal range, half the smallest subnormal below it.
+   *   <li>hadamard-int8: per group, {@code ||e||_2 <= sqrt(G) a_w / 254} with {@code a_w = |Hx|_inf <= ||x||_2}, so
+   *       {@code ||e|| <= sqrt(G)/254 ||x||} (H orthonormal).
+   *   <li>taco, taco:e5m2 (dual scale + WHT): per group, {@code ||e|| <= 2^-m ||x|| + sqrt(G) 2^-10 ||x||/224}
+   *       (m = 4 for E4M3, 3 for E5M2; every code is within 2^-m relative in the normal range, the group's top
+   *       code is above FP8MAX/2).
+   *   <li>taco-no-ds: per row, {@code ||e|| <= 2^-4 ||x_r|| + sqrt(cols') 2^-10 c_r} with the coarse scale
+   *       {@code c_r = A_r 2^logBeta / 448}: no per-group guarantee (that is the ablation).
+   * </ul>
+   */
+  static String violation(String spec, AbstractCodec c, float[] x, float[] y, int rows, int cols) {
+    int g = c.groupSize();
+    for (int i = 0; i < x.length; i++) {
+      if (!Float.isFinite(y[i])) {
+        return "non-finite output at " + i;
+      }
+    }
+    switch (spec) {
+      case "fp32":
+        for (int i = 0; i < x.length; i++) {
+          if (Float.floatToRawIntBits(x[i]) != Float.floatToRawIntBits(y[i]) && !(x[i] == 0 && y[i] == 0)) {
+            return "fp32 not exact at " + i;
+          }
+        }
+        return null;
+      case "none":
+        for (int i = 0; i < x.length; i++) {
+          if (Math.abs((double) y[i] - x[i]) > 0x1p-8 * Math.abs(x[i]) + 0x1p-134) {
+            return "bf16 error at " + i + ": " + x[i] + " -> " + y[i];
+          }
+        }
+        return null;
+      case "taco", "taco:e5m2", "hadamard-int8":
+        for (int r = 0; r < rows; r++) {
+          for (int c0 = 0; c0 < cols; c0 += g) {
+            double xx = 0;
+            double ee = 0;
+            for (int j = c0; j < Math.min(cols, c0 + g); j++) {
+              double a = x[r * cols + j];
+              double d = y[r * cols + j] - a;
+              xx += a * a;
+              ee += d * d;
+            }
+            double nx = Math.sqrt(xx);
+            double bound = spec.equals("hadamard-int8") ? Math.sqrt(g) / 254 * nx
+                : (spec.equals("taco") ? 0x1p-4 : 0x1p-3) * nx + Math.sqrt(g) * 0x1p-10 * nx / 224;
+            if (Math.sqrt(ee) > bound * (1 + 1e-5) + Math.sqrt(g) * TINY) {
+              return String.format("group row %d col %d: ||e|| %.6e > bound %.6e (||x|| %.6e)", r, c0, Math.sqrt(ee),
+                  bound, nx);
+            }
+          }
+        }
+        return null;
+      case "taco-no-ds":
+        for (int r = 0; r < rows; r++) {
+          double xx = 0;
+          double ee = 0;
+          double amax = 0;
+          for (int j = 0; j < cols; j++) {
+            double a = x[r * cols + j];
+            double d = y[r * cols + j] - a;
+            xx += a * a;
+            ee += d * d;
+            amax = Math.max(amax, Math.abs(a));
+          }
+          double cr = Math.max(amax * Math.scalb(1.0, TacoKernels.logBeta(g, true)) / 448, Float.MIN_NORMAL);
+          int padded = TacoKernels.groupsPerRow(cols, g) * g;
+          double bound = 0x1p-4 * Math.sqrt(xx) + Math.sqrt(padded) * 0x1p-10 * cr;
+          if (Math.sqrt(ee) > bound * (1 + 1e-5) + Math.sqrt(padded) * TINY) {
+            return String.format("row %d: ||e|| %.6e > bound %.6e", r, Math.sqrt(ee), bound);
+          }
+        }
+        return null;
+      default:
+        break;
+    }
+    // per-value bounds with the group's (or tensor's) absmax
+    int span = g == 0 ? x.length : g;
+    for (int r = 0; r < (g == 0 ? 1 : rows); r++) {
+      int width = g == 0 ? x.length : cols;
+      for (int c0 = 0; c0 < width; c0 += span) {
+        int base = r * width + c0;
+        int len = Math.min(span, width - c0);
+        double a = 0;
+        for (int j = 0; j < len; j++) {
+          a = Math.max(a, Math.abs(x[base + j]));
+        }
+        for (int j = 0; j < len; j++) {
+          double xv = x[base + j];
+          double bound = switch (spec) {
+            case "int8-group" -> a / 254;
+            case "int4-group" -> a / 14;
+            case "fp8-tensor", "fp8-group" -> 0x1p-4 * Math.abs(xv) + 0x1p-10 * a / 448;
+            default -> 0x1p-4 * Math.abs(xv) + 0x1p-10 * a / 224; // taco-no-ash, taco-no-hadamard
+          };
+          double e = Math.abs(y[base + j] - xv);
+          if (e > bound * (1 + 1e-5) + TINY) {
+            return String.format("value %d (group absmax %.6e): %s -> %s, |e| %.6e > bound %.6e", base + j, a,
+                x[base + j], y[base + j], e, bound);
+          }
+        }
+      }
+    }
+    return null;
+  }
+
+  static float[] roundTrip(AbstractCodec c, float[] x, int rows, int cols) {
+    byte[] buf = new byte[c.encodedSize(rows, cols)];
+    EncodeResult r = c.encodeWithStats(x, 0, rows, cols, buf, 0);
+    assertThat(r.saturated()).isZero();
+    float[] y = new float[x.length];
+    c.decode(buf, 0, buf.length, y, 0, false);
+    return y;
+  }
+
+  static float[] gaussian(long seed, int n, int exp) {
+    SplittableRandom r = new SplittableRandom(seed);
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) {
+      x[i] = Math.scalb((float) r.nextGaussian(), exp);
+    }
+    return x;
+  }
+
+  @Property(tries = 400)
+  void errorBoundHoldsAcrossMagnitudesAndShapes(@ForAll("specs") String spec, @ForAll @IntRange(min = 1, max = 5) int rows,
+      @ForAll @IntRange(min = 1, max = 300) int cols, @ForAll @IntRange(min = -100, max = 100) int exp,
+      @ForAll long seed) {
+    AbstractCodec c = Codecs.byName(spec);
+    float[] x = gaussian(seed, rows * cols, exp);
+    float[] y = roundTrip(c, x, rows, cols);
+    assertThat(violation(spec, c, x, y, rows, cols)).as("%s %dx%d 2^%d", spec, rows, cols, exp).isNull();
+  }
+
+  @Property(tries = 150)
+  void subnormalInputs(@ForAll("specs") String spec, @ForAll @IntRange(min = 1, max = 3) int rows,
+      @ForAll @IntRange(min = 1, max = 200) int cols, @ForAll @IntRange(min = -149, max = -127) int exp,
+      @ForAll long seed) {
+    AbstractCodec c = Codecs.byName(spec);
+    float[] x = gaussian(seed, rows * cols, exp + 2);
+    float[] y = roundTrip(c, x, rows, cols);
+    assertThat(violation(spec, c, x, y, rows, cols)).as("%s %dx%d 2^%d", spec, rows, cols, exp).isNull();
+  }
+
+  @Property(tries = 150)
+  void zeroGroupsDecodeExactlyToZeroAndTheRestKeepsItsBound(@ForAll("specs") String spec,
+      @ForAll @IntRange(min = 1, max = 4) int rows, @ForAll @IntRange(min = 1, max = 300) int cols,
+      @ForAll @IntRange(min = -60, max = 60) int exp, @ForAll long seed) {
+    AbstractCodec c = Codecs.byName(spec);
+    int g = c.groupSize() > 0 ? c.groupSize() : 32;
+    float[] x = gaussian(seed, rows * cols, exp);
+    SplittableRandom r = new SplittableRandom(seed ^ 0x5DEECE66DL);
+    boolean[] zero = new boolean[x.length];
+    for (int row = 0; row < rows; row++) {
+      for (int c0 = 0; c0 < cols; c0 += g) {
+        if (r.nextInt(3) == 0) {
+          for (int j = c0; j < Math.min(cols, c0 + g); j++) {
+            x[row * cols + j] = 0f;
+            zero[row * cols + j] = true;
+          }
+        }
+      }
+    }
+    float[] y = roundTrip(c, x, rows, cols);
+    for (int i = 0; i < x.length; i++) {
+      if (zero[i]) {
+        assertThat(y[i]).as("%s at %d", spec, i).isEqualTo(0f);
+      }
+    }
+    assertThat(violation(spec, c, x, y, rows, cols)).as(spec).isNull();
+  }
+
+  @Property(tries = 150)
+  void singleHugeOutlier(@ForAll("specs") String spec, @ForAll @IntRange(min = 1, max = 4) int rows,
+      @ForAll @IntRange(min = 1, max = 300) int cols, @ForAll @IntRange(min = 10, max = 100) int lift,
+      @ForAll long seed) {
+    AbstractCodec c = Codecs.byName(spec);
+    float[] x = gaussian(seed, rows * cols, 0);
+    int at = new SplittableRandom(seed).nextInt(x.length);
+    x[at] = Math.scalb(x[at] == 0 ? 1f : x[at], lift);
+    float[] y = roundTrip(c, x, rows, cols);
+    assertThat(violation(spec, c, x, y, rows, cols)).as("%s outlier 2^%d at %d", spec, lift, at).isNull();
+    assertThat(Math.abs(y[at] - (double) x[at])).isLessThanOrEqualTo(Math.abs(x[at]) * 0.13); // int4: 1/14 of it
+  }
+
+  @Property(tries = 150)
+  void constantGroups(@ForAll("specs") String spec, @ForAll @IntRange(min = 1, max = 4) int rows,
+      @ForAll @IntRange(min = 1, max = 300) int cols, @ForAll @IntRange(min = -100, max = 100) int exp,
+      @ForAll long seed) {
+    AbstractCodec c = Codecs.byName(spec);
+    int g = c.groupSize() > 0 ? c.groupSize() : 64;
+    SplittableRandom r = new SplittableRandom(seed);
+    float[] x = new float[rows * cols];
+    for (int row = 0; row < rows; row++) {
+      for (int c0 = 0; c0 < cols; c0 += g) {
+        float v = Math.scalb((float) r.nextGaussian(), exp);
+        for (int j = c0; j < Math.min(cols, c0 + g); j++) {
+          x[row * cols + j] = v;
+        }
+      }
+    }
+    float[] y = roundTrip(c, x, rows, cols);
+    assertThat(violation(spec, c, x, y, rows, cols)).as(spec).isNull();
+    if (spec.equals("int8-group") || spec.equals("int4-group") || spec.equals("fp8-group")) {
+      assertThat(y).as("%s: a constant group is its own absmax, so it decodes exactly", spec).isEqualTo(x);
+    }
+  }
+}
