@@ -802,6 +802,9 @@ final class FunctionEmitter {
       return contextCall(mi, me, args);
     }
     if (!me.getModifiers().contains(Modifier.STATIC)) {
+      if (mi.getMethodSelect() instanceof MemberSelectTree sel) {
+        expr(sel.getExpression()); // a more specific reason for the receiver (a string, an object), if any
+      }
       throw error(mi, "instance method calls are not supported on the GPU (no objects): " + me.getSimpleName());
     }
     StringBuilder key = new StringBuilder(owner.getSimpleName()).append('.').append(me.getSimpleName()).append('(');
