@@ -71,6 +71,20 @@ JD float j_warp_reduce_max(float v) {
   for (int m = 16; m > 0; m >>= 1) v = j_max(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
+// Vec16: one 16- or 8-byte access (alignment: the element index is a multiple of the vector length)
+JD void j_load_bf16x8(const short* a, int i, float* v) {
+  uint4 u = *reinterpret_cast<const uint4*>(a + i);
+  unsigned w[4] = {u.x, u.y, u.z, u.w};
+  for (int k = 0; k < 4; k++) { v[2 * k] = __int_as_float((int)(w[k] << 16)); v[2 * k + 1] = __int_as_float((int)(w[k] & 0xffff0000u)); }
+}
+JD void j_load_float4(const float* a, int i, float* v) {
+  float4 f = *reinterpret_cast<const float4*>(a + i);
+  v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+}
+JD void j_store_float4(float* a, int i, const float* v) {
+  *reinterpret_cast<float4*>(a + i) = make_float4(v[0], v[1], v[2], v[3]);
+}
+JD void j_store_bytes8(signed char* a, int i, long long w) { *reinterpret_cast<long long*>(a + i) = w; }
 #undef JD
 // ---- end of helpers ----
 

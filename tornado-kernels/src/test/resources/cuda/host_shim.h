@@ -26,6 +26,9 @@ static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((u
 static inline int __popc(int x) { return __builtin_popcount((unsigned)x); }
 static inline int __popcll(long long x) { return __builtin_popcountll((unsigned long long)x); }
 template <typename T> static inline T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // SIMT: not shimmed
+struct uint4 { unsigned x, y, z, w; };
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 typedef int cudaError_t;
 static const int cudaSuccess = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2;
 static inline cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n); return 0; }

@@ -813,7 +813,8 @@ final class FunctionEmitter {
     }
     key.append(')');
     String pkg = owner.getQualifiedName().toString();
-    String template = pkg.startsWith("java.lang.") ? Intrinsics.lookup(key.toString()) : null;
+    String template = pkg.startsWith("java.lang.") || pkg.equals(dev.taco.kernels.Vec16.class.getName())
+        ? Intrinsics.lookup(key.toString()) : null;
     TypeKind ret = me.getReturnType().getKind();
     if (template != null) {
       String c = template;

@@ -14,6 +14,9 @@ import java.util.Map;
  * the subnormal range, as Java), bit conversions ({@code __float_as_int} etc., CUDA Math API "Type Casting
  * Intrinsics"), {@code numberOfLeadingZeros} ({@code __clz}) and {@code bitCount} ({@code __popc}).
  *
+ * <p>{@link dev.taco.kernels.Vec16} methods become single vector accesses (prelude helpers
+ * {@code j_load_bf16x8} etc.); same values as the Java loops, given the alignment contract of that class.
+ *
  * <p>Not exact: {@code exp}, {@code log}, {@code log10}, {@code pow}, {@code sin}, {@code cos}, {@code tan},
  * {@code tanh}, {@code atan} of {@code Math} allow 1 ulp error in Java (2.5 for tanh)
  * ({@link Math} class comment, per method) and CUDA's double versions allow 1 to 2 ulp (CUDA C++ Programming Guide,
@@ -70,7 +73,11 @@ final class Intrinsics {
       Map.entry("Integer.numberOfLeadingZeros(int)", "__clz($0)"),
       Map.entry("Long.numberOfLeadingZeros(long)", "__clzll($0)"),
       Map.entry("Integer.bitCount(int)", "__popc($0)"),
-      Map.entry("Long.bitCount(long)", "__popcll($0)"));
+      Map.entry("Long.bitCount(long)", "__popcll($0)"),
+      Map.entry("Vec16.loadBf16x8(short[],int,float[])", "j_load_bf16x8($0, $1, $2)"),
+      Map.entry("Vec16.loadFloat4(float[],int,float[])", "j_load_float4($0, $1, $2)"),
+      Map.entry("Vec16.storeFloat4(float[],int,float[])", "j_store_float4($0, $1, $2)"),
+      Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"));
 
   /** The template for {@code key}, or null. */
   static String lookup(String key) {

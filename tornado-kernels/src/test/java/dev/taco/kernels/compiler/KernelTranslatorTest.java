@@ -82,10 +82,11 @@ class KernelTranslatorTest {
         .contains("__shared__ float s[128];").contains("__syncthreads();")
         .contains("int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);");
     String warp = translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8));
-    assertThat(warp).contains("void compressWarp(short* x, long long* q, float* scales, int groups) {")
+    assertThat(warp).contains("void compressWarp(short* x, signed char* q, float* scales, int groups) {")
         .contains("constexpr int vals = 8;").contains("float v[8] = {};")
         .contains("#pragma unroll\n      for (int j = i; j < j_add(i, h); j = j_add(j, 1)) {")
-        .contains("__shfl_xor_sync(0xffffffffu, v[j], m)").contains("amax = j_warp_reduce_max(amax);");
+        .contains("__shfl_xor_sync(0xffffffffu, v[j], m)").contains("amax = j_warp_reduce_max(amax);")
+        .contains("j_load_bf16x8(x, base, v);").contains("j_store_bytes8(q, base, w);");
   }
 
   @Test

@@ -97,7 +97,7 @@ class SimtEmulatorTest {
     for (int i = 0; i < x.length; i++) {
       x[i] = Bf16.encode((float) rnd.nextGaussian() * (1 << (i / g256 * 5)));
     }
-    long[] q = new long[groups * 32];
+    byte[] q = new byte[groups * g256];
     float[] scales = new float[groups];
     SimtEmulator.launch(groups, 32, ctx -> SimtCorpus.compressWarp(ctx, x, q, scales, groups, vals));
     for (int g = 0; g < groups; g++) {
@@ -112,7 +112,7 @@ class SimtEmulatorTest {
       }
       assertThat((double) scales[g] * 448.0).isCloseTo(amax, org.assertj.core.data.Offset.offset(1e-4 * amax));
       for (int i = 0; i < g256; i++) {
-        byte code = (byte) (q[g * 32 + i / 8] >>> (8 * (i % 8)));
+        byte code = q[g * g256 + i];
         double decoded = Fp8.decodeE4M3(code) * (double) scales[g];
         double expected = ref[i] * 16.0;
         assertThat(decoded).as("group %d value %d", g, i)

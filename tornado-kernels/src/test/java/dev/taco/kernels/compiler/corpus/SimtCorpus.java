@@ -1,10 +1,10 @@
 package dev.taco.kernels.compiler.corpus;
 
-import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Constant;
 import dev.taco.kernels.Fp8;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.KernelContext;
+import dev.taco.kernels.Vec16;
 
 /**
  * SIMT corpus: {@link KernelContext} kernels for the emulator tests and the nvcc checks, in the shape of
@@ -100,12 +100,14 @@ public final class SimtCorpus {
   }
 
   /**
-   * The fused compress shape of {@code compress_warp256}: bf16 groups of {@code 32 * vals} values, one warp per
-   * group, WHT (registers + shuffles), absmax scale, E4M3 codes packed 8 per long. {@code vals} is a
-   * compile-time constant (specialised, e.g. 8), so the register array and loops are fixed.
+   * The fused compress shape of {@code compress_warp256} in {@code fused_shapes.cu}: bf16 groups of 256 values, one
+   * warp per group, each lane loads its 8 contiguous values with one 16-byte load, WHT (3 stages in registers, 5
+   * by shuffles), absmax by a warp reduction, E4M3 codes written 8 per lane with one 8-byte store. {@code vals}
+   * (values per lane) is a compile-time constant: the register array and the loops are fixed; the vector
+   * accesses need {@code vals == 8}.
    */
   @Kernel
-  public static void compressWarp(KernelContext ctx, short[] x, long[] q, float[] scales, int groups,
+  public static void compressWarp(KernelContext ctx, short[] x, byte[] q, float[] scales, int groups,
       @Constant int vals) {
     int lane = ctx.laneId();
     int g = ctx.globalIdx >> 5;
@@ -114,9 +116,7 @@ public final class SimtCorpus {
     }
     float[] v = new float[vals];
     int base = g * 32 * vals + lane * vals;
-    for (int j = 0; j < vals; j++) {
-      v[j] = Bf16.decode(x[base + j]);
-    }
+    Vec16.loadBf16x8(x, base, v);
     for (int h = 1; h < vals; h <<= 1) {
       for (int i = 0; i < vals; i += 2 * h) {
         for (int j = i; j < i + h; j++) {
@@ -141,10 +141,10 @@ public final class SimtCorpus {
     amax = ctx.warpReduceMax(amax);
     float s = amax > 0f ? 448f / amax : 1f;
     long w = 0;
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < vals; j++) {
       w |= (long) (Fp8.encodeE4M3(v[j] * s) & 0xFF) << (8 * j);
     }
-    q[g * 32 + lane] = w;
+    Vec16.storeBytes8(q, base, w);
     if (lane == 0) {
       scales[g] = amax / 448f;
     }
