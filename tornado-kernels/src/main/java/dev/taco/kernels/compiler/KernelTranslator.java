@@ -164,7 +164,10 @@ public final class KernelTranslator {
     StandardJavaFileManager fm = javac.getStandardFileManager(diags, null, StandardCharsets.UTF_8);
     String cp = System.getProperty("java.class.path") + File.pathSeparator
         + Path.of(KernelContext.class.getProtectionDomain().getCodeSource().getLocation().getPath());
-    List<String> options = List.of("-proc:none", "-Xlint:none", "-classpath", cp);
+    List<String> options = new ArrayList<>(List.of("-proc:none", "-Xlint:none", "-classpath", cp));
+    if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
+      options.add("--add-modules=jdk.incubator.vector"); // the module's CPU kernels (Gemm) use it
+    }
     task = (JavacTask) javac.getTask(null, fm, diags, options, null, fm.getJavaFileObjectsFromPaths(sources));
     List<CompilationUnitTree> units = new ArrayList<>();
     try {
@@ -240,6 +243,14 @@ public final class KernelTranslator {
     return out.append(kernels).toString();
   }
 
+  /** Names of the {@link dev.taco.kernels.Kernel}-annotated methods of {@code className}, sorted. */
+  public List<String> kernelsOf(String className) {
+    return methods.values().stream()
+        .filter(s -> s.owner().getQualifiedName().contentEquals(className.replace('$', '.'))
+            && s.element().getAnnotation(dev.taco.kernels.Kernel.class) != null)
+        .map(s -> s.element().getSimpleName().toString()).sorted().toList();
+  }
+
   private Source find(KernelRequest r) {
     List<Source> found = methods.values().stream()
         .filter(s -> s.owner().getQualifiedName().contentEquals(r.className().replace('$', '.'))
@@ -284,30 +295,49 @@ public final class KernelTranslator {
   }
 
   /**
-   * Build-time driver: {@code KernelTranslator <source-root> <out-dir> <Class#method[:name=value,...]>...}
-   * translates each kernel (all {@code .java} files under the source root are parsed, so helper classes resolve)
-   * and writes {@code <out-dir>/<method>.cu}. Values are ints, longs (suffix L) or booleans.
+   * Build-time driver: {@code KernelTranslator <source-roots> <out-dir> <Class#method[:name=value,...] | Class>...}
+   * translates each kernel (all {@code .java} files under the source roots, separated by {@code File.pathSeparator},
+   * are parsed, so helper classes resolve)
+   * and writes {@code <out-dir>/<method>.cu}; a bare class name means all its {@code @Kernel} methods. Values are
+   * ints, longs (suffix L) or booleans.
    * Exits with status 1 and the {@code file:line: reason} message on a translation error.
    */
   public static void main(String[] args) throws IOException {
-    if (args.length < 3) {
-      System.err.println("usage: KernelTranslator <source-root> <out-dir> <Class#method[:name=value,...]>...");
-      System.exit(2);
+    int status = run(args);
+    if (status != 0) {
+      System.exit(status);
     }
-    List<Path> files;
-    try (Stream<Path> walk = Files.walk(Path.of(args[0]))) {
-      files = walk.filter(p -> p.toString().endsWith(".java")).sorted().toList();
+  }
+
+  /** {@link #main} without the exit: returns 0, 1 (translation error, printed) or 2 (usage). */
+  static int run(String[] args) throws IOException {
+    if (args.length < 3) {
+      System.err.println("usage: KernelTranslator <source-root[:root...]> <out-dir> <Class#method[:name=value,...] | Class>...");
+      return 2;
+    }
+    List<Path> files = new ArrayList<>();
+    for (String root : args[0].split(File.pathSeparator)) {
+      try (Stream<Path> walk = Files.walk(Path.of(root))) {
+        walk.filter(p -> p.toString().endsWith(".java")).sorted().forEach(files::add);
+      }
     }
     Path outDir = Files.createDirectories(Path.of(args[1]));
     try {
       KernelTranslator t = new KernelTranslator(files);
       for (int i = 2; i < args.length; i++) {
-        KernelRequest r = parseRequest(args[i]);
-        Files.writeString(outDir.resolve(r.methodName() + ".cu"), t.translate(List.of(r)));
+        String spec = args[i];
+        List<KernelRequest> requests = spec.contains("#") ? List.of(parseRequest(spec))
+            : t.kernelsOf(spec).stream().map(m -> new KernelRequest(spec, m, Map.of())).toList();
+        for (KernelRequest r : requests) {
+          Files.writeString(outDir.resolve(r.methodName() + ".cu"), t.translate(List.of(r)));
+          System.out.println("translated " + r.className() + "." + r.methodName() + " -> "
+              + outDir.resolve(r.methodName() + ".cu"));
+        }
       }
+      return 0;
     } catch (KernelCompileException e) {
       System.err.println(e.getMessage());
-      System.exit(1);
+      return 1;
     }
   }
 
