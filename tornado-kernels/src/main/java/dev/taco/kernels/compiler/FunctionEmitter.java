@@ -243,7 +243,7 @@ final class FunctionEmitter {
       }
       case VARIABLE -> variable((VariableTree) s);
       case EXPRESSION_STATEMENT -> line(sideEffect(((ExpressionStatementTree) s).getExpression()) + ";");
-      case IF -> ifStmt((IfTree) s, "if");
+      case IF -> ifStmt((IfTree) s);
       case FOR_LOOP -> forLoop((ForLoopTree) s);
       case WHILE_LOOP -> {
         WhileLoopTree w = (WhileLoopTree) s;
@@ -297,8 +297,8 @@ final class FunctionEmitter {
     line("}");
   }
 
-  private void ifStmt(IfTree t, String keyword) {
-    line(keyword + " (" + cond(t.getCondition()) + ") {");
+  private void ifStmt(IfTree t) {
+    line("if (" + cond(t.getCondition()) + ") {");
     nested(t.getThenStatement());
     StatementTree e = t.getElseStatement();
     if (e instanceof IfTree elseIf) {

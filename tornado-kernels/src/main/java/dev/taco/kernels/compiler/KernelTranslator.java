@@ -58,7 +58,8 @@ import javax.tools.ToolProvider;
  *       Java semantics (see {@link CudaPrelude}), casts between supported primitives, array element access,
  *       {@code a.length} of fixed-size local arrays, compile-time constants (JLS §4.12.4 {@code static final},
  *       inlined as literals), specialised parameters ({@link KernelRequest#constants()}, {@code constexpr}).
- *   <li>Calls: {@link Intrinsics} (Math, Float, Double, Integer, Long), {@link KernelContext} methods, and static
+ *   <li>Calls: {@link Intrinsics} (Math, Float, Double, Integer, Long; {@link dev.taco.kernels.Vec16} vector
+ *       loads and stores), {@link KernelContext} methods, and static
  *       methods of any class whose source was given: they become {@code static __device__ __forceinline__}
  *       functions named {@code Class_method} (so register arrays passed to them stay in registers).
  *   <li>Loops whose start, bound and step are constant (counting variables of enclosing unrolled loops as
