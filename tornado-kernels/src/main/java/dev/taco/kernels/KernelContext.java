@@ -1,0 +1,83 @@
+package dev.taco.kernels;
+
+/**
+ * The SIMT view of one GPU thread, in the TornadoVM style (DESIGN §5, §8): a kernel that takes a
+ * {@code KernelContext} as its first parameter runs once per thread of a one-dimensional grid of blocks
+ * ("groups"), and reads its ids from the fields below.
+ *
+ * <p>Mapping to CUDA (CUDA C++ Programming Guide, "Built-in Variables" and "Warp Shuffle Functions"):
+ * <ul>
+ *   <li>{@link #localIdx} = {@code threadIdx.x}, {@link #groupIdx} = {@code blockIdx.x},
+ *       {@link #localGroupSize} = {@code blockDim.x}, {@link #globalGroupSize} = {@code gridDim.x * blockDim.x},
+ *       {@link #globalIdx} = {@code blockIdx.x * blockDim.x + threadIdx.x};
+ *   <li>{@link #barrier()} = {@code __syncthreads()} (every thread of the block must reach it);
+ *   <li>{@link #allocateFloatLocalArray}/{@link #allocateIntLocalArray} = a {@code __shared__} array of the block
+ *       (the size must be a compile-time constant; call it once, at the top level of the kernel);
+ *   <li>{@link #shflXor} = {@code __shfl_xor_sync(0xffffffff, v, laneMask)}: all 32 lanes of the warp must call it
+ *       (the block size must be a multiple of 32 and control flow must not diverge inside a warp);
+ *   <li>{@link #warpReduceSum}/{@link #warpReduceMax}: a butterfly over lane masks 16, 8, 4, 2, 1
+ *       ({@code v = v + shflXor(v, m)}, resp. {@code Math.max}); every lane gets the same, bit-identical result.
+ * </ul>
+ *
+ * <p>On the JVM the exact emulator {@code dev.taco.kernels.cpu.SimtEmulator} supplies the implementation.
+ */
+public abstract class KernelContext {
+  /** Number of lanes in a warp (CUDA: {@code warpSize}, 32 on every NVIDIA GPU so far). */
+  public static final int WARP_SIZE = 32;
+
+  /** Global thread index in x: {@code groupIdx * localGroupSize + localIdx}. */
+  public final int globalIdx;
+  /** Thread index within its block (group). */
+  public final int localIdx;
+  /** Block (group) index. */
+  public final int groupIdx;
+  /** Threads per block. */
+  public final int localGroupSize;
+  /** Threads in the whole grid. */
+  public final int globalGroupSize;
+
+  /** For implementations (the emulator). */
+  protected KernelContext(int localIdx, int groupIdx, int localGroupSize, int numGroups) {
+    this.localIdx = localIdx;
+    this.groupIdx = groupIdx;
+    this.localGroupSize = localGroupSize;
+    this.globalGroupSize = localGroupSize * numGroups;
+    this.globalIdx = groupIdx * localGroupSize + localIdx;
+  }
+
+  /** Lane of this thread in its warp, {@code localIdx % 32}. */
+  public final int laneId() {
+    return localIdx & (WARP_SIZE - 1);
+  }
+
+  /** Block-wide barrier: returns when every thread of the block has called it; shared-array writes before it are visible after it. */
+  public abstract void barrier();
+
+  /** The block's shared float array of {@code n} elements, zero on first allocation (on the GPU: uninitialised; write before reading). */
+  public abstract float[] allocateFloatLocalArray(int n);
+
+  /** The block's shared int array of {@code n} elements (see {@link #allocateFloatLocalArray}). */
+  public abstract int[] allocateIntLocalArray(int n);
+
+  /** The value of {@code v} held by lane {@code laneId() ^ laneMask} of this warp (all 32 lanes must call). */
+  public abstract float shflXor(float v, int laneMask);
+
+  /** The value of {@code v} held by lane {@code laneId() ^ laneMask} of this warp (all 32 lanes must call). */
+  public abstract int shflXor(int v, int laneMask);
+
+  /** Sum of {@code v} over the warp, by the butterfly described in the class comment (same bits in every lane). */
+  public final float warpReduceSum(float v) {
+    for (int m = WARP_SIZE / 2; m > 0; m >>= 1) {
+      v = v + shflXor(v, m);
+    }
+    return v;
+  }
+
+  /** {@link Math#max(float, float)} of {@code v} over the warp, by the butterfly of the class comment. */
+  public final float warpReduceMax(float v) {
+    for (int m = WARP_SIZE / 2; m > 0; m >>= 1) {
+      v = Math.max(v, shflXor(v, m));
+    }
+    return v;
+  }
+}

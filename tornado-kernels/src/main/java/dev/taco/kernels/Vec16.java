@@ -1,0 +1,54 @@
+package dev.taco.kernels;
+
+/**
+ * 16- and 8-byte vector memory accesses for kernels (DESIGN §5: "the compiler must ... emit vector loads"; the
+ * warp-per-group shape of {@code shared/reference/fused_shapes.cu} loads 8 bf16 values per lane in one 128-bit
+ * load). On the JVM these are plain element loops; the kernel compiler maps each to one vector access
+ * ({@code uint4}/{@code float4}/{@code long long}, CUDA C++ Programming Guide, "Built-in Vector Types" and
+ * "Device Memory Accesses": 16-byte accesses must be 16-byte aligned).
+ *
+ * <p>Alignment contract (checked here, so a kernel that passes on the JVM is aligned on the GPU as long as the
+ * array's base is: device allocations are 256-byte aligned): the element index must be a multiple of the vector
+ * length. Otherwise {@link IllegalArgumentException}. {@code v} must have at least the vector length elements.
+ */
+public final class Vec16 {
+  private Vec16() {}
+
+  /** {@code v[k] = Bf16.decode(a[i + k])} for k in 0..7; one 16-byte load. {@code i % 8 == 0}. */
+  public static void loadBf16x8(short[] a, int i, float[] v) {
+    aligned(i, 8);
+    for (int k = 0; k < 8; k++) {
+      v[k] = Bf16.decode(a[i + k]);
+    }
+  }
+
+  /** {@code v[k] = a[i + k]} for k in 0..3; one 16-byte load. {@code i % 4 == 0}. */
+  public static void loadFloat4(float[] a, int i, float[] v) {
+    aligned(i, 4);
+    for (int k = 0; k < 4; k++) {
+      v[k] = a[i + k];
+    }
+  }
+
+  /** {@code a[i + k] = v[k]} for k in 0..3; one 16-byte store. {@code i % 4 == 0}. */
+  public static void storeFloat4(float[] a, int i, float[] v) {
+    aligned(i, 4);
+    for (int k = 0; k < 4; k++) {
+      a[i + k] = v[k];
+    }
+  }
+
+  /** {@code a[i + k] = (byte) (w >>> 8k)} for k in 0..7 (little-endian); one 8-byte store. {@code i % 8 == 0}. */
+  public static void storeBytes8(byte[] a, int i, long w) {
+    aligned(i, 8);
+    for (int k = 0; k < 8; k++) {
+      a[i + k] = (byte) (w >>> (8 * k));
+    }
+  }
+
+  private static void aligned(int i, int n) {
+    if (i % n != 0) {
+      throw new IllegalArgumentException("vector access at element " + i + " is not a multiple of " + n);
+    }
+  }
+}

@@ -1,0 +1,86 @@
+package dev.taco.kernels.compiler;
+
+import java.util.Map;
+
+/**
+ * JDK static methods with a CUDA C equivalent, keyed {@code Class.method(paramKinds)} (kinds lower-case, comma
+ * separated). The value is a template with {@code $0}, {@code $1}, {@code $2} for the converted arguments.
+ *
+ * <p>Exact (bit-identical to Java) unless noted: {@code abs} ({@code fabsf} clears the sign bit, as Java since
+ * JDK 18), {@code min}/{@code max} (helpers with Java's NaN and signed-zero rules), {@code sqrt}
+ * ({@code __dsqrt_rn}/{@code __fsqrt_rn}: IEEE correctly rounded, as JLS requires of {@code Math.sqrt}), {@code fma}
+ * ({@code __fma_rn}, one rounding as {@code Math.fma}), {@code floor}/{@code ceil}/{@code rint}, {@code round},
+ * {@code scalb} ({@code ldexp}/{@code ldexpf}, 0 ulp in the CUDA Math API tables; one rounding to nearest even in
+ * the subnormal range, as Java), bit conversions ({@code __float_as_int} etc., CUDA Math API "Type Casting
+ * Intrinsics"), {@code numberOfLeadingZeros} ({@code __clz}) and {@code bitCount} ({@code __popc}).
+ *
+ * <p>{@link dev.taco.kernels.Vec16} methods become single vector accesses (prelude helpers
+ * {@code j_load_bf16x8} etc.); same values as the Java loops, given the alignment contract of that class.
+ *
+ * <p>Not exact: {@code exp}, {@code log}, {@code log10}, {@code pow}, {@code sin}, {@code cos}, {@code tan},
+ * {@code tanh}, {@code atan} of {@code Math} allow 1 ulp error in Java (2.5 for tanh)
+ * ({@link Math} class comment, per method) and CUDA's double versions allow 1 to 2 ulp (CUDA C++ Programming Guide,
+ * "Mathematical Functions", double-precision table: exp 1, log 1, pow 2, sin/cos 2, tan 2, tanh 1, atan 2); so CPU
+ * and GPU results may differ by up to the sum, about 3 ulp of the double result, and a float rounded from it may
+ * differ by 1 ulp. The semantics corpus checks these with that tolerance.
+ */
+final class Intrinsics {
+  private Intrinsics() {}
+
+  static final Map<String, String> TABLE = Map.ofEntries(
+      Map.entry("Math.abs(int)", "j_abs($0)"),
+      Map.entry("Math.abs(long)", "j_abs($0)"),
+      Map.entry("Math.abs(float)", "fabsf($0)"),
+      Map.entry("Math.abs(double)", "fabs($0)"),
+      Map.entry("Math.max(int,int)", "j_max($0, $1)"),
+      Map.entry("Math.max(long,long)", "j_max($0, $1)"),
+      Map.entry("Math.max(float,float)", "j_max($0, $1)"),
+      Map.entry("Math.max(double,double)", "j_max($0, $1)"),
+      Map.entry("Math.min(int,int)", "j_min($0, $1)"),
+      Map.entry("Math.min(long,long)", "j_min($0, $1)"),
+      Map.entry("Math.min(float,float)", "j_min($0, $1)"),
+      Map.entry("Math.min(double,double)", "j_min($0, $1)"),
+      Map.entry("Math.sqrt(double)", "__dsqrt_rn($0)"),
+      Map.entry("Math.fma(float,float,float)", "__fmaf_rn($0, $1, $2)"),
+      Map.entry("Math.fma(double,double,double)", "__fma_rn($0, $1, $2)"),
+      Map.entry("Math.floor(double)", "floor($0)"),
+      Map.entry("Math.ceil(double)", "ceil($0)"),
+      Map.entry("Math.rint(double)", "rint($0)"),
+      Map.entry("Math.round(float)", "j_round($0)"),
+      Map.entry("Math.round(double)", "j_round($0)"),
+      Map.entry("Math.scalb(float,int)", "ldexpf($0, $1)"),
+      Map.entry("Math.scalb(double,int)", "ldexp($0, $1)"),
+      Map.entry("Math.getExponent(float)", "j_get_exponent($0)"),
+      Map.entry("Math.getExponent(double)", "j_get_exponent($0)"),
+      Map.entry("Math.exp(double)", "exp($0)"),
+      Map.entry("Math.log(double)", "log($0)"),
+      Map.entry("Math.log10(double)", "log10($0)"),
+      Map.entry("Math.pow(double,double)", "pow($0, $1)"),
+      Map.entry("Math.sin(double)", "sin($0)"),
+      Map.entry("Math.cos(double)", "cos($0)"),
+      Map.entry("Math.tan(double)", "tan($0)"),
+      Map.entry("Math.tanh(double)", "tanh($0)"),
+      Map.entry("Math.atan(double)", "atan($0)"),
+      Map.entry("Float.floatToRawIntBits(float)", "__float_as_int($0)"),
+      Map.entry("Float.floatToIntBits(float)", "j_float_to_int_bits($0)"),
+      Map.entry("Float.intBitsToFloat(int)", "__int_as_float($0)"),
+      Map.entry("Float.isNaN(float)", "($0 != $0)"),
+      Map.entry("Float.isFinite(float)", "(fabsf($0) <= 3.4028235e38f)"),
+      Map.entry("Float.isInfinite(float)", "(fabsf($0) == __int_as_float(0x7f800000))"),
+      Map.entry("Double.doubleToRawLongBits(double)", "__double_as_longlong($0)"),
+      Map.entry("Double.longBitsToDouble(long)", "__longlong_as_double($0)"),
+      Map.entry("Double.isNaN(double)", "($0 != $0)"),
+      Map.entry("Integer.numberOfLeadingZeros(int)", "__clz($0)"),
+      Map.entry("Long.numberOfLeadingZeros(long)", "__clzll($0)"),
+      Map.entry("Integer.bitCount(int)", "__popc($0)"),
+      Map.entry("Long.bitCount(long)", "__popcll($0)"),
+      Map.entry("Vec16.loadBf16x8(short[],int,float[])", "j_load_bf16x8($0, $1, $2)"),
+      Map.entry("Vec16.loadFloat4(float[],int,float[])", "j_load_float4($0, $1, $2)"),
+      Map.entry("Vec16.storeFloat4(float[],int,float[])", "j_store_float4($0, $1, $2)"),
+      Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"));
+
+  /** The template for {@code key}, or null. */
+  static String lookup(String key) {
+    return TABLE.get(key);
+  }
+}

@@ -1,0 +1,360 @@
+package dev.taco.kernels.compiler;
+
+import com.sun.source.tree.CompilationUnitTree;
+import com.sun.source.tree.MethodTree;
+import com.sun.source.tree.Tree;
+import com.sun.source.util.JavacTask;
+import com.sun.source.util.SourcePositions;
+import com.sun.source.util.TreePath;
+import com.sun.source.util.TreePathScanner;
+import com.sun.source.util.Trees;
+import dev.taco.kernels.KernelContext;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import javax.lang.model.element.Element;
+import javax.lang.model.element.ElementKind;
+import javax.lang.model.element.ExecutableElement;
+import javax.lang.model.element.TypeElement;
+import javax.lang.model.type.TypeMirror;
+import javax.tools.Diagnostic;
+import javax.tools.DiagnosticCollector;
+import javax.tools.JavaCompiler;
+import javax.tools.JavaFileObject;
+import javax.tools.StandardJavaFileManager;
+import javax.tools.ToolProvider;
+
+/**
+ * Java kernel source to readable CUDA C (DESIGN §5). Reads the <em>source</em> with javac's compiler tree API
+ * ({@code com.sun.source}, module {@code jdk.compiler}): the files are parsed and attributed once, and every
+ * expression's type comes from the attributed trees ({@link Trees#getTypeMirror}).
+ *
+ * <h2>Supported Java subset</h2>
+ * <ul>
+ *   <li>Static methods; kernels return void and either hold one top-level {@code @Parallel} loop
+ *       ({@code for (@Parallel int i = a; i < n; i++)}: a grid-stride loop with a 64-bit counter; other top-level
+ *       statements must be local declarations) or take a {@link KernelContext} (SIMT: the body runs per thread).
+ *   <li>Types {@code int long float double boolean byte short} and one-dimensional arrays of them (pointer
+ *       parameters; {@code byte[]} is {@code signed char*}, same bytes as Java). Local arrays only as
+ *       {@code new T[constant]} (zero-initialised, registers once loops are unrolled), shared arrays from
+ *       {@code ctx.allocateFloatLocalArray(constant)} / {@code allocateIntLocalArray}, or aliases of arrays.
+ *   <li>Statements: declarations, assignments, compound assignments, {@code ++}/{@code --} as statements,
+ *       if/else, for, while, do-while, unlabelled break/continue, return.
+ *   <li>Expressions: literals, all arithmetic, bitwise, shift, comparison, logical and conditional operators with
+ *       Java semantics (see {@link CudaPrelude}), casts between supported primitives, array element access,
+ *       {@code a.length} of fixed-size local arrays, compile-time constants (JLS §4.12.4 {@code static final},
+ *       inlined as literals), specialised parameters ({@link KernelRequest#constants()}, {@code constexpr}).
+ *   <li>Calls: {@link Intrinsics} (Math, Float, Double, Integer, Long; {@link dev.taco.kernels.Vec16} vector
+ *       loads and stores), {@link KernelContext} methods, and static
+ *       methods of any class whose source was given: they become {@code static __device__ __forceinline__}
+ *       functions named {@code Class_method} (so register arrays passed to them stay in registers).
+ *   <li>Loops whose start, bound and step are constant (counting variables of enclosing unrolled loops as
+ *       constant) get {@code #pragma unroll}.
+ * </ul>
+ * Everything else is rejected with {@code file:line: reason} in a {@link KernelCompileException}: objects and
+ * {@code new} (other than the arrays above), strings, char, exceptions, switch, labels, lambdas, instance calls,
+ * fields other than constants, recursion, assignments inside expressions, array lengths of parameters.
+ *
+ * <h2>Differences from Java that remain</h2>
+ * No bounds checks (Java throws {@code ArrayIndexOutOfBoundsException}; the GPU reads or writes out of bounds);
+ * integer division by zero is undefined (Java throws); transcendental Math functions differ within the ulp bounds
+ * listed in {@link Intrinsics}; {@code @Parallel} iterations run concurrently (the kernel must honour the
+ * {@code @Parallel} contract); array parameters may alias (no {@code __restrict__} is emitted).
+ *
+ * <h2>Output</h2>
+ * One translation unit: {@link CudaPrelude#SOURCE}, forward declarations and definitions of the device functions,
+ * then one {@code extern "C" __global__} entry per kernel, named like the Java method. Each function starts with a
+ * comment naming the Java method and its file and line.
+ */
+public final class KernelTranslator {
+  /** A method with its source. */
+  record Source(CompilationUnitTree unit, MethodTree method, ExecutableElement element, TypeElement owner) {
+    String fileName() {
+      return unit.getSourceFile().getName();
+    }
+  }
+
+  /** Attributed-tree queries shared by the emitters. */
+  final class Env {
+    private final Map<CompilationUnitTree, Map<Tree, TreePath>> paths = new IdentityHashMap<>();
+
+    private TreePath path(Source s, Tree t) {
+      TreePath p = paths.computeIfAbsent(s.unit(), u -> {
+        Map<Tree, TreePath> m = new IdentityHashMap<>();
+        new TreePathScanner<Void, Void>() {
+          @Override
+          public Void scan(Tree tree, Void v) {
+            if (tree != null) {
+              m.put(tree, new TreePath(getCurrentPath() == null ? new TreePath(u) : getCurrentPath(), tree));
+            }
+            return super.scan(tree, v);
+          }
+        }.scan(new TreePath(u), null);
+        return m;
+      }).get(t);
+      if (p == null) {
+        throw new IllegalStateException("tree not in its compilation unit: " + t);
+      }
+      return p;
+    }
+
+    Element element(Source s, Tree t) {
+      return trees.getElement(path(s, t));
+    }
+
+    TypeMirror type(Source s, Tree t) {
+      return trees.getTypeMirror(path(s, t));
+    }
+
+    long line(Source s, Tree t) {
+      return s.unit().getLineMap().getLineNumber(positions.getStartPosition(s.unit(), t));
+    }
+
+    String sourceText(Source s, Tree t) {
+      try {
+        return s.unit().getSourceFile().getCharContent(true)
+            .subSequence((int) positions.getStartPosition(s.unit(), t), (int) positions.getEndPosition(s.unit(), t))
+            .toString();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+
+    boolean hasSource(ExecutableElement m) {
+      return methods.containsKey(m);
+    }
+
+    String deviceName(ExecutableElement m) {
+      return m.getEnclosingElement().getSimpleName() + "_" + m.getSimpleName();
+    }
+  }
+
+  private final Trees trees;
+  private final SourcePositions positions;
+  private final JavacTask task;
+  private final Map<ExecutableElement, Source> methods = new HashMap<>();
+  private final Env env = new Env();
+
+  /**
+   * Parses and attributes {@code sources} (with the running JVM's class path and the location of this module's
+   * classes, so kernels can use {@code dev.taco.kernels}).
+   *
+   * @throws KernelCompileException with javac's errors as {@code file:line: message} lines
+   * @throws UncheckedIOException if a file cannot be read
+   */
+  public KernelTranslator(List<Path> sources) {
+    JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+    if (javac == null) {
+      throw new IllegalStateException("no system Java compiler: run on a JDK (module jdk.compiler)");
+    }
+    DiagnosticCollector<JavaFileObject> diags = new DiagnosticCollector<>();
+    StandardJavaFileManager fm = javac.getStandardFileManager(diags, null, StandardCharsets.UTF_8);
+    String cp = System.getProperty("java.class.path") + File.pathSeparator
+        + Path.of(KernelContext.class.getProtectionDomain().getCodeSource().getLocation().getPath());
+    List<String> options = new ArrayList<>(List.of("-proc:none", "-Xlint:none", "-classpath", cp));
+    if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
+      options.add("--add-modules=jdk.incubator.vector"); // the module's CPU kernels (Gemm) use it
+    }
+    task = (JavacTask) javac.getTask(null, fm, diags, options, null, fm.getJavaFileObjectsFromPaths(sources));
+    List<CompilationUnitTree> units = new ArrayList<>();
+    try {
+      task.parse().forEach(units::add);
+      task.analyze();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    String errors = diags.getDiagnostics().stream().filter(d -> d.getKind() == Diagnostic.Kind.ERROR)
+        .map(d -> (d.getSource() == null ? "?" : d.getSource().getName()) + ":" + d.getLineNumber() + ": "
+            + d.getMessage(null))
+        .collect(Collectors.joining("\n"));
+    if (!errors.isEmpty()) {
+      throw new KernelCompileException(errors);
+    }
+    trees = Trees.instance(task);
+    positions = trees.getSourcePositions();
+    for (CompilationUnitTree u : units) {
+      new TreePathScanner<Void, Void>() {
+        @Override
+        public Void visitMethod(MethodTree m, Void v) {
+          Element e = trees.getElement(getCurrentPath());
+          if (e instanceof ExecutableElement ee && e.getKind() == ElementKind.METHOD) {
+            methods.put(ee, new Source(u, m, ee, (TypeElement) ee.getEnclosingElement()));
+          }
+          return super.visitMethod(m, v);
+        }
+      }.scan(u, null);
+    }
+  }
+
+  /**
+   * Translates the requested kernels (and every static method they reach) into one CUDA C translation unit.
+   *
+   * @throws KernelCompileException for an unsupported construct ({@code file:line: reason}), a kernel not found
+   *     or overloaded, a missing {@code @Constant} value, or recursion
+   */
+  public String translate(List<KernelRequest> requests) {
+    StringBuilder kernels = new StringBuilder();
+    Map<ExecutableElement, FunctionEmitter> devices = new LinkedHashMap<>();
+    Map<ExecutableElement, String> definitions = new HashMap<>();
+    Deque<ExecutableElement> work = new ArrayDeque<>();
+    Map<ExecutableElement, Set<ExecutableElement>> calls = new HashMap<>();
+    for (KernelRequest r : requests) {
+      Source s = find(r);
+      FunctionEmitter fe = new FunctionEmitter(s, env, r.constants(), true);
+      kernels.append('\n').append(fe.emit(r.methodName()));
+      work.addAll(fe.callees);
+    }
+    while (!work.isEmpty()) {
+      ExecutableElement m = work.pop();
+      if (devices.containsKey(m)) {
+        continue;
+      }
+      FunctionEmitter fe = new FunctionEmitter(methods.get(m), env, Map.of(), false);
+      definitions.put(m, fe.emit(env.deviceName(m)));
+      devices.put(m, fe);
+      calls.put(m, fe.callees);
+      work.addAll(fe.callees);
+    }
+    rejectRecursion(calls);
+    StringBuilder out = new StringBuilder();
+    out.append("// Generated by dev.taco.kernels.compiler.KernelTranslator from Java source; do not edit.\n")
+        .append("// Kernels: ").append(requests.stream().map(r -> r.className() + "." + r.methodName()
+            + (r.constants().isEmpty() ? "" : " " + new java.util.TreeMap<>(r.constants())))
+            .collect(Collectors.joining(", "))).append("\n\n")
+        .append(CudaPrelude.SOURCE);
+    if (!devices.isEmpty()) {
+      out.append("\n// device functions (static Java methods the kernels call)\n");
+      devices.values().forEach(fe -> out.append(fe.prototype()));
+      devices.keySet().forEach(m -> out.append('\n').append(definitions.get(m)));
+    }
+    return out.append(kernels).toString();
+  }
+
+  /** Names of the {@link dev.taco.kernels.Kernel}-annotated methods of {@code className}, sorted. */
+  public List<String> kernelsOf(String className) {
+    return methods.values().stream()
+        .filter(s -> s.owner().getQualifiedName().contentEquals(className.replace('$', '.'))
+            && s.element().getAnnotation(dev.taco.kernels.Kernel.class) != null)
+        .map(s -> s.element().getSimpleName().toString()).sorted().toList();
+  }
+
+  private Source find(KernelRequest r) {
+    List<Source> found = methods.values().stream()
+        .filter(s -> s.owner().getQualifiedName().contentEquals(r.className().replace('$', '.'))
+            && s.element().getSimpleName().contentEquals(r.methodName()))
+        .toList();
+    if (found.size() != 1) {
+      throw new KernelCompileException(r.className() + ":0: kernel " + r.methodName()
+          + (found.isEmpty() ? " not found in the given sources" : " is overloaded; kernels need a unique name"));
+    }
+    return found.get(0);
+  }
+
+  private void rejectRecursion(Map<ExecutableElement, Set<ExecutableElement>> calls) {
+    Map<ExecutableElement, Integer> state = new HashMap<>(); // 1 = on the stack, 2 = done
+    Deque<ExecutableElement> stack = new ArrayDeque<>();
+    for (ExecutableElement m : calls.keySet()) {
+      visit(m, calls, state, stack);
+    }
+  }
+
+  private void visit(ExecutableElement m, Map<ExecutableElement, Set<ExecutableElement>> calls,
+      Map<ExecutableElement, Integer> state, Deque<ExecutableElement> stack) {
+    Integer st = state.get(m);
+    if (st != null && st == 2) {
+      return;
+    }
+    if (st != null) {
+      List<String> cycle = new ArrayList<>();
+      stack.descendingIterator().forEachRemaining(e -> cycle.add(e.getSimpleName().toString()));
+      cycle.add(m.getSimpleName().toString());
+      Source s = methods.get(m);
+      throw new KernelCompileException(s.fileName() + ":" + env.line(s, s.method())
+          + ": recursion is not supported on the GPU: " + String.join(" -> ", cycle));
+    }
+    state.put(m, 1);
+    stack.push(m);
+    for (ExecutableElement c : calls.getOrDefault(m, Set.of())) {
+      visit(c, calls, state, stack);
+    }
+    stack.pop();
+    state.put(m, 2);
+  }
+
+  /**
+   * Build-time driver: {@code KernelTranslator <source-roots> <out-dir> <Class#method[:name=value,...] | Class>...}
+   * translates each kernel (all {@code .java} files under the source roots, separated by {@code File.pathSeparator},
+   * are parsed, so helper classes resolve)
+   * and writes {@code <out-dir>/<method>.cu}; a bare class name means all its {@code @Kernel} methods. Values are
+   * ints, longs (suffix L) or booleans.
+   * Exits with status 1 and the {@code file:line: reason} message on a translation error.
+   */
+  public static void main(String[] args) throws IOException {
+    int status = run(args);
+    if (status != 0) {
+      System.exit(status);
+    }
+  }
+
+  /** {@link #main} without the exit: returns 0, 1 (translation error, printed) or 2 (usage). */
+  static int run(String[] args) throws IOException {
+    if (args.length < 3) {
+      System.err.println("usage: KernelTranslator <source-root[:root...]> <out-dir> <Class#method[:name=value,...] | Class>...");
+      return 2;
+    }
+    List<Path> files = new ArrayList<>();
+    for (String root : args[0].split(File.pathSeparator)) {
+      try (Stream<Path> walk = Files.walk(Path.of(root))) {
+        walk.filter(p -> p.toString().endsWith(".java")).sorted().forEach(files::add);
+      }
+    }
+    Path outDir = Files.createDirectories(Path.of(args[1]));
+    try {
+      KernelTranslator t = new KernelTranslator(files);
+      for (int i = 2; i < args.length; i++) {
+        String spec = args[i];
+        List<KernelRequest> requests = spec.contains("#") ? List.of(parseRequest(spec))
+            : t.kernelsOf(spec).stream().map(m -> new KernelRequest(spec, m, Map.of())).toList();
+        for (KernelRequest r : requests) {
+          Files.writeString(outDir.resolve(r.methodName() + ".cu"), t.translate(List.of(r)));
+          System.out.println("translated " + r.className() + "." + r.methodName() + " -> "
+              + outDir.resolve(r.methodName() + ".cu"));
+        }
+      }
+      return 0;
+    } catch (KernelCompileException e) {
+      System.err.println(e.getMessage());
+      return 1;
+    }
+  }
+
+  /** Parses {@code Class#method[:name=value,...]}. */
+  static KernelRequest parseRequest(String spec) {
+    String[] cm = spec.split(":", 2);
+    String[] parts = cm[0].split("#");
+    Map<String, Object> constants = new LinkedHashMap<>();
+    if (cm.length > 1) {
+      for (String kv : cm[1].split(",")) {
+        String[] p = kv.split("=");
+        String v = p[1];
+        constants.put(p[0], v.equals("true") || v.equals("false") ? (Object) Boolean.valueOf(v)
+            : v.endsWith("L") ? (Object) Long.valueOf(v.substring(0, v.length() - 1)) : Integer.valueOf(v));
+      }
+    }
+    return new KernelRequest(parts[0], parts[1], constants);
+  }
+}

@@ -1,0 +1,53 @@
+package dev.taco.kernels.cpu;
+
+import java.util.stream.IntStream;
+
+/**
+ * Runs {@code @Parallel} kernels on the JVM (DESIGN §5).
+ *
+ * <p>A {@code @Parallel} loop means "iterations are independent", so the sequential loop Java runs is one legal
+ * schedule: calling the kernel method directly gives exactly Java's results, on one core. To use several cores
+ * without rewriting bytecode, a kernel exposes its parallel range as parameters ({@code lo}, {@code hi}) and
+ * {@link #forRange} calls it on disjoint contiguous chunks from a {@link java.util.concurrent.ForkJoinPool}
+ * common-pool stream; the codec kernels of {@code dev.taco.kernels} take {@code rows} (or groups) and their
+ * callers split the range in that way. Kernels whose range is not a parameter run sequentially when called
+ * directly: nothing here rewrites a method's loop.
+ *
+ * <p>Results are bit-identical to the sequential run whenever the kernel honours the {@code @Parallel} contract
+ * (no iteration reads what another writes), since each iteration is computed by the same Java code.
+ */
+public final class ParallelExecutor {
+  private ParallelExecutor() {}
+
+  /** The body of a kernel restricted to iterations {@code [lo, hi)} of its parallel loop. */
+  @FunctionalInterface
+  public interface RangeKernel {
+    /** Runs iterations {@code lo} (inclusive) to {@code hi} (exclusive). */
+    void run(int lo, int hi);
+  }
+
+  /**
+   * Runs iterations {@code [0, n)} of {@code kernel} in at most {@code chunks} contiguous pieces, in parallel.
+   *
+   * @param chunks number of pieces, at least 1 (e.g. {@code Runtime.getRuntime().availableProcessors()})
+   * @throws IllegalArgumentException if {@code n < 0} or {@code chunks < 1}
+   * @throws RuntimeException the exception of a failing piece (the others may have run)
+   */
+  public static void forRange(int n, int chunks, RangeKernel kernel) {
+    if (n < 0 || chunks < 1) {
+      throw new IllegalArgumentException("n=" + n + " chunks=" + chunks);
+    }
+    int pieces = (int) Math.min(chunks, Math.max(1, n));
+    if (pieces == 1) {
+      kernel.run(0, n);
+      return;
+    }
+    IntStream.range(0, pieces).parallel().forEach(p -> kernel.run(
+        (int) ((long) n * p / pieces), (int) ((long) n * (p + 1) / pieces)));
+  }
+
+  /** {@link #forRange(int, int, RangeKernel)} with one piece per available processor. */
+  public static void forRange(int n, RangeKernel kernel) {
+    forRange(n, Runtime.getRuntime().availableProcessors(), kernel);
+  }
+}

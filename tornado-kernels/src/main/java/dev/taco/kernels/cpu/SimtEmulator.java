@@ -1,0 +1,190 @@
+package dev.taco.kernels.cpu;
+
+import dev.taco.kernels.KernelContext;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Exact JVM emulator for SIMT kernels ({@link KernelContext} kernels, DESIGN §5). Slow and meant for tests.
+ *
+ * <p>Blocks run one at a time, in order of {@code groupIdx}. Within a block, every GPU thread is one Java
+ * virtual thread. {@link KernelContext#barrier()} is a {@link CyclicBarrier} over the block; a warp shuffle
+ * writes the lane's value into the warp's exchange slots, waits on the warp's barrier, reads the partner's
+ * slot and waits again (so the next shuffle cannot overwrite a slot still being read). Shared arrays are per
+ * block: the k-th allocation call of every thread returns the block's k-th array (as {@code __shared__}
+ * declarations do). Values cross threads as raw bits, so NaN payloads survive as on the GPU.
+ *
+ * <p>What is exact: everything the kernel computes with Java arithmetic, in any interleaving allowed by the
+ * barriers. What is not modelled: data races (a kernel that reads shared memory written by another thread
+ * without a barrier in between sees <em>some</em> interleaving here, undefined on the GPU), and divergent
+ * barriers or shuffles, which here end with an {@link IllegalStateException} after a timeout instead of hanging.
+ */
+public final class SimtEmulator {
+  private SimtEmulator() {}
+
+  /** A SIMT kernel invocation with its arguments bound, e.g. {@code ctx -> MyKernels.reduce(ctx, x, out, n)}. */
+  @FunctionalInterface
+  public interface SimtKernel {
+    /** Runs the kernel body for one GPU thread. */
+    void run(KernelContext ctx);
+  }
+
+  /** A barrier or shuffle that not all threads reach fails after this long. */
+  private static final long TIMEOUT_S = 60;
+
+  /**
+   * Runs {@code kernel} over {@code numGroups} blocks of {@code localGroupSize} threads.
+   *
+   * @throws IllegalArgumentException if a size is not positive
+   * @throws RuntimeException the first exception a GPU thread threw (others are suppressed into it), or an
+   *     {@link IllegalStateException} for a barrier or shuffle not reached by all threads
+   */
+  public static void launch(int numGroups, int localGroupSize, SimtKernel kernel) {
+    if (numGroups <= 0 || localGroupSize <= 0) {
+      throw new IllegalArgumentException("grid " + numGroups + " x " + localGroupSize);
+    }
+    for (int g = 0; g < numGroups; g++) {
+      runBlock(new Block(localGroupSize), g, numGroups, kernel);
+    }
+  }
+
+  private static void runBlock(Block block, int groupIdx, int numGroups, SimtKernel kernel) {
+    List<Thread> threads = new ArrayList<>(block.size);
+    RuntimeException[] failure = new RuntimeException[1];
+    for (int t = 0; t < block.size; t++) {
+      Context ctx = new Context(block, t, groupIdx, numGroups);
+      threads.add(Thread.ofVirtual().start(() -> {
+        try {
+          kernel.run(ctx);
+        } catch (RuntimeException | Error e) {
+          synchronized (failure) {
+            RuntimeException r = e instanceof RuntimeException re ? re : new RuntimeException(e);
+            if (failure[0] == null) {
+              failure[0] = r;
+            } else if (!(e instanceof BrokenBarrier)) {
+              failure[0].addSuppressed(r);
+            }
+          }
+          block.breakAll();
+        }
+      }));
+    }
+    for (Thread t : threads) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted", e);
+      }
+    }
+    if (failure[0] != null) {
+      throw failure[0];
+    }
+  }
+
+  /** Thrown in the threads that were waiting when another thread failed. */
+  private static final class BrokenBarrier extends IllegalStateException {
+    BrokenBarrier(String what) {
+      super(what + ": another thread of the block failed or did not arrive");
+    }
+  }
+
+  /** State shared by the threads of one block. */
+  private static final class Block {
+    final int size;
+    final CyclicBarrier barrier;
+    final CyclicBarrier[] warpBarriers;
+    final int[][] warpSlots;
+    final List<Object> shared = new ArrayList<>();
+
+    Block(int size) {
+      this.size = size;
+      this.barrier = new CyclicBarrier(size);
+      int warps = (size + KernelContext.WARP_SIZE - 1) / KernelContext.WARP_SIZE;
+      warpBarriers = new CyclicBarrier[warps];
+      warpSlots = new int[warps][KernelContext.WARP_SIZE];
+      for (int w = 0; w < warps; w++) {
+        warpBarriers[w] = new CyclicBarrier(Math.min(KernelContext.WARP_SIZE, size - w * KernelContext.WARP_SIZE));
+      }
+    }
+
+    void breakAll() {
+      barrier.reset();
+      for (CyclicBarrier b : warpBarriers) {
+        b.reset();
+      }
+    }
+
+    synchronized Object shared(int index, Object fresh) {
+      if (index < shared.size()) {
+        return shared.get(index);
+      }
+      shared.add(fresh);
+      return fresh;
+    }
+  }
+
+  /** One emulated GPU thread. */
+  private static final class Context extends KernelContext {
+    private final Block block;
+    private int allocations;
+
+    Context(Block block, int localIdx, int groupIdx, int numGroups) {
+      super(localIdx, groupIdx, block.size, numGroups);
+      this.block = block;
+    }
+
+    @Override
+    public void barrier() {
+      await(block.barrier, "barrier()");
+    }
+
+    @Override
+    public float[] allocateFloatLocalArray(int n) {
+      return (float[]) block.shared(allocations++, new float[n]);
+    }
+
+    @Override
+    public int[] allocateIntLocalArray(int n) {
+      return (int[]) block.shared(allocations++, new int[n]);
+    }
+
+    @Override
+    public float shflXor(float v, int laneMask) {
+      return Float.intBitsToFloat(shflXor(Float.floatToRawIntBits(v), laneMask));
+    }
+
+    @Override
+    public int shflXor(int v, int laneMask) {
+      int warp = localIdx / WARP_SIZE;
+      int[] slots = block.warpSlots[warp];
+      int partner = (laneId() ^ laneMask) & (WARP_SIZE - 1);
+      slots[laneId()] = v;
+      await(block.warpBarriers[warp], "shflXor");
+      if (warp * WARP_SIZE + partner >= block.size) {
+        throw new IllegalStateException("shflXor: lane " + partner + " is outside the block of " + block.size);
+      }
+      int r = slots[partner];
+      await(block.warpBarriers[warp], "shflXor");
+      return r;
+    }
+
+    private static void await(CyclicBarrier b, String what) {
+      try {
+        b.await(TIMEOUT_S, TimeUnit.SECONDS);
+      } catch (BrokenBarrierException e) {
+        throw new BrokenBarrier(what);
+      } catch (TimeoutException e) {
+        b.reset();
+        throw new IllegalStateException(what + " not reached by every thread within " + TIMEOUT_S + " s (divergent?)");
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(what + " interrupted", e);
+      }
+    }
+  }
+}

@@ -1,0 +1,132 @@
+package dev.taco.kernels.compiler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.taco.kernels.compiler.corpus.SemanticsCorpus;
+import dev.taco.kernels.compiler.corpus.SimtCorpus;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+/** What the translator emits for supported kernels, and the file:line: reason of rejected ones. */
+class KernelTranslatorTest {
+  static final Path UNSUPPORTED = Path.of("src/test/resources/unsupported");
+  static KernelTranslator corpus;
+
+  @BeforeAll
+  static void parse() {
+    corpus = new KernelTranslator(Corpus.sources());
+  }
+
+  private static String translate(Class<?> c, String m, Map<String, Object> constants) {
+    return corpus.translate(List.of(KernelRequest.of(c, m, constants)));
+  }
+
+  @Test
+  void parallelLoopBecomesAGridStrideLoopWithJavaArithmetic() {
+    String cu = translate(SemanticsCorpus.class, "intArith", Map.of());
+    assertThat(cu)
+        .contains("// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.intArith (src/test/java/")
+        .contains("extern \"C\" __global__ void intArith(int* a, int* b, int* add, int* sub, int* mul, int* div, "
+            + "int* rem, int* neg, int n) {")
+        .contains("for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            + "i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {")
+        .contains("int i = (int)i_;")
+        .contains("mul[i] = j_mul(a[i], b[i]);")
+        .contains("div[i] = (b[i] == 0 ? 0 : j_div(a[i], b[i]));");
+  }
+
+  @Test
+  void shiftsCastsAndBytesKeepJavaSemantics() {
+    String shifts = translate(SemanticsCorpus.class, "shifts", Map.of());
+    assertThat(shifts).contains("ushr[i] = j_ushr(a[i], s[i]);").contains("lshl[i] = j_shl(w, s[i]);")
+        .contains("long long w = j_mul((long long)(a[i]), -7046029254386353131LL);");
+    String casts = translate(SemanticsCorpus.class, "casts", Map.of());
+    assertThat(casts).contains("fi[i] = j_toint(f[i]);").contains("fb[i] = (signed char)j_toint(f[i]);")
+        .contains("dl[i] = j_tolong(d[i]);");
+    String bytes = translate(SemanticsCorpus.class, "bytes", Map.of());
+    assertThat(bytes).contains("void bytes(signed char* a, int* s, signed char* b, int* u, int n)")
+        .contains("x = (signed char)(j_add((int)(x), 100));")
+        .contains("x = (signed char)(j_ushr((int)(x), 1));");
+  }
+
+  @Test
+  void floatMultiplicationIsNeverContracted() {
+    assertThat(translate(SemanticsCorpus.class, "mathExact", Map.of()))
+        .contains("abs[i] = (__fmul_rn(fabsf(a[i]), 3.0f) + b[i]);")
+        .contains("fma[i] = __fmaf_rn(a[i], b[i], 1.5f);")
+        .contains("floor_[i] = ")
+        .contains("round[i] = j_round(a[i]);");
+  }
+
+  @Test
+  void fp8AndBf16AreDeviceFunctionsTranslatedFromTheirJavaSource() {
+    String cu = translate(SemanticsCorpus.class, "fp8", Map.of());
+    assertThat(cu).contains("static __device__ __forceinline__ signed char Fp8_encodeE4M3(float v);")
+        .contains("// Java: dev.taco.kernels.Fp8.encode (src/main/java/dev/taco/kernels/Fp8.java:")
+        .contains("e4[i] = Fp8_encodeE4M3(x[i]);").doesNotContain("__nv_cvt_float_to_fp8");
+  }
+
+  @Test
+  void simtKernelsMapToThreadIdsSharedMemoryAndShuffles() {
+    String sum = translate(SimtCorpus.class, "blockSum", Map.of());
+    assertThat(sum).contains("extern \"C\" __global__ void blockSum(float* x, float* out, int n) {")
+        .contains("__shared__ float s[128];").contains("__syncthreads();")
+        .contains("int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);");
+    String warp = translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8));
+    assertThat(warp).contains("void compressWarp(short* x, signed char* q, float* scales, int groups) {")
+        .contains("constexpr int vals = 8;").contains("float v[8] = {};")
+        .contains("#pragma unroll\n      for (int j = i; j < j_add(i, h); j = j_add(j, 1)) {")
+        .contains("__shfl_xor_sync(0xffffffffu, v[j], m)").contains("amax = j_warp_reduce_max(amax);")
+        .contains("j_load_bf16x8(x, base, v);").contains("j_store_bytes8(q, base, w);");
+  }
+
+  @Test
+  void javacErrorsAreReportedWithFileAndLine() throws Exception {
+    Path bad = Files.createTempDirectory("kt").resolve("Broken.java");
+    Files.writeString(bad, "class Broken {\n  static void k(int[] x) {\n    x[0] = undefinedName;\n  }\n}\n");
+    assertThatThrownBy(() -> new KernelTranslator(List.of(bad))).isInstanceOf(KernelCompileException.class)
+        .hasMessageStartingWith(bad + ":3: ");
+  }
+
+  @Test
+  void unknownKernelIsReported() {
+    assertThatThrownBy(() -> translate(SimtCorpus.class, "noSuchKernel", Map.of()))
+        .hasMessageContaining("kernel noSuchKernel not found");
+  }
+
+  /** Each file in src/test/resources/unsupported marks the offending line with {@code // ERROR: reason}. */
+  @TestFactory
+  Stream<DynamicTest> unsupportedKernelsAreRejectedWithFileLineAndReason() throws Exception {
+    List<Path> files;
+    try (Stream<Path> s = Files.list(UNSUPPORTED)) {
+      files = s.sorted().toList();
+    }
+    KernelTranslator t = new KernelTranslator(new ArrayList<>(files));
+    return files.stream().map(f -> DynamicTest.dynamicTest(f.getFileName().toString(), () -> {
+      List<String> lines = Files.readAllLines(f);
+      int line = 0;
+      String reason = null;
+      for (int i = 0; i < lines.size(); i++) {
+        int at = lines.get(i).indexOf("// ERROR: ");
+        if (at >= 0) {
+          line = i + 1;
+          reason = lines.get(i).substring(at + "// ERROR: ".length()).trim();
+        }
+      }
+      String cls = "unsupported." + f.getFileName().toString().replace(".java", "");
+      assertThatThrownBy(() -> t.translate(List.of(new KernelRequest(cls, "k", Map.of()))))
+          .isInstanceOf(KernelCompileException.class)
+          .hasMessageStartingWith(f + ":" + line + ": ")
+          .hasMessageContaining(reason);
+    }));
+  }
+}

@@ -1,0 +1,130 @@
+package dev.taco.kernels.compiler.corpus;
+
+import dev.taco.kernels.Bf16;
+import dev.taco.kernels.Fp8;
+import dev.taco.kernels.Kernel;
+import dev.taco.kernels.Parallel;
+
+/**
+ * Semantics corpus (issue C part 4/5): small {@code @Parallel} kernels whose CPU results the GPU must reproduce bit
+ * for bit (or within the ulp bound of {@link #transcendental}). Convention for the harness generator: every array
+ * parameter has {@code n} elements and is filled with test values before the call; the last parameter is {@code n}.
+ */
+public final class SemanticsCorpus {
+  private SemanticsCorpus() {}
+
+  /** int wrap-around (JLS §15.17, §15.18) and division/remainder incl. MIN / -1; division by zero avoided. */
+  @Kernel
+  public static void intArith(int[] a, int[] b, int[] add, int[] sub, int[] mul, int[] div, int[] rem, int[] neg,
+      int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      add[i] = a[i] + b[i];
+      sub[i] = a[i] - b[i];
+      mul[i] = a[i] * b[i];
+      div[i] = b[i] == 0 ? 0 : a[i] / b[i];
+      rem[i] = b[i] == 0 ? 0 : a[i] % b[i];
+      neg[i] = -a[i] + Math.abs(b[i]);
+    }
+  }
+
+  /** Shift counts masked to 5 bits, incl. negative and >= 32 counts; {@code >>>} on negatives (JLS §15.19). */
+  @Kernel
+  public static void shifts(int[] a, int[] s, int[] shl, int[] shr, int[] ushr, long[] lshl, long[] lushr, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      shl[i] = a[i] << s[i];
+      shr[i] = a[i] >> s[i];
+      ushr[i] = a[i] >>> s[i];
+      long w = (long) a[i] * 0x9E3779B97F4A7C15L;
+      lshl[i] = w << s[i];
+      lushr[i] = w >>> s[i];
+    }
+  }
+
+  /** long arithmetic with wrap-around and mixed int/long promotion. */
+  @Kernel
+  public static void longArith(long[] a, long[] b, int[] c, long[] add, long[] mul, long[] div, long[] mix, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      add[i] = a[i] + b[i];
+      mul[i] = a[i] * b[i];
+      div[i] = b[i] == 0 ? 0 : a[i] / b[i] + a[i] % b[i];
+      mix[i] = (a[i] >> 3) ^ (c[i] * 31 + (long) c[i] * c[i]) - (int) a[i];
+    }
+  }
+
+  /** Narrowing and floating-to-integral conversions (JLS §5.1.3): NaN to 0, saturation, truncation. */
+  @Kernel
+  public static void casts(float[] f, double[] d, int[] fi, long[] fl, int[] di, long[] dl, byte[] fb, short[] fs,
+      int[] ib, float[] lf, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      fi[i] = (int) f[i];
+      fl[i] = (long) f[i];
+      di[i] = (int) d[i];
+      dl[i] = (long) d[i];
+      fb[i] = (byte) f[i];
+      fs[i] = (short) d[i];
+      ib[i] = (byte) fi[i] + (short) dl[i];
+      lf[i] = (float) dl[i] + (float) (double) fl[i];
+    }
+  }
+
+  /** Math functions with exact CUDA equivalents, and bit conversions. */
+  @Kernel
+  public static void mathExact(float[] a, float[] b, float[] max, float[] min, float[] abs, float[] sqrt,
+      float[] fma, int[] round, float[] floor, int[] bits, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      max[i] = Math.max(a[i], b[i]);
+      min[i] = Math.min(a[i], b[i]);
+      abs[i] = Math.abs(a[i]) * 3f + b[i];
+      sqrt[i] = (float) Math.sqrt(Math.abs(a[i]));
+      fma[i] = Math.fma(a[i], b[i], 1.5f);
+      round[i] = Math.round(a[i]);
+      floor[i] = (float) Math.floor(a[i]) + (float) Math.ceil(b[i]);
+      bits[i] = Float.floatToRawIntBits(a[i]) ^ Float.floatToIntBits(b[i] * 0f);
+    }
+  }
+
+  /** Transcendental functions: within the ulp bounds documented in Intrinsics (checked with tolerance 4 ulp). */
+  @Kernel
+  public static void transcendental(double[] x, double[] exp, double[] log, double[] tanh, double[] pow, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      double v = x[i];
+      exp[i] = Math.exp(v);
+      log[i] = Math.log(Math.abs(v));
+      tanh[i] = Math.tanh(v);
+      pow[i] = Math.pow(Math.abs(v), 0.75);
+    }
+  }
+
+  /** FP8 conversions (DESIGN §3): translated from Fp8.java itself, since cuda_fp8.h differs on NaN. */
+  @Kernel
+  public static void fp8(float[] x, int[] c, byte[] e4, byte[] e5, float[] d4, float[] d5, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      e4[i] = Fp8.encodeE4M3(x[i]);
+      e5[i] = Fp8.encodeE5M2(x[i] * 64f);
+      d4[i] = Fp8.decodeE4M3((byte) c[i]);
+      d5[i] = Fp8.decode((byte) c[i], Fp8.E5M2);
+    }
+  }
+
+  /** bf16 conversions, translated from Bf16.java. */
+  @Kernel
+  public static void bf16(float[] x, int[] c, short[] enc, short[] sat, float[] dec, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      enc[i] = Bf16.encode(x[i]);
+      sat[i] = Bf16.encodeSaturating(x[i] * 1e30f);
+      dec[i] = Bf16.decode((short) c[i]);
+    }
+  }
+
+  /** Signed bytes: loads sign-extend, {@code & 0xFF} gives the unsigned value, compound ops narrow. */
+  @Kernel
+  public static void bytes(byte[] a, int[] s, byte[] b, int[] u, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      byte x = a[i];
+      x += 100;
+      x >>>= 1;
+      b[i] = x;
+      u[i] = (a[i] & 0xFF) + (a[i] >> 2) * 1000 + s[i] % 7;
+    }
+  }
+}
