@@ -41,6 +41,8 @@ final class Intrinsics {
       Map.entry("Math.min(float,float)", "j_min($0, $1)"),
       Map.entry("Math.min(double,double)", "j_min($0, $1)"),
       Map.entry("Math.sqrt(double)", "__dsqrt_rn($0)"),
+      Map.entry("Math.copySign(float,float)", "copysignf($0, $1)"),
+      Map.entry("Math.copySign(double,double)", "copysign($0, $1)"),
       Map.entry("Math.fma(float,float,float)", "__fmaf_rn($0, $1, $2)"),
       Map.entry("Math.fma(double,double,double)", "__fma_rn($0, $1, $2)"),
       Map.entry("Math.floor(double)", "floor($0)"),

@@ -1,6 +1,6 @@
 package dev.taco.kernels.compiler;
 
-import dev.taco.kernels.Int8Kernels;
+import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.compiler.corpus.SemanticsCorpus;
 import dev.taco.kernels.compiler.corpus.SimtCorpus;
@@ -19,7 +19,7 @@ final class Corpus {
     return List.of(MAIN.resolve("Parallel.java"), MAIN.resolve("Kernel.java"), MAIN.resolve("Constant.java"),
         MAIN.resolve("KernelContext.java"), MAIN.resolve("Fp8.java"), MAIN.resolve("Bf16.java"),
         MAIN.resolve("Bytes.java"), MAIN.resolve("Hadamard.java"), MAIN.resolve("TacoKernels.java"),
-        MAIN.resolve("Int8Kernels.java"), TEST.resolve("SemanticsCorpus.java"), TEST.resolve("SimtCorpus.java"));
+        MAIN.resolve("GroupKernels.java"), TEST.resolve("SemanticsCorpus.java"), TEST.resolve("SimtCorpus.java"));
   }
 
   /** Semantics kernels (harness convention of SemanticsCorpus), with their ulp tolerance for float outputs. */
@@ -46,8 +46,8 @@ final class Corpus {
     for (String k : List.of("rowScales", "encodeGroups", "decodeGroups")) {
       all.add(KernelRequest.of(TacoKernels.class, k));
     }
-    all.add(KernelRequest.of(Int8Kernels.class, "encode"));
-    all.add(KernelRequest.of(Int8Kernels.class, "decode"));
+    all.add(KernelRequest.of(GroupKernels.class, "encode"));
+    all.add(KernelRequest.of(GroupKernels.class, "decode"));
     return all;
   }
 }

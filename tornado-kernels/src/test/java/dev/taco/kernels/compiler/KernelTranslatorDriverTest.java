@@ -13,7 +13,7 @@ class KernelTranslatorDriverTest {
   void translatesNamedKernelsAndAllKernelsOfAClass() throws Exception {
     Path out = Path.of("target/driver-test");
     assertThat(KernelTranslator.run(new String[] {"src/main/java", out.toString(),
-        "dev.taco.kernels.TacoKernels#decodeGroups", "dev.taco.kernels.Int8Kernels#encode"})).isZero();
+        "dev.taco.kernels.TacoKernels#decodeGroups", "dev.taco.kernels.GroupKernels#encode"})).isZero();
     assertThat(Files.readString(out.resolve("decodeGroups.cu"))).contains("extern \"C\" __global__ void decodeGroups(");
     assertThat(out.resolve("encode.cu")).exists();
     assertThat(KernelTranslator.run(new String[] {"src/main/java:src/test/java/dev/taco/kernels/compiler/corpus", out.toString(),
