@@ -137,7 +137,8 @@ public final class CollectiveSites {
   }
 
   private void sample(String name, AbstractCodec codec, float[] buf, int rows, int cols) {
-    CodecStats st = CodecStats.measure(codec, Arrays.copyOf(buf, rows * cols), rows, cols);
+    // one row, as the compressed all-reduce hands the codec its chunks (1 x len): same groups, same bytes
+    CodecStats st = CodecStats.measure(codec, Arrays.copyOf(buf, rows * cols), 1, rows * cols);
     double[] a = sampled.computeIfAbsent(name.substring(name.lastIndexOf('.') + 1), k -> new double[6]);
     a[0] += st.relL2();
     a[1] += st.snrDb();
@@ -248,13 +249,13 @@ public final class CollectiveSites {
       float[] px = new float[n];
       for (int c = 0; c < candidates.size(); c++) {
         AbstractCodec codec = Codecs.byName(candidates.get(c));
-        err[2 * c] = (float) CodecStats.measure(codec, x, rows, cols).relL2();
+        err[2 * c] = (float) CodecStats.measure(codec, x, 1, n).relL2(); // 1 x n, as on the wire
         int[] p = spreadingPermutation(toDouble(e), groupSize(c));
         if (p == null) {
           err[2 * c + 1] = Float.POSITIVE_INFINITY;
         } else {
           permute(x, px, p, rows, cols, false);
-          err[2 * c + 1] = (float) CodecStats.measure(codec, px, rows, cols).relL2();
+          err[2 * c + 1] = (float) CodecStats.measure(codec, px, 1, n).relL2();
         }
       }
       exact.allReduce(err, 0, err.length);
