@@ -1,17 +1,13 @@
 package dev.taco.runtime.analyze;
 
-import com.google.gson.GsonBuilder;
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
+import dev.taco.runtime.JsonFiles;
 import dev.taco.runtime.train.Report;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -158,15 +154,6 @@ public final class TensorAnalysis {
     root.put("command", commandLine);
     root.put("machine", Report.machine());
     root.put("results", results);
-    Path abs = out.toAbsolutePath();
-    if (abs.getParent() != null) {
-      Files.createDirectories(abs.getParent());
-    }
-    Path tmp = Files.createTempFile(abs.getParent(), ".analyze", ".json");
-    try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-      new GsonBuilder().setPrettyPrinting().serializeNulls().serializeSpecialFloatingPointValues().create()
-          .toJson(root, w);
-    }
-    Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    JsonFiles.write(out, root);
   }
 }

@@ -1,10 +1,12 @@
 package dev.taco.runtime.cli;
 
 import dev.taco.runtime.data.Corpus;
+import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.train.Report;
 import dev.taco.runtime.train.RunResult;
 import dev.taco.runtime.train.Trainer;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,10 +41,11 @@ public final class TacoCli {
       description = "Train a byte-level GPT with tensor parallelism on the CPU; by default twice from the same seed,"
           + " uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
-    @Option(names = {"--compression", "--compare"}, split = ",(?![^:,]*=)", paramLabel = "CODEC",
+    @Option(names = {"--compression", "--compare"}, paramLabel = "CODEC[,CODEC...]",
         description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
-            + " int8-group, fp32 (exact), or any codec name of `taco analyze`; comma-separated. Default: none,taco.")
-    List<String> compression = new ArrayList<>(List.of("none", "taco"));
+            + " int8-group, fp8-tensor, fp32 (exact), or any codec of `taco analyze`, with parameters after a colon"
+            + " (taco:e5m2,g=128,hadamard=off). Default: ${DEFAULT-VALUE}.")
+    String compression = "none,taco";
 
     @Option(names = {"--tensor-model-parallel-size", "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
     int tp = 2;
@@ -96,18 +99,18 @@ public final class TacoCli {
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
           calibrationSteps, recalibrateInterval);
-      for (String c : compression) Trainer.requireKnownCompression(c);
+      List<String> codecs = codecList(compression);
+      requireMemory(cfg, microBatch);
       Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
       corpus.requireWindow(seqLength);
-      if (out == null) out = Path.of("runs", LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
-      Files.createDirectories(out);
+      out = outputFolder(out);
       log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
       log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {} cores",
           numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp,
           Runtime.getRuntime().availableProcessors());
 
       List<RunResult> runs = new ArrayList<>();
-      for (String c : compression) runs.add(Trainer.run(cfg, corpus, c, opt));
+      for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt));
 
       PrintWriter w = new PrintWriter(System.out, true);
       printTable(w, runs);
@@ -129,6 +132,71 @@ public final class TacoCli {
     }
   }
 
+  /**
+   * The codec names of a {@code --compression} value: split at commas that start a new codec (a comma followed by
+   * {@code key=value} continues the previous codec's parameters), lower-cased, validated, no duplicates.
+   */
+  static List<String> codecList(String value) {
+    List<String> out = new ArrayList<>();
+    for (String part : value.split(",(?![^:,]*=)")) {
+      String c = part.strip().toLowerCase(Locale.ROOT);
+      if (c.isEmpty()) throw new IllegalArgumentException("--compression has an empty codec name in '" + value + "'");
+      if (out.contains(c)) throw new IllegalArgumentException("--compression lists '" + c + "' twice");
+      Trainer.requireKnownCompression(c);
+      out.add(c);
+    }
+    if (out.isEmpty()) throw new IllegalArgumentException("--compression names no codec: '" + value + "'");
+    return out;
+  }
+
+  /** Refuses a model that cannot fit the heap, before allocating it (the estimate of {@link Gpt#estimateBytes}). */
+  static void requireMemory(GptConfig cfg, int microBatch) {
+    double need = Gpt.estimateBytes(cfg, microBatch);
+    long max = Runtime.getRuntime().maxMemory();
+    if (need > 0.9 * max) {
+      throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB but the"
+          + " heap is %.1f GiB: lower --micro-batch-size, --seq-length, --hidden-size or --num-layers (or raise -Xmx"
+          + " through TACO_JAVA_OPTS)", need / (1L << 30), max / (double) (1L << 30)));
+    }
+  }
+
+  /**
+   * The output folder, created: {@code out} if given (it must be a writable folder or not exist yet), else a new
+   * {@code runs/<timestamp>} (with a suffix if a run started in the same second).
+   */
+  static Path outputFolder(Path out) throws IOException {
+    if (out != null) {
+      if (out.toString().isBlank()) throw new IllegalArgumentException("--out is empty");
+      if (Files.exists(out) && !Files.isDirectory(out)) {
+        throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " exists and is not a folder");
+      }
+      try {
+        Files.createDirectories(out);
+      } catch (IOException e) {
+        throw new IllegalArgumentException("cannot create --out folder " + out.toAbsolutePath() + ": " + reason(e));
+      }
+      if (!Files.isWritable(out)) throw new IllegalArgumentException("--out folder " + out.toAbsolutePath() + " is not writable");
+      return out;
+    }
+    String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+    Files.createDirectories(Path.of("runs"));
+    for (int i = 1; ; i++) {
+      Path p = Path.of("runs", i == 1 ? stamp : stamp + "-" + i);
+      try {
+        return Files.createDirectory(p);
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        // a run started in the same second: try the next suffix
+      }
+    }
+  }
+
+  private static String reason(IOException e) {
+    if (e instanceof java.nio.file.FileSystemException fs) {
+      return (fs.getReason() != null ? fs.getReason() : e.getClass().getSimpleName()) + " (" + fs.getFile() + ")";
+    }
+    return e.getMessage();
+  }
+
   /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
   static void printTable(PrintWriter w, List<RunResult> runs) {
     StringBuilder head = new StringBuilder(String.format("%6s", "step"));
@@ -143,8 +211,7 @@ public final class TacoCli {
       StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
       for (RunResult r : runs) {
         RunResult.StepRow row = r.history().get(i);
-        line.append(String.format(Locale.ROOT, " | %-12s %8s %8s", "", fmt(row.train_loss()),
-            row.val_loss() == null ? "" : fmt(row.val_loss())));
+        line.append(String.format(Locale.ROOT, " | %-12s %8s %8s", "", fmt(row.train_loss()), fmt(row.val_loss())));
       }
       w.println(line);
     }
@@ -183,8 +250,8 @@ public final class TacoCli {
     }
   }
 
-  private static String fmt(double v) {
-    return Double.isNaN(v) ? "" : String.format(Locale.ROOT, "%.4f", v);
+  private static String fmt(Double v) {
+    return v == null || v.isNaN() ? "" : String.format(Locale.ROOT, "%.4f", v);
   }
 
   /** Entry point: runs the command; bad input gives one line on stderr and a non-zero exit, no stack trace. */
@@ -206,7 +273,11 @@ public final class TacoCli {
       log.debug("failed", ex);
       Throwable root = ex;
       while (root.getCause() != null && root.getMessage() == null) root = root.getCause();
-      System.err.println("taco: error: " + (root.getMessage() != null ? root.getMessage() : root.toString()));
+      String msg = root instanceof IOException io ? reason(io)
+          : root instanceof OutOfMemoryError ? "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20)
+              + " MiB): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers"
+          : root.getMessage() != null ? root.getMessage() : root.toString();
+      System.err.println("taco: error: " + msg);
       return ex instanceof IllegalArgumentException ? 2 : 1;
     });
     return cl.execute(args);

@@ -3,7 +3,9 @@ package dev.taco.runtime.data;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -55,11 +57,14 @@ public final class Corpus {
    *     invalid UTF-8 sequence; the message gives the byte offset)
    */
   public static Corpus fromFile(Path file, double valFraction) {
+    if (Files.isDirectory(file)) throw new IllegalArgumentException("data file " + file.toAbsolutePath() + " is a directory");
     byte[] text;
     try {
       text = Files.readAllBytes(file);
     } catch (NoSuchFileException e) {
-      throw new IllegalArgumentException("data file not found: " + file);
+      throw new IllegalArgumentException("data file not found: " + file.toAbsolutePath());
+    } catch (OutOfMemoryError e) {
+      throw new IllegalArgumentException("data file " + file + " is too large for the heap (" + (Runtime.getRuntime().maxMemory() >> 20) + " MiB)");
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read data file " + file + ": " + e.getMessage());
     }
@@ -73,11 +78,17 @@ public final class Corpus {
     for (int i = 0; i < text.length; i++) {
       if (text[i] == 0) throw new IllegalArgumentException("data file " + name + " is binary, not text (NUL byte at offset " + i + ")");
     }
-    try {
-      StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(text));
-    } catch (CharacterCodingException e) {
-      throw new IllegalArgumentException("data file " + name + " is not UTF-8 text (" + e.getMessage() + ")");
+    ByteBuffer in = ByteBuffer.wrap(text);
+    CharBuffer chars = CharBuffer.allocate(1 << 16);
+    CharsetDecoder dec = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT);
+    while (true) {
+      CoderResult r = dec.decode(in, chars.clear(), true);
+      if (r.isError()) {
+        throw new IllegalArgumentException("data file " + name + " is not UTF-8 text (invalid byte sequence at offset "
+            + in.position() + ")");
+      }
+      if (r.isUnderflow()) break;
     }
     return new Corpus(name, text, valFraction);
   }
@@ -100,9 +111,9 @@ public final class Corpus {
    * @throws IllegalArgumentException naming the split and the sizes otherwise
    */
   public void requireWindow(int seqLength) {
-    if (train.length < seqLength + 1 || val.length < seqLength + 1) {
+    if (train.length < seqLength + 1L || val.length < seqLength + 1L) {
       throw new IllegalArgumentException("data " + name + " is too short for --seq-length " + seqLength + ": train split "
-          + train.length + " bytes, validation split " + val.length + " bytes, each needs at least " + (seqLength + 1));
+          + train.length + " bytes, validation split " + val.length + " bytes, each needs at least " + (seqLength + 1L));
     }
   }
 

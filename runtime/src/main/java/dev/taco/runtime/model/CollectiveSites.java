@@ -152,6 +152,15 @@ public final class CollectiveSites {
    * Sum all-reduce of the (rows, cols) tensor {@code buf[0, rows*cols)} at site {@code name}, through that site's plan.
    */
   public void allReduce(String name, float[] buf, int rows, int cols) {
+    try {
+      allReduceAt(name, buf, rows, cols);
+    } catch (IllegalArgumentException e) {
+      // the codec refused the tensor (NaN/Inf): say which collective site it was
+      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
+    }
+  }
+
+  private void allReduceAt(String name, float[] buf, int rows, int cols) {
     int n = rows * cols;
     if (candidates.isEmpty()) {
       if (sampling && defaultCodec != null) sample(name, defaultCodec, buf, rows, cols);

@@ -123,6 +123,21 @@ public final class Gpt {
     dlnf = new float[bt * c];
   }
 
+  /**
+   * Bytes that R ranks of this model need for a micro-batch of B sequences: parameters, gradients and the two AdamW
+   * moments, the activations kept for backward, and the gradient scratch; computed in double precision so that absurd
+   * sizes give a large number instead of an overflowed one.
+   */
+  public static double estimateBytes(GptConfig cfg, int microBatch) {
+    double b = microBatch, t = cfg.seqLength(), c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn();
+    double nh = cfg.localHeads(), v = cfg.vocabSize(), l = cfg.numLayers(), bt = b * t;
+    double perLayer = 6 * bt * c + 4 * bt + 4 * bt * cr + b * nh * t * t + 2 * bt * ff;
+    double rest = 5 * bt * c + 3 * bt * v + 4 * bt * cr + b * nh * t * t + 2 * bt * ff + 3 * bt;
+    double full = cfg.parameterCount();
+    double perRankParams = full / cfg.tp() + (v + t) * c; // shards plus the replicated embeddings
+    return 4.0 * (cfg.tp() * (l * perLayer + rest + 4 * perRankParams) + full);
+  }
+
   private static float[][] alloc(int layers, int n) {
     float[][] a = new float[layers][];
     for (int l = 0; l < layers; l++) a[l] = new float[n];

@@ -1,15 +1,11 @@
 package dev.taco.runtime.train;
 
-import com.google.gson.GsonBuilder;
+import dev.taco.runtime.JsonFiles;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
-import java.io.Writer;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -46,11 +42,7 @@ public final class Report {
     root.put("data", data);
     root.put("runs", runs);
     Path out = dir.resolve("report.json");
-    Path tmp = dir.resolve("report.json.tmp");
-    try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-      new GsonBuilder().setPrettyPrinting().serializeNulls().serializeSpecialFloatingPointValues().create().toJson(root, w);
-    }
-    Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    JsonFiles.write(out, root);
     return out;
   }
 
@@ -67,7 +59,7 @@ public final class Report {
       Color color = palette[r % palette.length];
       List<Double> xs = new ArrayList<>(), ys = new ArrayList<>(), vx = new ArrayList<>(), vy = new ArrayList<>();
       for (RunResult.StepRow row : run.history()) {
-        if (!Double.isNaN(row.train_loss())) {
+        if (row.train_loss() != null) {
           xs.add((double) row.step());
           ys.add(row.train_loss());
         }
@@ -81,11 +73,14 @@ public final class Report {
         XYSeries s = chart.addSeries(label + " train", xs, ys);
         s.setMarker(SeriesMarkers.NONE);
         s.setLineColor(color);
-        s.setLineStyle(new BasicStroke(1.2f));
+        // runs after the first are dashed, so curves that coincide (as compressed and uncompressed runs do) stay visible
+        s.setLineStyle(r == 0 ? new BasicStroke(1.6f)
+            : new BasicStroke(1.2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {2f + 3f * r, 3f}, 0f));
       }
       if (!vx.isEmpty()) {
         XYSeries v = chart.addSeries(label + " val", vx, vy);
-        v.setMarker(SeriesMarkers.CIRCLE);
+        v.setMarker(new org.knowm.xchart.style.markers.Marker[] {SeriesMarkers.CIRCLE, SeriesMarkers.DIAMOND,
+            SeriesMarkers.SQUARE, SeriesMarkers.TRIANGLE_UP, SeriesMarkers.TRIANGLE_DOWN, SeriesMarkers.CROSS}[r % 6]);
         v.setMarkerColor(color);
         v.setLineColor(color);
         v.setLineStyle(new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));

@@ -23,6 +23,6 @@ public record RunResult(String compression, int tp, int steps, double initial_va
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.Plan> plans) {
 
   /** One step's losses; {@code val_loss} is null where validation was not run. */
-  public record StepRow(int step, double train_loss, Double val_loss, double lr) {}
+  public record StepRow(int step, Double train_loss, Double val_loss, double lr) {}
 
 }

@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import me.tongfei.progressbar.DelegatingProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
@@ -85,8 +86,7 @@ public final class Trainer {
     Map<String, CollectiveSites.Plan> plans = new LinkedHashMap<>();
     log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
     List<Long> wireBytes;
-    try (ProgressBar bar = new ProgressBarBuilder().setTaskName(compression + " TP=" + r).setInitialMax(opt.steps())
-        .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(500).continuousUpdate().build()) {
+    try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
       wireBytes = LocalGroup.run(r, comm -> {
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
         long wire = trainRank(cfg, corpus, opt, comm, sites, history, bar);
@@ -113,6 +113,17 @@ public final class Trainer {
         tokensPerSecond, history, errors, plans);
   }
 
+  /**
+   * A progress bar on the terminal; when stderr is not a terminal (CI, a pipe), a log line every 10 s instead of
+   * carriage-return redraws that would fill the log.
+   */
+  private static ProgressBar progressBar(String task, int steps) {
+    ProgressBarBuilder b = new ProgressBarBuilder().setTaskName(task).setInitialMax(steps).setStyle(ProgressBarStyle.ASCII);
+    java.io.Console console = System.console();
+    if (console != null && console.isTerminal()) return b.setUpdateIntervalMillis(500).continuousUpdate().build();
+    return b.setConsumer(new DelegatingProgressBarConsumer(log::info)).setUpdateIntervalMillis(10_000).build();
+  }
+
   /** One rank's loop; rank 0 records history and codec error. Returns the bytes this rank sent in training steps. */
   private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, CollectiveSites tp,
       List<RunResult.StepRow> history, ProgressBar bar) {
@@ -131,15 +142,22 @@ public final class Trainer {
       Double val = null;
       if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, tp, corpus, opt, b, t);
       if (step == opt.steps()) {
-        if (rank == 0) history.add(new RunResult.StepRow(step, Double.NaN, val, 0));
+        if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
       }
       corpus.batch(false, trainRng, b, t, in, tgt);
       tp.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
       long before = tp.bytesSent();
       model.zeroGrad();
-      float loss = model.forward(in, tgt);
-      model.backward();
+      float loss;
+      try {
+        loss = model.forward(in, tgt);
+        model.backward();
+      } catch (IllegalArgumentException e) {
+        boolean nonFinite = e.getMessage() != null && e.getMessage().contains("non-finite");
+        throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage()
+            + (nonFinite ? " (training diverged: try a lower --lr)" : ""), e);
+      }
       wire += tp.bytesSent() - before;
       if (!Float.isFinite(loss)) throw new IllegalStateException("training diverged: loss " + loss + " at step " + step);
       // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
@@ -150,7 +168,7 @@ public final class Trainer {
       float lr = learningRate(opt, step);
       dev.taco.runtime.train.AdamW.update(params, grads, m, v, decay, n, lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
       if (rank == 0) {
-        history.add(new RunResult.StepRow(step, loss, val, lr));
+        history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);

@@ -96,6 +96,28 @@ class TacoCliTest {
   }
 
   @Test
+  void compressionListsAreValidatedBeforeAnyWork() {
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", ",")), "names no codec");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,NONE")), "lists 'none' twice");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,,taco")), "empty codec name");
+    assertThat(TacoCli.codecList("taco:e5m2,g=32,hadamard=off,none")).containsExactly("taco:e5m2,g=32,hadamard=off", "none");
+    assertThat(tmp.resolve("o")).doesNotExist();
+  }
+
+  @Test
+  void modelsThatCannotFitTheHeapAreRefusedUpFront() {
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--micro-batch-size", "100000")), "GiB but the heap is");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--seq-length", "2147483647")), "GiB but the heap is");
+  }
+
+  @Test
+  void outputFolderAndDataPathProblems() throws Exception {
+    Path file = Files.writeString(tmp.resolve("afile"), "x");
+    assertOneLineError(run(tiny(file)), "exists and is not a folder");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.toString())), "is a directory");
+  }
+
+  @Test
   void smallRunWritesReportAndPlot() throws Exception {
     Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
     Path out = tmp.resolve("run");
@@ -118,6 +140,8 @@ class TacoCliTest {
     double none = runs.get(0).getAsJsonObject().get("tp_bytes_per_step").getAsDouble();
     double taco = runs.get(1).getAsJsonObject().get("tp_bytes_per_step").getAsDouble();
     assertThat(taco / none).isLessThan(0.7);
+    String json = Files.readString(out.resolve("report.json"));
+    assertThat(json).as("strict JSON has no NaN or Infinity").doesNotContain("NaN").doesNotContain("Infinity");
     byte[] png = Files.readAllBytes(out.resolve("loss.png"));
     assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
   }

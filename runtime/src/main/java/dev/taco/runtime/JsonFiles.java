@@ -1,0 +1,57 @@
+package dev.taco.runtime;
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.TypeAdapter;
+import com.google.gson.stream.JsonReader;
+import com.google.gson.stream.JsonWriter;
+import java.io.IOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * Writes the reports ({@code report.json}, {@code taco analyze --json}) as strict JSON (RFC 8259): NaN and ±Infinity,
+ * which JSON cannot express, are written as {@code null}; files appear atomically (temp file in the same folder,
+ * then rename), so a reader never sees half a report.
+ */
+public final class JsonFiles {
+  private JsonFiles() {}
+
+  /** Doubles with a non-finite value become null. */
+  private static final TypeAdapter<Double> FINITE_OR_NULL = new TypeAdapter<>() {
+    @Override
+    public void write(JsonWriter out, Double v) throws IOException {
+      if (v == null || !Double.isFinite(v)) out.nullValue();
+      else out.value(v);
+    }
+
+    @Override
+    public Double read(JsonReader in) {
+      throw new UnsupportedOperationException("write-only");
+    }
+  };
+
+  private static final Gson GSON = new GsonBuilder().setPrettyPrinting().serializeNulls().disableHtmlEscaping()
+      .registerTypeAdapter(Double.class, FINITE_OR_NULL).registerTypeAdapter(double.class, FINITE_OR_NULL).create();
+
+  /**
+   * Serialises {@code root} (maps, lists, records, numbers, strings) to {@code out}, creating its folder.
+   *
+   * @throws IOException if the folder cannot be created or written
+   */
+  public static void write(Path out, Object root) throws IOException {
+    Path abs = out.toAbsolutePath();
+    Files.createDirectories(abs.getParent());
+    Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
+    try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+      GSON.toJson(root, w);
+    } catch (IOException | RuntimeException e) {
+      Files.deleteIfExists(tmp);
+      throw e;
+    }
+    Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+}
