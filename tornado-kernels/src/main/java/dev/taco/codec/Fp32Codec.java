@@ -3,11 +3,10 @@ package dev.taco.codec;
 import dev.taco.kernels.Bytes;
 
 /**
- * {@code fp32}: exact float32 on the wire, 4 bytes per element plus the header (for exact reference runs).
- * Body: {@code rows*cols} float32 little-endian, row-major. Header: format 0, flags 0, G 0. A body value that is
- * NaN or Inf is rejected as malformed unless the header's non-finite flag is set (policy propagate).
+ * {@code fp32}: exact float32 on the wire, 4 bytes per element plus the header (for exact reference runs); layout and
+ * checks in {@link ElementCodec}.
  */
-public final class Fp32Codec extends AbstractCodec {
+public final class Fp32Codec extends ElementCodec {
 
   /** Policy {@link NonFinite#REFUSE}. */
   public Fp32Codec() {
@@ -30,43 +29,18 @@ public final class Fp32Codec extends AbstractCodec {
   }
 
   @Override
-  protected PayloadHeader header(int rows, int cols) {
-    return new PayloadHeader(codecId(), 0, 0, 0, rows, cols);
+  int width() {
+    return 4;
   }
 
   @Override
-  protected void checkHeader(PayloadHeader h) {
-    expectFields(h, 0, 0, 0);
+  boolean put(byte[] out, int off, float v) {
+    Bytes.putFloat(out, off, v);
+    return false;
   }
 
   @Override
-  protected long bodyLength(PayloadHeader h) {
-    return 4L * h.rows() * h.cols();
-  }
-
-  @Override
-  protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
-    for (int i = 0; i < h.count(); i++) {
-      Bytes.putFloat(out, bodyOff + 4 * i, x[off + i]);
-    }
-    return 0;
-  }
-
-  @Override
-  protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
-    for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
-      if (!Float.isFinite(Bytes.getFloat(in, bodyOff + 4 * i))) {
-        return "non-finite value at element " + i;
-      }
-    }
-    return null;
-  }
-
-  @Override
-  protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
-    for (int i = 0; i < h.count(); i++) {
-      float v = Bytes.getFloat(in, bodyOff + 4 * i);
-      out[outOff + i] = accumulate ? out[outOff + i] + v : v;
-    }
+  float get(byte[] in, int off) {
+    return Bytes.getFloat(in, off);
   }
 }

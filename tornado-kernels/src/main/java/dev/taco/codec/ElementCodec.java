@@ -1,0 +1,62 @@
+package dev.taco.codec;
+
+/**
+ * A codec that sends each element on its own, with no scales: {@code fp32} (exact) and {@code none} (bf16). Body:
+ * {@code rows*cols} codes of {@link #width()} bytes, little-endian, row-major. Header: format 0, flags 0, G 0. A
+ * non-finite code in a body is malformed unless the header's non-finite flag is set (policy propagate).
+ */
+abstract class ElementCodec extends AbstractCodec {
+
+  ElementCodec(NonFinite nonFinite) {
+    super(nonFinite);
+  }
+
+  /** Bytes per element on the wire. */
+  abstract int width();
+
+  /** Writes the code of {@code v} at {@code out[off]}; returns true if {@code v} saturated. */
+  abstract boolean put(byte[] out, int off, float v);
+
+  /** The value of the code at {@code in[off]}. */
+  abstract float get(byte[] in, int off);
+
+  @Override
+  protected PayloadHeader header(int rows, int cols) {
+    return new PayloadHeader(codecId(), 0, 0, 0, rows, cols);
+  }
+
+  @Override
+  protected void checkHeader(PayloadHeader h) {
+    expectFields(h, 0, 0, 0);
+  }
+
+  @Override
+  protected long bodyLength(PayloadHeader h) {
+    return (long) width() * h.rows() * h.cols();
+  }
+
+  @Override
+  protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
+    long sat = 0;
+    for (int i = 0; i < h.count(); i++) {
+      if (put(out, bodyOff + width() * i, x[off + i])) sat++;
+    }
+    return sat;
+  }
+
+  @Override
+  protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
+    for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
+      if (!Float.isFinite(get(in, bodyOff + width() * i))) return "non-finite value at element " + i;
+    }
+    return null;
+  }
+
+  @Override
+  protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
+    for (int i = 0; i < h.count(); i++) {
+      float v = get(in, bodyOff + width() * i);
+      out[outOff + i] = accumulate ? out[outOff + i] + v : v;
+    }
+  }
+}
