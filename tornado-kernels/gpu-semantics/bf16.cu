@@ -116,13 +116,14 @@ static __device__ __forceinline__ float Bf16_decode(short c) {
   return __int_as_float(j_shl((int)(c), 16));
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.bf16 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:110)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.bf16 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:113)
 extern "C" __global__ void bf16(float* x, int* c, short* enc, short* sat, float* dec, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
     int i = (int)i_;
     enc[i] = Bf16_encode(x[i]);
-    sat[i] = Bf16_encodeSaturating(__fmul_rn(x[i], 1.0E30f));
+    float y = x[i];
+    sat[i] = Bf16_encodeSaturating((y != y ? y : __fmul_rn(y, 1.0E30f)));
     dec[i] = Bf16_decode((short)(c[i]));
   }
 }

@@ -175,7 +175,8 @@ extern "C" __global__ void fp8(float* x, int* c, signed char* e4, signed char* e
   for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
     int i = (int)i_;
     e4[i] = Fp8_encodeE4M3(x[i]);
-    e5[i] = Fp8_encodeE5M2(__fmul_rn(x[i], 64.0f));
+    float y = x[i];
+    e5[i] = Fp8_encodeE5M2((y != y ? y : __fmul_rn(y, 64.0f)));
     d4[i] = Fp8_decodeE4M3((signed char)(c[i]));
     d5[i] = Fp8_decode((signed char)(c[i]), 2);
   }
