@@ -237,7 +237,7 @@ public final class TacoCli {
       w.printf("%n%s: plans chosen per collective site by calibration%n", r.compression());
       java.util.Map<String, java.util.List<String>> bySite = new java.util.LinkedHashMap<>();
       r.plans().forEach((site, p) -> bySite.computeIfAbsent(String.format(Locale.ROOT, "G=%-3d %-11s %-8s", p.groupSize(),
-          p.hadamard() ? "hadamard" : "no-hadamard", p.permuted() ? "permuted" : "in-order"), k -> new ArrayList<>()).add(site));
+          p.hadamard() ? "hadamard" : "no-hadamard", p.layout().name().toLowerCase(Locale.ROOT).replace('_', '-')), k -> new ArrayList<>()).add(site));
       bySite.forEach((plan, sites) -> w.printf("  %s  %d site(s): %s%n", plan, sites.size(), String.join(" ", sites)));
     }
     if (runs.size() > 1) {

@@ -26,11 +26,21 @@ import java.util.Map;
  * tensor at a site is (rows, cols) row-major, cols = hidden size; groups run along cols.
  */
 public final class CollectiveSites {
+  /** Number of {@link Layout}s a calibration tries per candidate codec. */
+  private static final int NL = Layout.values().length;
+
   /** Group sizes a calibration tries. */
   static final int[] GROUP_SIZES = {32, 64, 128, 256};
 
   /** One site's frozen plan and the error it measured (summed over ranks, averaged over the calibration tensors). */
-  public record Plan(String codec, int groupSize, boolean hadamard, boolean permuted, double relL2) {}
+  public record Plan(String codec, int groupSize, boolean hadamard, Layout layout, double relL2) {}
+
+  /**
+   * How a site's (rows, cols) tensor is laid out on the wire, i.e. along which axis its groups of G run:
+   * {@code IN_ORDER} along the hidden axis as computed, {@code PERMUTED} along the hidden axis after the spreading
+   * channel permutation, {@code TOKEN_AXIS} along the token axis (the tensor is sent transposed).
+   */
+  public enum Layout { IN_ORDER, PERMUTED, TOKEN_AXIS }
 
   /**
    * Mean codec error over the tensors sampled at the sites of one direction ({@code fwd} or {@code bwd}): one
@@ -174,22 +184,36 @@ public final class CollectiveSites {
     site.uses++;
     if (site.calibrating > 0) site.measure(buf, rows, cols);
     Communicator comm = site.comm != null ? site.comm : fixed;
-    if (sampling) {
-      if (site.perm == null) sample(name, site.codec != null ? site.codec : defaultCodec, buf, rows, cols);
-      else {
-        float[] tmp = site.scratch(n);
-        permute(buf, tmp, site.perm, rows, cols, false);
-        sample(name, site.codec, tmp, rows, cols);
-      }
-    }
-    if (site.perm == null) {
+    AbstractCodec codec = site.codec != null ? site.codec : defaultCodec;
+    if (site.layout == Layout.IN_ORDER) {
+      if (sampling) sample(name, codec, buf, rows, cols);
       comm.allReduce(buf, 0, n);
       return;
     }
     float[] tmp = site.scratch(n);
-    permute(buf, tmp, site.perm, rows, cols, false);
+    toWire(buf, tmp, site.layout, site.perm, rows, cols);
+    if (sampling) sample(name, codec, tmp, rows, cols);
     comm.allReduce(tmp, 0, n);
-    permute(tmp, buf, site.perm, rows, cols, true);
+    fromWire(tmp, buf, site.layout, site.perm, rows, cols);
+  }
+
+  /** Lays the (rows, cols) tensor {@code src} out as {@code layout} sends it, into {@code dst}. */
+  static void toWire(float[] src, float[] dst, Layout layout, int[] perm, int rows, int cols) {
+    if (layout == Layout.PERMUTED) permute(src, dst, perm, rows, cols, false);
+    else transpose(src, dst, rows, cols);
+  }
+
+  /** Inverse of {@link #toWire}. */
+  static void fromWire(float[] src, float[] dst, Layout layout, int[] perm, int rows, int cols) {
+    if (layout == Layout.PERMUTED) permute(src, dst, perm, rows, cols, true);
+    else transpose(src, dst, cols, rows);
+  }
+
+  /** dst(cols, rows) = src(rows, cols)^T. */
+  static void transpose(float[] src, float[] dst, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+      for (int j = 0; j < cols; j++) dst[j * rows + r] = src[r * cols + j];
+    }
   }
 
   /** dst[r, j] = src[r, perm[j]] (or the inverse: dst[r, perm[j]] = src[r, j]). */
@@ -224,9 +248,10 @@ public final class CollectiveSites {
     int uses;
     int calibrating;
     int seen;
-    double[] errors; // per candidate x {identity, permuted}
+    double[] errors; // per candidate x Layout
     double[] energy;
     Plan plan;
+    Layout layout = Layout.IN_ORDER;
     AbstractCodec codec;
     Communicator comm;
     int[] perm;
@@ -235,7 +260,7 @@ public final class CollectiveSites {
     void startCalibration() {
       calibrating = calibrationSteps;
       seen = 0;
-      errors = new double[candidates.size() * 2];
+      errors = new double[candidates.size() * NL];
       energy = null;
     }
 
@@ -258,13 +283,16 @@ public final class CollectiveSites {
       float[] px = new float[n];
       for (int c = 0; c < candidates.size(); c++) {
         AbstractCodec codec = Codecs.byName(candidates.get(c));
-        err[2 * c] = (float) CodecStats.measure(codec, x, 1, n).relL2(); // 1 x n, as on the wire
         int[] p = spreadingPermutation(toDouble(e), groupSize(c));
-        if (p == null) {
-          err[2 * c + 1] = Float.POSITIVE_INFINITY;
-        } else {
-          permute(x, px, p, rows, cols, false);
-          err[2 * c + 1] = (float) CodecStats.measure(codec, px, 1, n).relL2();
+        for (Layout l : Layout.values()) {
+          int i = NL * c + l.ordinal();
+          if (l == Layout.PERMUTED && p == null) {
+            err[i] = Float.POSITIVE_INFINITY;
+            continue;
+          }
+          float[] wire = l == Layout.IN_ORDER ? x : px;
+          if (l != Layout.IN_ORDER) toWire(x, px, l, p, rows, cols);
+          err[i] = (float) CodecStats.measure(codec, wire, 1, n).relL2(); // 1 x n, as on the wire
         }
       }
       exact.allReduce(err, 0, err.length);
@@ -283,24 +311,24 @@ public final class CollectiveSites {
         if (!(errors[i] <= min * 1.01)) continue;
         if (best < 0 || cheaper(i, best)) best = i;
       }
-      int c = best / 2;
-      boolean permuted = best % 2 == 1;
+      int c = best / NL;
+      layout = Layout.values()[best % NL];
       String codecSpec = candidates.get(c);
       codec = Codecs.byName(codecSpec);
       int g = groupSize(c);
       comm = new CompressedCommunicator(exact, codec, g);
-      perm = permuted ? spreadingPermutation(energy, g) : null;
+      perm = layout == Layout.PERMUTED ? spreadingPermutation(energy, g) : null;
       int ranks = exact.worldSize();
-      plan = new Plan(codecSpec, g, hadamard(c), permuted, errors[best] / (seen * ranks));
+      plan = new Plan(codecSpec, g, hadamard(c), layout, errors[best] / (seen * ranks));
     }
   }
 
   /** True if plan index {@code a} (candidate x permutation) costs less than {@code b}. */
   private boolean cheaper(int a, int b) {
-    int ga = groupSize(a / 2), gb = groupSize(b / 2);
+    int ga = groupSize(a / NL), gb = groupSize(b / NL);
     if (ga != gb) return ga > gb;
-    if (a % 2 != b % 2) return a % 2 == 0;
-    return !hadamard(a / 2) && hadamard(b / 2);
+    if (a % NL != b % NL) return a % NL < b % NL; // in order, then permuted, then transposed: less data movement
+    return !hadamard(a / NL) && hadamard(b / NL);
   }
 
   private boolean hadamard(int candidate) {

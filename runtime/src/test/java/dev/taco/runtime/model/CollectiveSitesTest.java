@@ -102,6 +102,39 @@ class CollectiveSitesTest {
   }
 
   @Test
+  void everyWireLayoutRoundTrips() {
+    float[] x = activations(new SplittableRandom().nextLong(), 0);
+    double[] e = new double[COLS];
+    for (int j = 0; j < COLS; j++) e[j] = (j * 7919) % COLS;
+    int[] perm = CollectiveSites.spreadingPermutation(e, 64);
+    for (CollectiveSites.Layout l : new CollectiveSites.Layout[] {CollectiveSites.Layout.PERMUTED, CollectiveSites.Layout.TOKEN_AXIS}) {
+      float[] wire = new float[x.length], back = new float[x.length];
+      CollectiveSites.toWire(x, wire, l, perm, ROWS, COLS);
+      assertThat(wire).as(l.toString()).isNotEqualTo(x);
+      CollectiveSites.fromWire(wire, back, l, perm, ROWS, COLS);
+      assertThat(back).as(l.toString()).isEqualTo(x);
+    }
+    float[] t = new float[x.length];
+    CollectiveSites.transpose(x, t, ROWS, COLS);
+    assertThat(t[5 * ROWS + 3]).isEqualTo(x[3 * COLS + 5]);
+  }
+
+  @Test
+  void int8GroupsRunAlongTokensWhenChannelsDifferInScale() {
+    // INT8 per group suffers when a group mixes loud and quiet channels; groups along the token axis hold one
+    // channel each, so calibration must pick that layout (FP8's error is nearly scale-free, INT8's is not)
+    long seed = new SplittableRandom().nextLong();
+    List<Object> plans = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "int8-group", 1, 0);
+      sites.allReduce("layer0.attn.fwd", activations(seed, comm.rank()), ROWS, COLS);
+      return sites.plans().get("layer0.attn.fwd");
+    });
+    CollectiveSites.Plan plan = (CollectiveSites.Plan) plans.get(0);
+    assertThat(plan.layout()).isEqualTo(CollectiveSites.Layout.TOKEN_AXIS);
+    assertThat(plans.get(1)).isEqualTo(plan);
+  }
+
+  @Test
   void fp32SitesAreExact() {
     List<float[]> out = LocalGroup.run(2, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "fp32", 2, 0);
