@@ -264,9 +264,9 @@ public final class TacoGpuKernels {
    * G/(2V)} by shuffles (the lower lane keeps {@code u + v}, the upper {@code u - v}), then the scale.
    */
   static void wht(KernelContext ctx, float[] v, int groupSize) {
-    for (int h = 1; h < V; h <<= 1) {
-      for (int i = 0; i < V; i += 2 * h) {
-        for (int j = i; j < i + h; j++) {
+    for (int h = 1; h < V; h <<= 1) { // flat loops with constant bounds: nvcc keeps v in registers (nested
+      for (int j = 0; j < V; j++) {    // loops with a variable step put it in local memory)
+        if ((j & h) == 0) {
           float a = v[j];
           float b = v[j + h];
           v[j] = a + b;
@@ -275,11 +275,13 @@ public final class TacoGpuKernels {
       }
     }
     int lane = ctx.laneId();
-    for (int m = 1; m < groupSize / V; m <<= 1) {
-      boolean upper = (lane & m) != 0;
-      for (int j = 0; j < V; j++) {
-        float o = ctx.shflXor(v[j], m);
-        v[j] = upper ? o - v[j] : v[j] + o;
+    for (int m = 1; m < 32; m <<= 1) { // constant bound: unrolled, so v stays in registers
+      if (m < groupSize / V) {
+        boolean upper = (lane & m) != 0;
+        for (int j = 0; j < V; j++) {
+          float o = ctx.shflXor(v[j], m);
+          v[j] = upper ? o - v[j] : v[j] + o;
+        }
       }
     }
     float s = Hadamard.scale(groupSize);
