@@ -26,9 +26,14 @@ public final class Hadamard {
         }
       }
     }
-    float s = (float) (1.0 / Math.sqrt(n));
+    float s = scale(n);
     for (int i = off; i < off + n; i++) {
       a[i] *= s;
     }
+  }
+
+  /** The normalisation {@code (float) (1 / sqrt(n))} applied after the butterflies (exact for even powers of two). */
+  public static float scale(int n) {
+    return (float) (1.0 / Math.sqrt(n));
   }
 }

@@ -70,6 +70,36 @@ public final class TacoKernels {
     return e >= Float.MIN_EXPONENT ? e : Math.getExponent(a * 0x1p64f) - 64;
   }
 
+  /** The coarse scale {@code max(A * beta / FP8MAX, MIN_NORMAL)} of a row with finite absmax {@code A} (class doc, step 1). */
+  public static float coarseScale(float rowAbsMax, int groupSize, int format, boolean hadamard) {
+    return Math.max(Math.scalb(rowAbsMax / Fp8.maxValue(format), logBeta(groupSize, hadamard)), Float.MIN_NORMAL);
+  }
+
+  /**
+   * The ASH pre-scale exponent {@code k} of a group with (finite, non-zero) absmax {@code a}: {@code round(-alpha *
+   * ilogb(a))}, clamped so that {@code a * 2^k} lies in [2^-100, 2^101) (see class doc, step 2).
+   */
+  public static int preScaleExponent(float a, float alpha) {
+    int l = ilogb(a);
+    int k = Math.round(-alpha * l);
+    return Math.min(Math.max(k, -SAFE - l), SAFE - l);
+  }
+
+  /**
+   * The fine exponent {@code f_t} in 0..255 (class doc, step 4) of a group whose transformed, pre-scaled absmax is
+   * {@code m}, pre-scale exponent {@code k}, coarse scale {@code c > 0} (normal): the largest {@code f} with
+   * {@code m * 2^(f-k) / c <= FP8MAX}, computed on {@code c}'s mantissa so no step overflows.
+   */
+  public static int fineExponent(float m, float c, int k, int format) {
+    int ec = Math.getExponent(c);
+    float y = m / Math.scalb(c, -ec);
+    int n = Fp8.maxExponent(format) - Math.getExponent(y);
+    if (Math.scalb(y, n) > Fp8.maxValue(format)) {
+      n--;
+    }
+    return Math.min(Math.max(n + k + ec, 0), 255);
+  }
+
   /**
    * Phase 1: per row, the coarse scale {@code c_r} (see class doc), written as float32 LE at
    * {@code out[scaleOff + 4r]}. Computed from the finite values only; a row holding NaN/Inf gets {@code -c_r}
@@ -80,8 +110,6 @@ public final class TacoKernels {
    */
   public static void rowScales(float[] x, int xOff, int rows, int cols, int groupSize, int format, boolean hadamard,
       byte[] out, int scaleOff) {
-    float fp8Max = Fp8.maxValue(format);
-    int lb = logBeta(groupSize, hadamard);
     for (@Parallel int r = 0; r < rows; r++) {
       float a = 0f;
       boolean special = false;
@@ -96,7 +124,7 @@ public final class TacoKernels {
       }
       float c = 0f;
       if (a > 0f || special) {
-        c = Math.max(Math.scalb(a / fp8Max, lb), Float.MIN_NORMAL);
+        c = coarseScale(a, groupSize, format, hadamard);
       }
       Bytes.putFloat(out, scaleOff + 4 * r, special ? -c : c);
     }
@@ -116,7 +144,6 @@ public final class TacoKernels {
       boolean hadamard, boolean dualScale, float[] work, int[] sat, byte[] out, int scaleOff, int fineOff,
       int codeOff) {
     float fp8Max = Fp8.maxValue(format);
-    int emax = Fp8.maxExponent(format);
     int ng = groupsPerRow(cols, groupSize);
     for (@Parallel int t = 0; t < rows * ng; t++) {
       int r = t / ng;
@@ -144,9 +171,7 @@ public final class TacoKernels {
           out[codes + i] = i < len ? nonFiniteCode(x[src + i], format) : 0; // 0, or the NaN/Inf code
         }
       } else {
-        int l = ilogb(a);
-        int k = Math.round(-alpha * l);
-        k = Math.min(Math.max(k, -SAFE - l), SAFE - l);
+        int k = preScaleExponent(a, alpha);
         for (int i = 0; i < groupSize; i++) {
           work[w + i] = i < len ? Math.scalb(x[src + i], k) : 0f;
         }
@@ -162,12 +187,7 @@ public final class TacoKernels {
         }
         int ec = Math.getExponent(c);
         float mc = Math.scalb(c, -ec);
-        float y = m / mc;
-        int n = emax - Math.getExponent(y);
-        if (Math.scalb(y, n) > fp8Max) {
-          n--;
-        }
-        int f = dualScale ? Math.min(Math.max(n + k + ec, 0), 255) : 0;
+        int f = dualScale ? fineExponent(m, c, k, format) : 0;
         int sh = f - k - ec;
         if (dualScale) {
           out[fineOff + t] = (byte) f;

@@ -46,6 +46,24 @@ public final class Vec16 {
     }
   }
 
+  /** {@code (a[i] & 0xFF) | (a[i+1] & 0xFF) << 8 | ... | a[i+7] << 56} (little-endian); one 8-byte load. {@code i % 8 == 0}. */
+  public static long loadBytes8(byte[] a, int i) {
+    aligned(i, 8);
+    long w = 0;
+    for (int k = 0; k < 8; k++) {
+      w |= (long) (a[i + k] & 0xFF) << (8 * k);
+    }
+    return w;
+  }
+
+  /** {@code a[i + k] = v[k]} for k in 0..7; one 16-byte store. {@code i % 8 == 0}. */
+  public static void storeShorts8(short[] a, int i, short[] v) {
+    aligned(i, 8);
+    for (int k = 0; k < 8; k++) {
+      a[i + k] = v[k];
+    }
+  }
+
   private static void aligned(int i, int n) {
     if (i % n != 0) {
       throw new IllegalArgumentException("vector access at element " + i + " is not a multiple of " + n);

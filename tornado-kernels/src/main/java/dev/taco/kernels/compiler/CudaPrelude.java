@@ -20,7 +20,7 @@ package dev.taco.kernels.compiler;
  *   <li>{@code j_abs}: {@code Math.abs(int)} with {@code abs(MIN) == MIN}.
  *   <li>{@code j_round}: {@link Math#round(float)} (nearest, ties toward positive infinity, saturating, NaN to 0).
  *   <li>{@code j_float_to_int_bits}: {@link Float#floatToIntBits} (canonical NaN {@code 0x7fc00000}).
- *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8}: {@code dev.taco.kernels.Vec16}
+ *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8, j_load_bytes8, j_store_shorts8}: {@code dev.taco.kernels.Vec16}
  *       as single {@code uint4}/{@code float4}/{@code long long} accesses (little-endian, as the Java loops).
  *   <li>{@code j_warp_reduce_sum, j_warp_reduce_max}: the butterfly of {@code KernelContext.warpReduceSum/Max}
  *       with {@code __shfl_xor_sync} (CUDA C++ Programming Guide, "Warp Shuffle Functions").
@@ -115,6 +115,15 @@ public final class CudaPrelude {
         *reinterpret_cast<float4*>(a + i) = make_float4(v[0], v[1], v[2], v[3]);
       }
       JD void j_store_bytes8(signed char* a, int i, long long w) { *reinterpret_cast<long long*>(a + i) = w; }
+      JD long long j_load_bytes8(const signed char* a, int i) { return *reinterpret_cast<const long long*>(a + i); }
+      JD void j_store_shorts8(short* a, int i, const short* v) {
+        uint4 u;
+        u.x = (unsigned short)v[0] | ((unsigned)(unsigned short)v[1] << 16);
+        u.y = (unsigned short)v[2] | ((unsigned)(unsigned short)v[3] << 16);
+        u.z = (unsigned short)v[4] | ((unsigned)(unsigned short)v[5] << 16);
+        u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
+        *reinterpret_cast<uint4*>(a + i) = u;
+      }
       #undef JD
       // ---- end of helpers ----
       """;

@@ -79,7 +79,9 @@ final class Intrinsics {
       Map.entry("Vec16.loadBf16x8(short[],int,float[])", "j_load_bf16x8($0, $1, $2)"),
       Map.entry("Vec16.loadFloat4(float[],int,float[])", "j_load_float4($0, $1, $2)"),
       Map.entry("Vec16.storeFloat4(float[],int,float[])", "j_store_float4($0, $1, $2)"),
-      Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"));
+      Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"),
+      Map.entry("Vec16.loadBytes8(byte[],int)", "j_load_bytes8($0, $1)"),
+      Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"));
 
   /** The template for {@code key}, or null. */
   static String lookup(String key) {

@@ -1,0 +1,277 @@
+package dev.taco.bench;
+
+import dev.taco.codec.Fp8Format;
+import dev.taco.codec.PayloadHeader;
+import dev.taco.codec.TacoCodec;
+import dev.taco.kernels.Bf16;
+import dev.taco.kernels.Fp8;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaEvent;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.gpu.GpuTacoCodec;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.function.IntConsumer;
+
+/**
+ * GPU check and benchmark of the fused TACO kernels (issue C part 7, DESIGN §5, §7). Run on the GPU machine by
+ * {@code bench/gpu-codec.sh}: {@code java -cp "$CP" dev.taco.bench.GpuCodecBench --out FILE [--command TEXT]}.
+ *
+ * <ol>
+ *   <li>Correctness, for a few shapes and configurations: the GPU body (fused and unfused compress of bf16 input)
+ *       equals the CPU {@link TacoCodec} body of the same values widened to float32, byte for byte; GPU decompress
+ *       (fp32) equals the CPU decode bit for bit, bf16 decompress its bf16 rounding, decompress-reduce the CPU
+ *       decode with accumulate. One {@code PASS}/{@code FAIL} line each (with the mismatch count).
+ *   <li>Timing, default codec (G = 64, Hadamard, E4M3) and bf16 input of 1, 16, 64 and 256 MiB ({@code rows x 4096}):
+ *       median of 20 samples (CUDA events, after 3 warm-up samples) of: a device-to-device copy of the input bytes
+ *       ({@code cuMemcpyDtoDAsync}; {@code copy_gbps} counts read + write), fused compress, fused decompress (to bf16),
+ *       unfused compress, and fused compress with G = 256 without Hadamard (the per-site pick in training). Inputs
+ *       rotate over at least 2 buffers and 128 MiB, so L2 (50 MiB) does not hold them; for sizes below 64 MiB a
+ *       sample times {@code 64/MiB} (at most 16) back-to-back launches and divides, so launch gaps do not count.
+ *       Effective bandwidth = (bytes read + bytes written) / time; its fraction of {@code copy_gbps}.
+ * </ol>
+ * Prints a table, writes the JSON of issue C ({@code {"device", "command", "sizes": [...]}}), exits 1 if a check failed.
+ */
+public final class GpuCodecBench {
+  private GpuCodecBench() {}
+
+  static final int COLS = 4096;
+  static final int SAMPLES = 20;
+  static final int WARMUP = 3;
+  static final double ANCHOR_MS = 0.669; // PyTorch-ops compress at 64 MiB, DESIGN §7
+
+  /** Entry point; see the class doc. */
+  public static void main(String[] args) throws Exception {
+    String out = null;
+    String command = "bash bench/gpu-codec.sh";
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      switch (args[i]) {
+        case "--out" -> out = args[i + 1];
+        case "--command" -> command = args[i + 1];
+        default -> throw new IllegalArgumentException("unknown option " + args[i] + " (--out FILE, --command TEXT)");
+      }
+    }
+    try (CudaContext ctx = CudaContext.open(0); CudaStream stream = ctx.createStream()) {
+      System.out.println("device: " + ctx.name() + " (" + ctx.arch() + ", " + ctx.smCount() + " SMs)");
+      int failed = 0;
+      int[][] shapes = {{8, 512, 64, 1, Fp8.E4M3}, {64, 4096, 64, 1, Fp8.E4M3}, {64, 4096, 256, 0, Fp8.E4M3},
+          {32, 1024, 128, 1, Fp8.E5M2}, {256, 16384, 256, 1, Fp8.E4M3}};
+      for (int[] s : shapes) {
+        failed += check(ctx, stream, s[0], s[1], s[2], s[3] == 1, s[4]);
+      }
+      List<String> rows = new ArrayList<>();
+      for (int mib : new int[] {1, 16, 64, 256}) {
+        rows.add(time(ctx, stream, mib));
+      }
+      String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"" + command.replace("\"", "'")
+          + "\", \"config\": \"bf16 rows x 4096, G=64, Hadamard, E4M3 (g256_plain: G=256, no Hadamard)\", "
+          + "\"checks_failed\": " + failed + ", \"sizes\": [\n  " + String.join(",\n  ", rows) + "\n]}\n";
+      if (out != null) {
+        Path p = Path.of(out);
+        if (p.getParent() != null) {
+          Files.createDirectories(p.getParent());
+        }
+        Files.writeString(p, json);
+        System.out.println("wrote " + p);
+      }
+      System.out.println(failed == 0 ? "all GPU checks passed" : failed + " GPU check(s) FAILED");
+      System.exit(failed == 0 ? 0 : 1);
+    }
+  }
+
+  /** bf16 test values: gaussian, outlier channels (x 300), a group 2^-40 below its row, a zero group. */
+  static short[] input(int rows, int cols, int g, long seed) {
+    Random rnd = new Random(seed);
+    short[] x = new short[rows * cols];
+    for (int i = 0; i < x.length; i++) {
+      int col = i % cols;
+      double v = rnd.nextGaussian() * (col % 97 == 5 ? 300 : 1);
+      int r = i / cols;
+      if (r == 1 && col >= g && col < 2 * g) {
+        v = Math.scalb(v, -40);
+      }
+      x[i] = Bf16.encode(r == 2 && col < g ? 0f : (float) v);
+    }
+    return x;
+  }
+
+  static int check(CudaContext ctx, CudaStream stream, int rows, int cols, int g, boolean had, int format) {
+    String name = rows + "x" + cols + " G=" + g + " hadamard=" + had + " " + (format == Fp8.E4M3 ? "e4m3" : "e5m2");
+    short[] xb = input(rows, cols, g, rows * 31L + cols + g);
+    float[] x = new float[xb.length];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = Bf16.decode(xb[i]);
+    }
+    TacoCodec cpu = new TacoCodec(g, format == Fp8.E4M3 ? Fp8Format.E4M3 : Fp8Format.E5M2, 1f, had);
+    byte[] payload = new byte[cpu.encodedSize(rows, cols)];
+    cpu.encode(x, 0, rows, cols, payload, 0);
+    byte[] expected = Arrays.copyOfRange(payload, PayloadHeader.SIZE, payload.length);
+    float[] decoded = new float[x.length];
+    cpu.decode(payload, 0, payload.length, decoded, 0, false);
+    float[] acc = new float[x.length];
+    for (int i = 0; i < acc.length; i++) {
+      acc[i] = (float) Math.sin(i);
+    }
+    float[] accExpected = acc.clone();
+    cpu.decode(payload, 0, payload.length, accExpected, 0, true);
+
+    int failed = 0;
+    try (GpuTacoCodec gpu = new GpuTacoCodec(ctx, g, had, format);
+        DeviceBuffer dx = ctx.alloc(2L * x.length);
+        DeviceBuffer body = ctx.alloc(expected.length);
+        DeviceBuffer scratch = ctx.alloc(GpuTacoCodec.unfusedScratchBytes(rows, cols, g));
+        DeviceBuffer outF = ctx.alloc(4L * x.length);
+        DeviceBuffer outB = ctx.alloc(2L * x.length)) {
+      dx.copyFrom(xb);
+      for (boolean unfused : new boolean[] {false, true}) {
+        body.memset((byte) 0);
+        if (unfused) {
+          gpu.compressUnfused(dx, true, rows, cols, body, scratch, stream);
+        } else {
+          gpu.compress(dx, true, rows, cols, body, stream);
+        }
+        stream.synchronize();
+        byte[] got = new byte[expected.length];
+        body.copyTo(got);
+        failed += report((unfused ? "unfused" : "fused") + " compress body == CPU TacoCodec body, " + name,
+            mismatches(got, expected), expected.length);
+      }
+      body.copyFrom(expected);
+      float[] f = new float[x.length];
+      gpu.decompress(body, rows, cols, outF, false, stream);
+      stream.synchronize();
+      outF.copyTo(f);
+      failed += report("decompress fp32 == CPU decode (bits), " + name, mismatches(f, decoded), f.length);
+      short[] b = new short[x.length];
+      gpu.decompress(body, rows, cols, outB, true, stream);
+      stream.synchronize();
+      outB.copyTo(b);
+      int bad = 0;
+      for (int i = 0; i < b.length; i++) {
+        bad += b[i] == Bf16.encode(decoded[i]) ? 0 : 1;
+      }
+      failed += report("decompress bf16 == bf16(CPU decode), " + name, bad, b.length);
+      outF.copyFrom(acc);
+      gpu.decompressReduce(body, rows, cols, outF, stream);
+      stream.synchronize();
+      outF.copyTo(f);
+      failed += report("decompress-reduce == acc + CPU decode (bits), " + name, mismatches(f, accExpected), f.length);
+    } catch (RuntimeException e) {
+      System.out.println("FAIL " + name + ": " + e);
+      failed++;
+    }
+    return failed;
+  }
+
+  static int report(String what, long bad, long total) {
+    System.out.println((bad == 0 ? "PASS " : "FAIL ") + what + ": " + bad + " of " + total + " differ");
+    return bad == 0 ? 0 : 1;
+  }
+
+  static long mismatches(byte[] a, byte[] b) {
+    long n = 0;
+    for (int i = 0; i < a.length; i++) {
+      n += a[i] == b[i] ? 0 : 1;
+    }
+    return n;
+  }
+
+  static long mismatches(float[] a, float[] b) {
+    long n = 0;
+    for (int i = 0; i < a.length; i++) {
+      n += Float.floatToRawIntBits(a[i]) == Float.floatToRawIntBits(b[i]) ? 0 : 1;
+    }
+    return n;
+  }
+
+  /** Times one size; prints a table row and returns its JSON object. */
+  static String time(CudaContext ctx, CudaStream stream, int mib) {
+    int rows = mib * 128; // rows x 4096 bf16 = mib MiB
+    long inBytes = (long) mib << 20;
+    int nbuf = Math.max(2, 128 / mib);
+    int reps = Math.max(1, Math.min(16, 64 / mib));
+    long body = GpuTacoCodec.bodyBytes(rows, COLS, 64);
+    long body256 = GpuTacoCodec.bodyBytes(rows, COLS, 256);
+    List<DeviceBuffer> all = new ArrayList<>();
+    try (GpuTacoCodec fused = new GpuTacoCodec(ctx, 64, true, Fp8.E4M3);
+        GpuTacoCodec plain = new GpuTacoCodec(ctx, 256, false, Fp8.E4M3);
+        CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
+      DeviceBuffer[] in = new DeviceBuffer[nbuf];
+      DeviceBuffer[] out = new DeviceBuffer[nbuf];
+      DeviceBuffer[] bodies = new DeviceBuffer[nbuf];
+      short[] host = input(rows, COLS, 64, mib);
+      for (int i = 0; i < nbuf; i++) {
+        in[i] = track(all, ctx.alloc(inBytes));
+        out[i] = track(all, ctx.alloc(inBytes));
+        bodies[i] = track(all, ctx.alloc(body));
+        in[i].copyFrom(host);
+      }
+      DeviceBuffer scratch = track(all, ctx.alloc(GpuTacoCodec.unfusedScratchBytes(rows, COLS, 64)));
+      fused.compress(in[0], true, rows, COLS, bodies[0], stream); // encode once so decompress reads real codes
+      stream.synchronize();
+      for (int i = 1; i < nbuf; i++) {
+        bodies[i].copyFrom(bodies[0], body);
+      }
+      Timer t = new Timer(stream, start, end, nbuf, reps);
+      double copy = t.median(i -> out[i].copyFromAsync(in[i], inBytes, stream));
+      double comp = t.median(i -> fused.compress(in[i], true, rows, COLS, bodies[i], stream));
+      double dec = t.median(i -> fused.decompress(bodies[i], rows, COLS, out[i], true, stream));
+      double unf = t.median(i -> fused.compressUnfused(in[i], true, rows, COLS, bodies[i], scratch, stream));
+      double comp256 = t.median(i -> plain.compress(in[i], true, rows, COLS, bodies[i], stream));
+      double copyGbps = 2.0 * inBytes / (copy * 1e6);
+      double compFrac = (inBytes + body) / (comp * 1e6) / copyGbps;
+      double decFrac = (inBytes + body) / (dec * 1e6) / copyGbps;
+      double comp256Frac = (inBytes + body256) / (comp256 * 1e6) / copyGbps;
+      System.out.printf(Locale.ROOT, "%4d MiB  copy %7.4f ms %6.0f GB/s | compress %7.4f ms %.2f | decompress %7.4f ms"
+          + " %.2f | unfused %7.4f ms (%.1fx) | G256 plain %7.4f ms %.2f%n", mib, copy, copyGbps, comp, compFrac, dec,
+          decFrac, unf, unf / comp, comp256, comp256Frac);
+      if (mib == 64) {
+        System.out.printf(Locale.ROOT, "64 MiB: fused compress %.1fx faster than the PyTorch-ops anchor (0.669 ms);"
+            + " target: fraction >= 0.70, >= 15x%n", ANCHOR_MS / comp);
+      }
+      return String.format(Locale.ROOT, "{\"mib\": %d, \"rows\": %d, \"cols\": %d, \"compress_ms\": %.5f, "
+          + "\"decompress_ms\": %.5f, \"unfused_compress_ms\": %.5f, \"copy_ms\": %.5f, \"copy_gbps\": %.1f, "
+          + "\"compress_fraction_of_copy\": %.3f, \"decompress_fraction_of_copy\": %.3f, "
+          + "\"compress_g256_plain_ms\": %.5f, \"compress_g256_plain_fraction_of_copy\": %.3f, "
+          + "\"speedup_vs_pytorch_anchor\": %s, \"fused_over_unfused\": %.2f, \"copy_method\": "
+          + "\"cuMemcpyDtoDAsync\", \"launches_per_sample\": %d, \"buffers_rotated\": %d}", mib, rows, COLS, comp, dec,
+          unf, copy, copyGbps, compFrac, decFrac, comp256, comp256Frac,
+          mib == 64 ? String.format(Locale.ROOT, "%.1f", ANCHOR_MS / comp) : "null", unf / comp, reps, nbuf);
+    } finally {
+      all.forEach(DeviceBuffer::close);
+    }
+  }
+
+  private static DeviceBuffer track(List<DeviceBuffer> all, DeviceBuffer b) {
+    all.add(b);
+    return b;
+  }
+
+  /** Median time of an operation (argument: the buffer index), in ms per launch. */
+  record Timer(CudaStream stream, CudaEvent start, CudaEvent end, int nbuf, int reps) {
+    double median(IntConsumer op) {
+      double[] ms = new double[SAMPLES];
+      int next = 0;
+      for (int s = -WARMUP; s < SAMPLES; s++) {
+        start.record(stream);
+        for (int r = 0; r < reps; r++) {
+          op.accept(next);
+          next = (next + 1) % nbuf;
+        }
+        end.record(stream);
+        end.synchronize();
+        if (s >= 0) {
+          ms[s] = start.elapsedMillisTo(end) / reps;
+        }
+      }
+      Arrays.sort(ms);
+      return (ms[SAMPLES / 2 - 1] + ms[SAMPLES / 2]) / 2;
+    }
+  }
+}

@@ -1,0 +1,152 @@
+package dev.taco.kernels.gpu;
+
+import dev.taco.kernels.Fp8;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaFunction;
+import dev.taco.kernels.cuda.CudaModule;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.cuda.Dim3;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The TACO codec on the GPU (issue C part 6, DESIGN §3-§5): {@link TacoGpuKernels} translated to CUDA C
+ * ({@link TacoCudaSources}), compiled by NVRTC through the PTX cache and loaded at first use of each
+ * specialisation. Every method only enqueues work on the given stream: no host synchronisation inside.
+ *
+ * <p>Shapes: a {@code rows x cols} row-major tensor, bf16 ({@code short}) or fp32; {@code cols} a multiple of 512 and
+ * at most 16384, {@code G} in {64, 128, 256}, {@code rows * (4 + cols/G)} a multiple of 8 (keeps the FP8 codes
+ * 8-byte aligned; e.g. any even {@code rows} when {@code cols/G} is a multiple of 4); others are rejected with
+ * {@link IllegalArgumentException}. The body ({@link #bodyBytes}) is byte-identical to the body of
+ * {@code new TacoCodec(G, format, 1, hadamard)} (after its 28-byte header) for the same (finite) input; the
+ * header is the caller's. Buffers must start 16-byte aligned (device allocations and 16-byte multiple slices).
+ */
+public final class GpuTacoCodec implements AutoCloseable {
+  private final CudaContext ctx;
+  private final int groupSize;
+  private final boolean hadamard;
+  private final int format;
+  private final Map<String, CudaModule> modules = new HashMap<>();
+
+  /**
+   * @param format {@link Fp8#E4M3} or {@link Fp8#E5M2}
+   * @throws IllegalArgumentException for an unsupported G or format
+   */
+  public GpuTacoCodec(CudaContext ctx, int groupSize, boolean hadamard, int format) {
+    if (!TacoCudaSources.GROUP_SIZES.contains(groupSize)) {
+      throw new IllegalArgumentException("GPU taco: G must be 64, 128 or 256, got " + groupSize);
+    }
+    if (format != Fp8.E4M3 && format != Fp8.E5M2) {
+      throw new IllegalArgumentException("GPU taco: format must be E4M3 (1) or E5M2 (2), got " + format);
+    }
+    this.ctx = ctx;
+    this.groupSize = groupSize;
+    this.hadamard = hadamard;
+    this.format = format;
+  }
+
+  /** Body bytes of a {@code rows x cols} tensor: {@code 4 rows + rows*cols/G + rows*cols}. */
+  public static long bodyBytes(int rows, int cols, int groupSize) {
+    return 4L * rows + (long) rows * (cols / groupSize) + (long) rows * cols;
+  }
+
+  /** Scratch bytes {@link #compressUnfused} needs: group maxima (fp32, rounded up to 256 B) + the fp32 intermediate. */
+  public static long unfusedScratchBytes(int rows, int cols, int groupSize) {
+    return groupMaxBytes(rows, cols, groupSize) + 4L * rows * cols;
+  }
+
+  private static long groupMaxBytes(int rows, int cols, int groupSize) {
+    return (4L * rows * (cols / groupSize) + 255) / 256 * 256;
+  }
+
+  /**
+   * Checks a shape against the class doc's constraints.
+   *
+   * @throws IllegalArgumentException naming the violated constraint
+   */
+  public static void checkShape(int rows, int cols, int groupSize) {
+    if (rows <= 0 || cols <= 0 || cols % 512 != 0 || cols > 16384) {
+      throw new IllegalArgumentException("GPU taco: shape " + rows + " x " + cols + " unsupported: cols must be a "
+          + "multiple of 512 in 512..16384 (one block of cols/16 threads per row) and rows > 0");
+    }
+    if ((long) rows * cols > Integer.MAX_VALUE / 2) {
+      throw new IllegalArgumentException("GPU taco: " + rows + " x " + cols + " exceeds 2^30 elements (int indices)");
+    }
+    if ((4L * rows + (long) rows * (cols / groupSize)) % 8 != 0) {
+      throw new IllegalArgumentException("GPU taco: rows * (4 + cols/G) = " + rows * (4 + cols / groupSize)
+          + " must be a multiple of 8 so that the FP8 codes are 8-byte aligned (pad rows to an even count)");
+    }
+  }
+
+  /**
+   * Fused compress (one launch): {@code x} ({@code rows x cols}, bf16 or fp32) to the body.
+   *
+   * @throws IllegalArgumentException for an unsupported shape or a buffer too small
+   */
+  public void compress(DeviceBuffer x, boolean bf16, int rows, int cols, DeviceBuffer body, CudaStream stream) {
+    check(rows, cols, x, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
+    launch(unit(bf16, false), "compress", rows, cols, stream, x, x, body, rows, cols, 1f);
+  }
+
+  /**
+   * Unfused compress, the ablation (three launches: statistics, transform to an fp32 intermediate in
+   * {@code scratch}, encode); same body as {@link #compress}.
+   *
+   * @param scratch at least {@link #unfusedScratchBytes} bytes
+   */
+  public void compressUnfused(DeviceBuffer x, boolean bf16, int rows, int cols, DeviceBuffer body,
+      DeviceBuffer scratch, CudaStream stream) {
+    check(rows, cols, x, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
+    need(scratch, unfusedScratchBytes(rows, cols, groupSize), "scratch");
+    long gm = groupMaxBytes(rows, cols, groupSize);
+    DeviceBuffer groupMax = scratch.slice(0, gm);
+    DeviceBuffer work = scratch.slice(gm, 4L * rows * cols);
+    CudaModule m = unit(bf16, false);
+    launch(m, "unfusedStats", rows, cols, stream, x, x, body, groupMax, rows, cols);
+    launch(m, "unfusedTransform", rows, cols, stream, x, x, groupMax, work, cols, 1f);
+    launch(m, "unfusedEncode", rows, cols, stream, work, groupMax, body, rows, cols, 1f);
+  }
+
+  /** Decompress the body into {@code out} ({@code rows x cols}, bf16 (rounded to nearest even) or fp32). */
+  public void decompress(DeviceBuffer body, int rows, int cols, DeviceBuffer out, boolean bf16, CudaStream stream) {
+    check(rows, cols, out, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
+    launch(unit(bf16, false), "decompress", rows, cols, stream, body, out, out, rows, cols);
+  }
+
+  /** Decompress-reduce (DESIGN §4): {@code out += decoded body}, {@code out} fp32 {@code rows x cols}. */
+  public void decompressReduce(DeviceBuffer body, int rows, int cols, DeviceBuffer out, CudaStream stream) {
+    check(rows, cols, out, 4L * rows * cols, body, bodyBytes(rows, cols, groupSize));
+    launch(unit(false, true), "decompress", rows, cols, stream, body, out, out, rows, cols);
+  }
+
+  private void check(int rows, int cols, DeviceBuffer data, long dataBytes, DeviceBuffer body, long bodyBytes) {
+    checkShape(rows, cols, groupSize);
+    need(data, dataBytes, "tensor");
+    need(body, bodyBytes, "body");
+  }
+
+  private static void need(DeviceBuffer b, long bytes, String what) {
+    if (b.bytes() < bytes) {
+      throw new IllegalArgumentException("GPU taco: " + what + " buffer has " + b.bytes() + " bytes, needs " + bytes);
+    }
+  }
+
+  private CudaModule unit(boolean bf16, boolean reduce) {
+    String key = TacoCudaSources.key(groupSize, hadamard, format, bf16, reduce);
+    return modules.computeIfAbsent(key, k -> ctx.compileModule(
+        TacoCudaSources.source(groupSize, hadamard, format, bf16, reduce), k + ".cu"));
+  }
+
+  private static void launch(CudaModule m, String kernel, int rows, int cols, CudaStream stream, Object... args) {
+    CudaFunction f = m.function(kernel);
+    f.launch(Dim3.of(rows), Dim3.of(cols / TacoGpuKernels.V), 0, stream, args);
+  }
+
+  /** Unloads the modules. */
+  @Override
+  public void close() {
+    modules.values().forEach(CudaModule::close);
+    modules.clear();
+  }
+}
