@@ -94,27 +94,49 @@ JD void j_store_shorts8(short* a, int i, const short* v) {
   u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
   *reinterpret_cast<uint4*>(a + i) = u;
 }
+// Fp8.encodeE4M3 / encodeE5M2: RNE, saturating to the max finite value (Inf too), NaN -> sign | 0x7F.
+JD int j_fp8_soft(float v, int m, int bias, int maxBits, int maxCode) {  // Fp8.encode's integer algorithm
+  int bits = __float_as_int(v), sign = (int)((unsigned)bits >> 24) & 0x80, abs = bits & 0x7fffffff;
+  if (abs > 0x7f800000) return sign | 0x7f;
+  if (abs >= maxBits) return sign | maxCode;
+  int expField = (int)((unsigned)abs >> 23), e = expField - 127, code;
+  if (e >= 1 - bias) {
+    int shift = 23 - m;
+    unsigned r = (unsigned)abs + ((1u << (shift - 1)) - 1) + (((unsigned)abs >> shift) & 1);
+    code = (int)(r >> shift) - ((127 - bias) << m);
+  } else {
+    unsigned mant = (unsigned)(abs & 0x7fffff) | (expField != 0 ? 0x800000u : 0u);
+    int shift = 24 - bias - m - (expField != 0 ? e : -126);
+    code = shift > 25 ? 0 : (int)((mant + ((1u << (shift - 1)) - 1) + ((mant >> shift) & 1)) >> shift);
+  }
+  return sign | code;
+}
+JD signed char j_fp8_e4m3(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  return (signed char)(v != v ? (((unsigned)__float_as_int(v) >> 24) & 0x80) | 0x7f : (r & 0xff));
+#else
+  return (signed char)j_fp8_soft(v, 3, 7, 0x43e00000, 0x7e);
+#endif
+}
+JD signed char j_fp8_e5m2(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  return (signed char)(v != v ? (((unsigned)__float_as_int(v) >> 24) & 0x80) | 0x7f : (r & 0xff));
+#else
+  return (signed char)j_fp8_soft(v, 2, 15, 0x47600000, 0x7b);
+#endif
+}
 #undef JD
 // ---- end of helpers ----
 
 // device functions (static Java methods the kernels call)
-static __device__ __forceinline__ signed char Fp8_encodeE4M3(float v);
-static __device__ __forceinline__ signed char Fp8_encodeE5M2(float v);
 static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c);
 static __device__ __forceinline__ float Fp8_decode(signed char c, int format);
-static __device__ __forceinline__ signed char Fp8_encode(float v, int m, int bias, int maxBits, int maxCode);
 static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias);
 static __device__ __forceinline__ float Fp8_decodeE5M2(signed char c);
-
-// Java: dev.taco.kernels.Fp8.encodeE4M3 (src/main/java/dev/taco/kernels/Fp8.java:36)
-static __device__ __forceinline__ signed char Fp8_encodeE4M3(float v) {
-  return Fp8_encode(v, 3, 7, 0x43E00000, 0x7E);
-}
-
-// Java: dev.taco.kernels.Fp8.encodeE5M2 (src/main/java/dev/taco/kernels/Fp8.java:41)
-static __device__ __forceinline__ signed char Fp8_encodeE5M2(float v) {
-  return Fp8_encode(v, 2, 15, 0x47600000, 0x7B);
-}
 
 // Java: dev.taco.kernels.Fp8.decodeE4M3 (src/main/java/dev/taco/kernels/Fp8.java:46)
 static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c) {
@@ -124,37 +146,6 @@ static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c) {
 // Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:64)
 static __device__ __forceinline__ float Fp8_decode(signed char c, int format) {
   return (format == 1 ? Fp8_decodeE4M3(c) : Fp8_decodeE5M2(c));
-}
-
-// Java: dev.taco.kernels.Fp8.encode (src/main/java/dev/taco/kernels/Fp8.java:87)
-static __device__ __forceinline__ signed char Fp8_encode(float v, int m, int bias, int maxBits, int maxCode) {
-  int bits = __float_as_int(v);
-  int sign = (j_ushr(bits, 24) & 0x80);
-  int abs = (bits & 0x7FFFFFFF);
-  if (abs > 0x7F800000) {
-    return (signed char)((sign | 0x7F));
-  }
-  if (abs >= maxBits) {
-    return (signed char)((sign | maxCode));
-  }
-  int expField = j_ushr(abs, 23);
-  int e = j_sub(expField, 127);
-  int code;
-  if (e >= j_sub(1, bias)) {
-    int shift = j_sub(23, m);
-    int r = j_add(j_add(abs, j_sub(j_shl(1, j_sub(shift, 1)), 1)), (j_ushr(abs, shift) & 1));
-    code = j_sub(j_ushr(r, shift), j_shl(j_sub(127, bias), m));
-  } else {
-    int mant = ((abs & 0x7FFFFF) | (expField != 0 ? 0x800000 : 0));
-    int eEff = (expField != 0 ? e : -126);
-    int shift = j_sub(j_sub(j_sub(24, bias), m), eEff);
-    if (shift > 25) {
-      code = 0;
-    } else {
-      code = j_ushr(j_add(j_add(mant, j_sub(j_shl(1, j_sub(shift, 1)), 1)), (j_ushr(mant, shift) & 1)), shift);
-    }
-  }
-  return (signed char)((sign | code));
 }
 
 // Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:120)
@@ -183,9 +174,9 @@ extern "C" __global__ void fp8(float* x, int* c, signed char* e4, signed char* e
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
     int i = (int)i_;
-    e4[i] = Fp8_encodeE4M3(x[i]);
+    e4[i] = j_fp8_e4m3(x[i]);
     float y = x[i];
-    e5[i] = Fp8_encodeE5M2((y != y ? y : __fmul_rn(y, 64.0f)));
+    e5[i] = j_fp8_e5m2((y != y ? y : __fmul_rn(y, 64.0f)));
     d4[i] = Fp8_decodeE4M3((signed char)(c[i]));
     d5[i] = Fp8_decode((signed char)(c[i]), 2);
   }

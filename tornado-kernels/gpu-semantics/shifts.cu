@@ -94,6 +94,41 @@ JD void j_store_shorts8(short* a, int i, const short* v) {
   u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
   *reinterpret_cast<uint4*>(a + i) = u;
 }
+// Fp8.encodeE4M3 / encodeE5M2: RNE, saturating to the max finite value (Inf too), NaN -> sign | 0x7F.
+JD int j_fp8_soft(float v, int m, int bias, int maxBits, int maxCode) {  // Fp8.encode's integer algorithm
+  int bits = __float_as_int(v), sign = (int)((unsigned)bits >> 24) & 0x80, abs = bits & 0x7fffffff;
+  if (abs > 0x7f800000) return sign | 0x7f;
+  if (abs >= maxBits) return sign | maxCode;
+  int expField = (int)((unsigned)abs >> 23), e = expField - 127, code;
+  if (e >= 1 - bias) {
+    int shift = 23 - m;
+    unsigned r = (unsigned)abs + ((1u << (shift - 1)) - 1) + (((unsigned)abs >> shift) & 1);
+    code = (int)(r >> shift) - ((127 - bias) << m);
+  } else {
+    unsigned mant = (unsigned)(abs & 0x7fffff) | (expField != 0 ? 0x800000u : 0u);
+    int shift = 24 - bias - m - (expField != 0 ? e : -126);
+    code = shift > 25 ? 0 : (int)((mant + ((1u << (shift - 1)) - 1) + ((mant >> shift) & 1)) >> shift);
+  }
+  return sign | code;
+}
+JD signed char j_fp8_e4m3(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  return (signed char)(v != v ? (((unsigned)__float_as_int(v) >> 24) & 0x80) | 0x7f : (r & 0xff));
+#else
+  return (signed char)j_fp8_soft(v, 3, 7, 0x43e00000, 0x7e);
+#endif
+}
+JD signed char j_fp8_e5m2(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+  return (signed char)(v != v ? (((unsigned)__float_as_int(v) >> 24) & 0x80) | 0x7f : (r & 0xff));
+#else
+  return (signed char)j_fp8_soft(v, 2, 15, 0x47600000, 0x7b);
+#endif
+}
 #undef JD
 // ---- end of helpers ----
 

@@ -814,6 +814,7 @@ final class FunctionEmitter {
     key.append(')');
     String pkg = owner.getQualifiedName().toString();
     String template = pkg.startsWith("java.lang.") || pkg.equals(dev.taco.kernels.Vec16.class.getName())
+        || pkg.equals(dev.taco.kernels.Fp8.class.getName())
         ? Intrinsics.lookup(key.toString()) : null;
     TypeKind ret = me.getReturnType().getKind();
     if (template != null) {

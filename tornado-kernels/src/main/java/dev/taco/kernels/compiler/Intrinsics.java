@@ -17,6 +17,12 @@ import java.util.Map;
  * <p>{@link dev.taco.kernels.Vec16} methods become single vector accesses (prelude helpers
  * {@code j_load_bf16x8} etc.); same values as the Java loops, given the alignment contract of that class.
  *
+ * <p>{@link dev.taco.kernels.Fp8#encodeE4M3} / {@link dev.taco.kernels.Fp8#encodeE5M2} become {@code j_fp8_e4m3} /
+ * {@code j_fp8_e5m2}: on sm_89+ the hardware conversion {@code cvt.rn.satfinite.e4m3x2.f32} (resp. {@code e5m2x2}),
+ * round to nearest even with saturation to the largest finite value, which is exactly Fp8's rule for every non-NaN
+ * input (infinities included); NaN is guarded to Fp8's {@code sign | 0x7F}. Below sm_89 (and in the g++ host shim)
+ * a C port of {@code Fp8.encode}'s integer algorithm.
+ *
  * <p>Not exact: {@code exp}, {@code log}, {@code log10}, {@code pow}, {@code sin}, {@code cos}, {@code tan},
  * {@code tanh}, {@code atan} of {@code Math} allow 1 ulp error in Java (2.5 for tanh)
  * ({@link Math} class comment, per method) and CUDA's double versions allow 1 to 2 ulp (CUDA C++ Programming Guide,
@@ -76,6 +82,8 @@ final class Intrinsics {
       Map.entry("Long.numberOfLeadingZeros(long)", "__clzll($0)"),
       Map.entry("Integer.bitCount(int)", "__popc($0)"),
       Map.entry("Long.bitCount(long)", "__popcll($0)"),
+      Map.entry("Fp8.encodeE4M3(float)", "j_fp8_e4m3($0)"),
+      Map.entry("Fp8.encodeE5M2(float)", "j_fp8_e5m2($0)"),
       Map.entry("Vec16.loadBf16x8(short[],int,float[])", "j_load_bf16x8($0, $1, $2)"),
       Map.entry("Vec16.loadFloat4(float[],int,float[])", "j_load_float4($0, $1, $2)"),
       Map.entry("Vec16.storeFloat4(float[],int,float[])", "j_store_float4($0, $1, $2)"),

@@ -68,11 +68,12 @@ class KernelTranslatorTest {
   }
 
   @Test
-  void fp8AndBf16AreDeviceFunctionsTranslatedFromTheirJavaSource() {
+  void fp8EncodeIsTheGuardedHardwareConversionAndDecodeIsTranslatedFromJava() {
     String cu = translate(SemanticsCorpus.class, "fp8", Map.of());
-    assertThat(cu).contains("static __device__ __forceinline__ signed char Fp8_encodeE4M3(float v);")
-        .contains("// Java: dev.taco.kernels.Fp8.encode (src/main/java/dev/taco/kernels/Fp8.java:")
-        .contains("e4[i] = Fp8_encodeE4M3(x[i]);").doesNotContain("__nv_cvt_float_to_fp8");
+    assertThat(cu).contains("e4[i] = j_fp8_e4m3(x[i]);").contains("e5[i] = j_fp8_e5m2(")
+        .contains("cvt.rn.satfinite.e4m3x2.f32").contains("cvt.rn.satfinite.e5m2x2.f32")
+        .contains("static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c);")
+        .doesNotContain("Fp8_encodeE4M3(float v)").doesNotContain("__nv_cvt_float_to_fp8");
   }
 
   @Test

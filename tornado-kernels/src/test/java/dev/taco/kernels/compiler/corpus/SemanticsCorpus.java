@@ -95,7 +95,7 @@ public final class SemanticsCorpus {
     }
   }
 
-  /** FP8 conversions (DESIGN §3): translated from Fp8.java itself, since cuda_fp8.h differs on NaN. */
+  /** FP8 conversions (DESIGN §3): encode is the hardware cvt (NaN guarded, see Intrinsics), decode translated from Fp8.java. */
   @Kernel
   public static void fp8(float[] x, int[] c, byte[] e4, byte[] e5, float[] d4, float[] d5, int n) {
     for (@Parallel int i = 0; i < n; i++) {
