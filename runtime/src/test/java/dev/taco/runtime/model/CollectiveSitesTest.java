@@ -89,7 +89,8 @@ class CollectiveSitesTest {
     // the default plan's error on the same tensors, for comparison
     double defaultErr = 0;
     for (float[] in : inputs) defaultErr += CodecStats.measure(Codecs.byName("taco"), in, 1, ROWS * COLS).relL2();
-    assertThat(plan.relL2()).isLessThanOrEqualTo(defaultErr / world * 1.0001);
+    // calibration takes the cheapest plan within 1 % of the lowest error, which the default plan bounds
+    assertThat(plan.relL2()).isLessThanOrEqualTo(defaultErr / world * 1.0101);
     float[] got = (float[]) out.get(0)[0];
     assertThat(got).isEqualTo((float[]) out.get(1)[0]);
     double num = 0, den = 0;
