@@ -52,6 +52,12 @@ public final class JsonFiles {
       Files.deleteIfExists(tmp);
       throw e;
     }
+    try {
+      // temp files are created owner-only; a report is for everyone who can read the folder
+      Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    } catch (UnsupportedOperationException e) {
+      // not a POSIX file system: keep its defaults
+    }
     Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
   }
 }

@@ -38,6 +38,25 @@ public final class Codecs {
   }
 
   /**
+   * Splits a comma-separated list of codec specs as the command line takes it: a comma followed by {@code key=value}
+   * continues the previous codec's parameters ({@code taco:e5m2,g=128,none} is two codecs). Names are trimmed and
+   * lower-cased and each is validated with {@link #byName}.
+   *
+   * @throws IllegalArgumentException for an empty list or name, a name given twice, or an unknown codec
+   */
+  public static java.util.List<String> parseList(String value) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (String part : value.split(",(?![^:,]*=)", -1)) {
+      String c = part.strip().toLowerCase(Locale.ROOT);
+      if (c.isEmpty()) throw new IllegalArgumentException("empty codec name in '" + value + "'");
+      if (out.contains(c)) throw new IllegalArgumentException("codec '" + c + "' is listed twice");
+      byName(c);
+      out.add(c);
+    }
+    return out;
+  }
+
+  /**
    * Creates the codec a spec denotes.
    *
    * @param spec a name with optional parameters, as in the class doc (case-insensitive)

@@ -45,10 +45,10 @@ final class AnalyzeCommand implements Callable<Integer> {
   @Parameters(arity = "1..*", paramLabel = "FILE", description = ".npy or .safetensors files.")
   List<Path> files;
 
-  @Option(names = "--codec", split = ",", paramLabel = "CODEC",
-      description = "Codecs to measure, comma-separated, with parameters as in `int8-group:g=64`."
-          + " Default: all known.")
-  List<String> codecs;
+  @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]",
+      description = "Codecs to measure, comma-separated, with parameters after a colon as in"
+          + " `taco:e5m2,g=128,hadamard=off`. Default: all known.")
+  String codecs;
 
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.")
   Path json;
@@ -58,9 +58,32 @@ final class AnalyzeCommand implements Callable<Integer> {
           + " (PNG, log axis) into DIR.")
   Path plots;
 
+  /** Refuses output paths that cannot be written, before any work. */
+  private void checkOutputs() {
+    if (json != null && java.nio.file.Files.isDirectory(json)) {
+      throw new IllegalArgumentException("--json " + json.toAbsolutePath() + " is a folder; give a file name");
+    }
+    if (json != null && json.toAbsolutePath().getParent() != null && java.nio.file.Files.exists(json.toAbsolutePath().getParent())
+        && !java.nio.file.Files.isWritable(json.toAbsolutePath().getParent())) {
+      throw new IllegalArgumentException("--json folder " + json.toAbsolutePath().getParent() + " is not writable");
+    }
+    if (plots != null && java.nio.file.Files.exists(plots) && !java.nio.file.Files.isDirectory(plots)) {
+      throw new IllegalArgumentException("--plots " + plots.toAbsolutePath() + " exists and is not a folder");
+    }
+    if (plots != null) {
+      try {
+        java.nio.file.Files.createDirectories(plots);
+      } catch (java.io.IOException e) {
+        throw new IllegalArgumentException("cannot create --plots folder " + plots.toAbsolutePath() + ": " + e);
+      }
+    }
+  }
+
   @Override
   public Integer call() throws Exception {
-    Map<String, AbstractCodec> chosen = TensorAnalysis.codecs(codecs == null ? TensorAnalysis.DEFAULT_CODECS : codecs);
+    Map<String, AbstractCodec> chosen = TensorAnalysis.codecs(codecs == null ? TensorAnalysis.DEFAULT_CODECS
+        : TacoCli.codecListFor("--codec", codecs));
+    checkOutputs();
     PrintWriter w = new PrintWriter(System.out, true);
     List<TensorAnalysis.Row> all = new ArrayList<>();
     int width = Math.max(24, files.stream().mapToInt(f -> f.toString().length() + 16).max().orElse(0));

@@ -1,5 +1,6 @@
 package dev.taco.runtime.cli;
 
+import dev.taco.codec.Codecs;
 import dev.taco.runtime.data.Corpus;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
@@ -132,21 +133,18 @@ public final class TacoCli {
     }
   }
 
-  /**
-   * The codec names of a {@code --compression} value: split at commas that start a new codec (a comma followed by
-   * {@code key=value} continues the previous codec's parameters), lower-cased, validated, no duplicates.
-   */
+  /** The codec names of a {@code --compression} value (see {@link Codecs#parseList}). */
   static List<String> codecList(String value) {
-    List<String> out = new ArrayList<>();
-    for (String part : value.split(",(?![^:,]*=)")) {
-      String c = part.strip().toLowerCase(Locale.ROOT);
-      if (c.isEmpty()) throw new IllegalArgumentException("--compression has an empty codec name in '" + value + "'");
-      if (out.contains(c)) throw new IllegalArgumentException("--compression lists '" + c + "' twice");
-      Trainer.requireKnownCompression(c);
-      out.add(c);
+    return codecListFor("--compression", value);
+  }
+
+  /** The codec names of the list {@code value} given to {@code flag}; errors name the flag. */
+  static List<String> codecListFor(String flag, String value) {
+    try {
+      return Codecs.parseList(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(flag + ": " + e.getMessage());
     }
-    if (out.isEmpty()) throw new IllegalArgumentException("--compression names no codec: '" + value + "'");
-    return out;
   }
 
   /** Refuses a model that cannot fit the heap, before allocating it (the estimate of {@link Gpt#estimateBytes}). */
@@ -280,6 +278,12 @@ public final class TacoCli {
       System.err.println("taco: error: " + msg);
       return ex instanceof IllegalArgumentException ? 2 : 1;
     });
-    return cl.execute(args);
+    try {
+      return cl.execute(args);
+    } catch (OutOfMemoryError e) {
+      System.err.println("taco: error: out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20)
+          + " MiB): use smaller inputs or sizes, or raise -Xmx through TACO_JAVA_OPTS");
+      return 1;
+    }
   }
 }

@@ -154,9 +154,14 @@ public final class Trainer {
         loss = model.forward(in, tgt);
         model.backward();
       } catch (IllegalArgumentException e) {
-        boolean nonFinite = e.getMessage() != null && e.getMessage().contains("non-finite");
-        throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage()
-            + (nonFinite ? " (training diverged: try a lower --lr)" : ""), e);
+        String msg = String.valueOf(e.getMessage());
+        if (msg.contains("non-finite")) {
+          // the codec's advice (nonfinite=propagate) is for data that is NaN on purpose, not for a diverged run
+          msg = "training diverged (NaN/Inf) at step " + step + ": " + msg.replaceAll(";? ?encode with nonfinite=propagate.*$", "")
+              + "; lower --lr";
+          throw new IllegalStateException(msg, e);
+        }
+        throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
       }
       wire += tp.bytesSent() - before;
       if (!Float.isFinite(loss)) throw new IllegalStateException("training diverged: loss " + loss + " at step " + step);

@@ -97,8 +97,8 @@ class TacoCliTest {
 
   @Test
   void compressionListsAreValidatedBeforeAnyWork() {
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", ",")), "names no codec");
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,NONE")), "lists 'none' twice");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", ",")), "--compression: empty codec name");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,NONE")), "'none' is listed twice");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,,taco")), "empty codec name");
     assertThat(TacoCli.codecList("taco:e5m2,g=32,hadamard=off,none")).containsExactly("taco:e5m2,g=32,hadamard=off", "none");
     assertThat(tmp.resolve("o")).doesNotExist();
@@ -187,6 +187,18 @@ class TacoCliTest {
         assertThat(Files.readAllBytes(p)).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
       }
     }
+  }
+
+  @Test
+  void analyzeTakesCodecsWithSeveralParametersAndRefusesBadListsAndOutputs() throws Exception {
+    Path npy = TestFiles.fixtures().resolve("f4_2d.npy");
+    Result r = run("analyze", "--codec", "taco:e5m2,g=128,hadamard=off,none", npy.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("taco:e5m2,g=128,hadamard=off").contains(" none ");
+    assertOneLineError(run("analyze", "--codec", ",", npy.toString()), "--codec: empty codec name");
+    assertOneLineError(run("analyze", "--json", tmp.toString(), npy.toString()), "is a folder");
+    Path file = Files.writeString(tmp.resolve("f"), "x");
+    assertOneLineError(run("analyze", "--plots", file.toString(), npy.toString()), "exists and is not a folder");
   }
 
   @Test
