@@ -128,7 +128,8 @@ public final class TacoCli {
       config.put("parameters", cfg.parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
       Path png = Report.writeLossPlot(out, runs);
-      w.printf("%nwrote %s and %s%n", json, png);
+      Path diff = Report.writeLossDifferencePlot(out, runs);
+      w.printf("%nwrote %s, %s%s%n", json, png, diff == null ? "" : " and " + diff);
       return 0;
     }
   }

@@ -90,4 +90,36 @@ public final class Report {
     BitmapEncoder.saveBitmap(chart, out.toString(), BitmapEncoder.BitmapFormat.PNG);
     return out;
   }
+
+  /**
+   * Plots every run's validation loss minus the first run's, per evaluated step, into {@code loss-diff.png}: runs
+   * that coincide in {@code loss.png} (as a compressed and the uncompressed run should) are told apart here.
+   * Nothing is written for a single run.
+   *
+   * @return the file written, or null
+   */
+  public static Path writeLossDifferencePlot(Path dir, List<RunResult> runs) throws IOException {
+    if (runs.size() < 2) return null;
+    RunResult base = runs.get(0);
+    XYChart chart = new XYChartBuilder().width(900).height(400)
+        .title("Validation loss minus the " + base.compression() + " run's").xAxisTitle("step")
+        .yAxisTitle("difference (nats per byte)").build();
+    chart.getStyler().setChartBackgroundColor(Color.WHITE);
+    chart.getStyler().setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.InsideNE);
+    for (int r = 1; r < runs.size(); r++) {
+      List<Double> xs = new ArrayList<>(), ys = new ArrayList<>();
+      List<RunResult.StepRow> h = runs.get(r).history();
+      for (int i = 0; i < h.size() && i < base.history().size(); i++) {
+        Double v = h.get(i).val_loss(), b = base.history().get(i).val_loss();
+        if (v != null && b != null) {
+          xs.add((double) h.get(i).step());
+          ys.add(v - b);
+        }
+      }
+      if (!xs.isEmpty()) chart.addSeries(runs.get(r).compression() + " - " + base.compression(), xs, ys);
+    }
+    Path out = dir.resolve("loss-diff.png");
+    BitmapEncoder.saveBitmap(chart, out.toString(), BitmapEncoder.BitmapFormat.PNG);
+    return out;
+  }
 }

@@ -144,6 +144,7 @@ class TacoCliTest {
     assertThat(json).as("strict JSON has no NaN or Infinity").doesNotContain("NaN").doesNotContain("Infinity");
     byte[] png = Files.readAllBytes(out.resolve("loss.png"));
     assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+    assertThat(Files.readAllBytes(out.resolve("loss-diff.png"))).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
   }
 
   // ---- taco analyze -------------------------------------------------------------------------------------------
