@@ -73,11 +73,38 @@ class GpuSemanticsTest {
     Object[] expected = Arrays.copyOf(args, inputs.length);
     String unit = t.translate(List.of(KernelRequest.of(SemanticsCorpus.class, k)));
     Path cu = DIR.resolve(k + ".cu");
-    writeIfChanged(cu, GpuHarness.program(unit, k, inputs, expected, N, Corpus.SEMANTICS.get(k),
-        Corpus.ANY_NAN.contains(k)));
+    String program = GpuHarness.program(unit, k, inputs, expected, N, Corpus.SEMANTICS.get(k), Corpus.ANY_NAN.contains(k));
+    writeIfChanged(cu, sharePrelude(program));
     writeIfChanged(DIR.resolve(k + ".expected"), GpuHarness.dump(GpuHarness.parameterNames(unit, k), expected));
     return cu;
   }
+
+  /**
+   * Moves the translator's Java-semantics helpers (the same text in every program) into {@code java_semantics.cuh}
+   * beside the programs, and includes that instead: one copy of the helpers, not one per kernel.
+   *
+   * @throws AssertionError if two programs carry different helpers (the shared header would then be wrong)
+   */
+  private static String sharePrelude(String program) throws Exception {
+    int a = program.indexOf(PRELUDE_START), b = program.indexOf(PRELUDE_END);
+    assertThat(a).as("helpers block in the generated program").isNotNegative();
+    assertThat(b).isGreaterThan(a);
+    b += PRELUDE_END.length();
+    String prelude = program.substring(a, b) + "\n";
+    synchronized (GpuSemanticsTest.class) {
+      if (sharedPrelude == null) {
+        sharedPrelude = prelude;
+        writeIfChanged(DIR.resolve(PRELUDE_FILE), prelude);
+      }
+      assertThat(prelude).as("helpers differ between kernels").isEqualTo(sharedPrelude);
+    }
+    return program.substring(0, a) + "#include \"" + PRELUDE_FILE + "\"" + program.substring(b);
+  }
+
+  private static final String PRELUDE_START = "// ---- Java semantics helpers";
+  private static final String PRELUDE_END = "// ---- end of helpers ----";
+  private static final String PRELUDE_FILE = "java_semantics.cuh";
+  private static String sharedPrelude;
 
   /** Runs a command, asserts exit 0, returns its stderr (when stdout is discarded) or its combined output. */
   private static String run(List<String> cmd, boolean discardStdout) throws Exception {
