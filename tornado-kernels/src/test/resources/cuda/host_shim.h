@@ -27,6 +27,7 @@ static inline int __popc(int x) { return __builtin_popcount((unsigned)x); }
 static inline int __popcll(long long x) { return __builtin_popcountll((unsigned long long)x); }
 template <typename T> static inline T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // SIMT: not shimmed
 struct uint4 { unsigned x, y, z, w; };
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 struct float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 typedef int cudaError_t;

@@ -23,6 +23,15 @@ public final class Bf16 {
     return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
   }
 
+  /**
+   * Two bf16 codes packed little-endian: {@code encode(lo)} in bits 0-15, {@code encode(hi)} in 16-31. On the GPU:
+   * one {@code cvt.rn.bf16x2.f32} (PTX ISA, "cvt", sm_80+), whose rounding equals {@link #encode}'s for every
+   * non-NaN input; a NaN input takes {@link #encode}'s path (the hardware writes a canonical NaN).
+   */
+  public static int encode2(float lo, float hi) {
+    return (encode(lo) & 0xFFFF) | encode(hi) << 16;
+  }
+
   /** As {@link #encode}, but a finite {@code v} that would round to ±Inf gives ±max instead (Inf stays Inf). */
   public static short encodeSaturating(float v) {
     short c = encode(v);

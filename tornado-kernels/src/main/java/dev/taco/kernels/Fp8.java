@@ -60,9 +60,65 @@ public final class Fp8 {
     return format == E4M3 ? encodeE4M3(v) : encodeE5M2(v);
   }
 
+  /**
+   * Four E4M3 codes packed little-endian: {@code e(a)} in bits 0-7, {@code e(b)} in 8-15, {@code e(c)} in 16-23,
+   * {@code e(d)} in 24-31, where {@code e} is {@link #encodeE4M3} except that every NaN gives {@code 0x7F} (its sign
+   * dropped, as the hardware does). On the GPU: two {@code cvt.rn.satfinite.e4m3x2.f32} (PTX ISA 8.x, "cvt", sm_89+),
+   * which round to nearest even and saturate exactly as {@link #encodeE4M3} for every non-NaN input.
+   */
+  public static int encodeE4M3x4(float a, float b, float c, float d) {
+    return e4m3(a) | e4m3(b) << 8 | e4m3(c) << 16 | e4m3(d) << 24;
+  }
+
+  private static int e4m3(float v) {
+    return Float.isNaN(v) ? 0x7F : encodeE4M3(v) & 0xFF;
+  }
+
+  /** Four E5M2 codes packed little-endian, as {@link #encodeE4M3x4} (on the GPU: {@code cvt...e5m2x2}, NaN guarded). */
+  public static int encodeE5M2x4(float a, float b, float c, float d) {
+    return (encodeE5M2(a) & 0xFF) | (encodeE5M2(b) & 0xFF) << 8 | (encodeE5M2(c) & 0xFF) << 16
+        | encodeE5M2(d) << 24;
+  }
+
+  /**
+   * Four codes of {@code format} packed little-endian ({@link #encodeE4M3x4}, whose NaN code is unsigned, or
+   * {@link #encodeE5M2x4}).
+   */
+  public static int encode4(float a, float b, float c, float d, int format) {
+    return format == E4M3 ? encodeE4M3x4(a, b, c, d) : encodeE5M2x4(a, b, c, d);
+  }
+
   /** Decodes from {@code format} ({@link #E4M3} or {@link #E5M2}; any other value means E5M2). */
   public static float decode(byte c, int format) {
     return format == E4M3 ? decodeE4M3(c) : decodeE5M2(c);
+  }
+
+  /**
+   * {@code v[i + q] = decodeE4M3((byte) (w >>> 8q))} for q in 0..3 (four codes packed little-endian). On the GPU: two
+   * {@code cvt.rn.f16x2.e4m3x2} and four {@code cvt.f32.f16} (PTX ISA, "cvt", sm_89+), exact since every E4M3 value
+   * is a binary16 value; a word holding a NaN code takes the scalar path (the hardware NaN is not Java's
+   * {@code Float.NaN}).
+   */
+  public static void decodeE4M3x4(int w, float[] v, int i) {
+    for (int q = 0; q < 4; q++) {
+      v[i + q] = decodeE4M3((byte) (w >>> (8 * q)));
+    }
+  }
+
+  /** As {@link #decodeE4M3x4} for E5M2 ({@code cvt.rn.f16x2.e5m2x2}; words with an Inf or NaN code take the scalar path). */
+  public static void decodeE5M2x4(int w, float[] v, int i) {
+    for (int q = 0; q < 4; q++) {
+      v[i + q] = decodeE5M2((byte) (w >>> (8 * q)));
+    }
+  }
+
+  /** Four codes of {@code format} packed little-endian into {@code v[i .. i+4)} ({@link #decodeE4M3x4} or {@link #decodeE5M2x4}). */
+  public static void decode4(int w, float[] v, int i, int format) {
+    if (format == E4M3) {
+      decodeE4M3x4(w, v, i);
+    } else {
+      decodeE5M2x4(w, v, i);
+    }
   }
 
   /** Largest finite value of {@code format}: 448 (E4M3) or 57344 (E5M2). */

@@ -18,8 +18,8 @@ package dev.taco.kernels;
  * </ul>
  *
  * <h2>Numerics</h2>
- * Decoding is {@code x^ = H(fp8(q)) * c_r * 2^(-f_t)}, with H the orthonormal WHT (identity when the Hadamard
- * flag is off), clamped to +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round
+ * Decoding is {@code x^ = H(fp8(q)) * d_t}, {@code d_t = c_r * 2^(-f_t)} rounded once to float32
+ * ({@link #decodeScale}), with H the orthonormal WHT (identity when the Hadamard flag is off), clamped to +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round
  * to Inf). Encoding, per row then per group:
  * <ol>
  *   <li><b>Coarse scale</b> (per row, {@link #rowScales}): {@code c_r = A_r * beta / FP8MAX} with {@code A_r} the
@@ -37,8 +37,9 @@ package dev.taco.kernels;
  *       (FP8MAX/2, FP8MAX]. That is what prevents <b>zero collapse</b>: every non-zero group has a code of magnitude
  *       above FP8MAX/2. It holds while {@code f_t <= 255}, i.e. for groups down to about {@code 2^-245} times their
  *       row's max (any two normal floats of one row closer than that; 2^40 apart is far inside).
- *   <li>Quantise {@code v = w * 2^(f_t) / c_r} elementwise with {@link Fp8} (RNE, saturating). Values with
- *       {@code |v| > FP8MAX} are counted as saturated (0 by construction; the count is a check).
+ *   <li>Quantise {@code v = w * s_t} elementwise with {@link Fp8} (RNE, saturating), {@code s_t = 2^(f_t - k) / c_r}
+ *       rounded once to float32 ({@link #encodeScale}): one multiply per value, the same on the CPU and the GPU.
+ *       Values with {@code |v| > FP8MAX} are counted as saturated (0 by construction; the count is a check).
  * </ol>
  * The pre-scale {@code 2^k} and the fine exponent are both per-group powers of two, so only their combination is
  * stored (as {@code f_t}); since the fine exponent is chosen after the pre-scale from the transformed absmax,
@@ -70,9 +71,10 @@ public final class TacoKernels {
     return e >= Float.MIN_EXPONENT ? e : Math.getExponent(a * 0x1p64f) - 64;
   }
 
-  /** The coarse scale {@code max(A * beta / FP8MAX, MIN_NORMAL)} of a row with finite absmax {@code A} (class doc, step 1). */
+  /** The coarse scale {@code max(A * (1/FP8MAX) * beta, MIN_NORMAL)} (one rounding per step) of a row with finite absmax {@code A} (class doc, step 1). */
   public static float coarseScale(float rowAbsMax, int groupSize, int format, boolean hadamard) {
-    return Math.max(Math.scalb(rowAbsMax / Fp8.maxValue(format), logBeta(groupSize, hadamard)), Float.MIN_NORMAL);
+    return Math.max(Math.scalb(rowAbsMax * (1f / Fp8.maxValue(format)), logBeta(groupSize, hadamard)),
+        Float.MIN_NORMAL);
   }
 
   /**
@@ -86,18 +88,65 @@ public final class TacoKernels {
   }
 
   /**
-   * The fine exponent {@code f_t} in 0..255 (class doc, step 4) of a group whose transformed, pre-scaled absmax is
-   * {@code m}, pre-scale exponent {@code k}, coarse scale {@code c > 0} (normal): the largest {@code f} with
-   * {@code m * 2^(f-k) / c <= FP8MAX}, computed on {@code c}'s mantissa so no step overflows.
+   * {@code 1 / mant(c)} (rounded) for a positive normal {@code c}, {@code mant(c)} in [1, 2) its significand: the
+   * per-row factor of {@link #fineExponent} and {@link #encodeScale}.
    */
-  public static int fineExponent(float m, float c, int k, int format) {
-    int ec = Math.getExponent(c);
-    float y = m / Math.scalb(c, -ec);
-    int n = Fp8.maxExponent(format) - Math.getExponent(y);
-    if (Math.scalb(y, n) > Fp8.maxValue(format)) {
-      n--;
+  public static float inverseMantissa(float c) {
+    return 1f / Float.intBitsToFloat(Float.floatToRawIntBits(c) & 0x7FFFFF | 0x3F800000);
+  }
+
+  /**
+   * The fine exponent {@code f_t} in 0..255 (class doc, step 4) of a group whose transformed, pre-scaled absmax is
+   * {@code m > 0}, pre-scale exponent {@code k}, coarse scale {@code c > 0} (normal) with {@code inv =
+   * inverseMantissa(c)}: the largest {@code f} with {@code y * 2^(f-k-e(c)) <= FP8MAX}, {@code y = m * inv} (rounded;
+   * normal, as {@code m >= 2^-104}), found on {@code y}'s exponent and significand bits, so no step can overflow.
+   */
+  public static int fineExponent(float m, float c, float inv, int k, int format) {
+    int y = Float.floatToRawIntBits(m * inv);
+    int over = (y & 0x7FFFFF) > (Float.floatToRawIntBits(Fp8.maxValue(format)) & 0x7FFFFF) ? 1 : 0;
+    int n = Fp8.maxExponent(format) - ((y >>> 23) - 127) - over;
+    return Math.min(Math.max(n + k + Math.getExponent(c), 0), 255);
+  }
+
+  /**
+   * The encode multiplier {@code s ~ 2^(f-k) / c} of a group (class doc, step 5: codes are {@code fp8(w * s)} for its
+   * pre-scaled, transformed values {@code w}): {@code inv * 2^(f-k-e(c))} ({@code inv = inverseMantissa(c)}; an
+   * exponent add when the result is a normal float, else {@code Math.scalb}), then lowered by an ulp while
+   * {@code m * s > FP8MAX} (the roundings of {@code inv} and {@code y} may put the max an ulp above it), so that no
+   * finite group saturates. Finite for every finite input: {@code s ~ FP8MAX / m} with {@code m} in [2^-104, 2^105]
+   * (the pre-scale clamp and the WHT's sqrt(G)).
+   *
+   * @param m the group's transformed absmax, {@code c} the row's coarse scale (positive normal), {@code f} the fine
+   *     exponent, {@code k} the pre-scale exponent
+   */
+  public static float encodeScale(float m, float c, float inv, int f, int k, int format) {
+    int e = f - k - Math.getExponent(c);
+    int bits = Float.floatToRawIntBits(inv);
+    int biased = (bits >>> 23) + e;
+    float s = biased >= 1 && biased <= 254 ? Float.intBitsToFloat(bits + (e << 23)) : Math.scalb(inv, e);
+    for (int i = 0; i < 4 && m * s > Fp8.maxValue(format); i++) { // at most 2 in practice; bounded all the same
+      s = Float.intBitsToFloat(Float.floatToRawIntBits(s) - 1);
     }
-    return Math.min(Math.max(n + k + ec, 0), 255);
+    return s;
+  }
+
+  /**
+   * Decodes one value {@code d} (an FP8 value after the inverse transform) of a group with coarse scale {@code c > 0}
+   * and fine exponent {@code f}: {@code d * ds} with {@code ds = decodeScale(c, f)} when {@code ds} is a normal float
+   * (one rounding: one multiply per value), else {@code scalb(d * mant(c), e(c) - f)} (groups more than 2^126 below
+   * float32's range top would lose {@code ds} to underflow); not clamped.
+   */
+  public static float decodeValue(float d, float ds, float c, int f) {
+    if (ds >= Float.MIN_NORMAL) {
+      return d * ds;
+    }
+    int ec = Math.getExponent(c);
+    return Math.scalb(d * Math.scalb(c, -ec), ec - f);
+  }
+
+  /** The decode multiplier {@code c * 2^-f} of a group, rounded once ({@link #decodeValue}). */
+  public static float decodeScale(float c, int f) {
+    return Math.scalb(c, -f);
   }
 
   /**
@@ -185,15 +234,14 @@ public final class TacoKernels {
             m = Math.max(m, e);
           }
         }
-        int ec = Math.getExponent(c);
-        float mc = Math.scalb(c, -ec);
-        int f = dualScale ? fineExponent(m, c, k, format) : 0;
-        int sh = f - k - ec;
+        float inv = inverseMantissa(c);
+        int f = dualScale ? fineExponent(m, c, inv, k, format) : 0;
+        float es = encodeScale(m, c, inv, f, k, format);
         if (dualScale) {
           out[fineOff + t] = (byte) f;
         }
         for (int i = 0; i < groupSize; i++) {
-          float v = Math.scalb(work[w + i] / mc, sh);
+          float v = work[w + i] * es;
           if (Math.abs(v) > fp8Max && v <= Float.MAX_VALUE && v >= -Float.MAX_VALUE) {
             s++;
           }
@@ -241,9 +289,8 @@ public final class TacoKernels {
           out[dst + i] = accumulate ? out[dst + i] : 0f;
         }
       } else {
-        int ec = Math.getExponent(c);
-        float mc = Math.scalb(c, -ec);
-        int sh = ec - (dualScale ? in[fineOff + t] & 0xFF : 0);
+        int f = dualScale ? in[fineOff + t] & 0xFF : 0;
+        float ds = decodeScale(c, f);
         for (int i = 0; i < groupSize; i++) {
           work[w + i] = Fp8.decode(in[codes + i], format);
         }
@@ -254,7 +301,7 @@ public final class TacoKernels {
           // Clamp: a value within one FP8 step of the float32 max may round past it; never decode a finite code
           // to Inf (an Inf code stays Inf, NaN stays NaN).
           float d = work[w + i];
-          float v = Math.scalb(d * mc, sh);
+          float v = decodeValue(d, ds, c, f);
           if (Float.isInfinite(v) && !Float.isInfinite(d)) {
             v = Math.copySign(Float.MAX_VALUE, v);
           }

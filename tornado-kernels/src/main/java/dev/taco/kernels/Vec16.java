@@ -64,6 +64,19 @@ public final class Vec16 {
     }
   }
 
+  /**
+   * {@code a[i + 2q] = (short) p_q}, {@code a[i + 2q + 1] = (short) (p_q >>> 16)} for q in 0..3 (four packed pairs, as
+   * {@link Bf16#encode2} makes them); one 16-byte store. {@code i % 8 == 0}.
+   */
+  public static void storeShortPairs8(short[] a, int i, int p0, int p1, int p2, int p3) {
+    aligned(i, 8);
+    int[] p = {p0, p1, p2, p3};
+    for (int q = 0; q < 4; q++) {
+      a[i + 2 * q] = (short) p[q];
+      a[i + 2 * q + 1] = (short) (p[q] >>> 16);
+    }
+  }
+
   private static void aligned(int i, int n) {
     if (i % n != 0) {
       throw new IllegalArgumentException("vector access at element " + i + " is not a multiple of " + n);

@@ -124,6 +124,9 @@ public final class CudaPrelude {
         u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
         *reinterpret_cast<uint4*>(a + i) = u;
       }
+      JD void j_store_short_pairs8(short* a, int i, int p0, int p1, int p2, int p3) {
+        *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)p0, (unsigned)p1, (unsigned)p2, (unsigned)p3);
+      }
       // Fp8.encodeE4M3 / encodeE5M2: RNE, saturating to the max finite value (Inf too), NaN -> sign | 0x7F.
       JD int j_fp8_soft(float v, int m, int bias, int maxBits, int maxCode) {  // Fp8.encode's integer algorithm
         int bits = __float_as_int(v), sign = (int)((unsigned)bits >> 24) & 0x80, abs = bits & 0x7fffffff;
@@ -158,6 +161,95 @@ public final class CudaPrelude {
       #else
         return (signed char)j_fp8_soft(v, 2, 15, 0x47600000, 0x7b);
       #endif
+      }
+      // Fp8.encodeE4M3x4 / encodeE5M2x4: four codes packed little-endian, two cvt...x2 instructions (the upper half
+      // of the result is the first operand). E4M3x4's Java definition writes NaN as 0x7F, as the hardware does.
+      // E5M2: NaN guarded to Fp8's sign | 0x7F.
+      JD int j_fp8x4_e4m3(float a, float b, float c, float d) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        unsigned short lo, hi;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a));
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
+        return (int)((unsigned)lo | ((unsigned)hi << 16));
+      #else
+        #define J_E4M3_UNSIGNED_NAN(x) ((x) != (x) ? 0x7fu : (unsigned)(unsigned char)j_fp8_e4m3(x))
+        return (int)(J_E4M3_UNSIGNED_NAN(a) | (J_E4M3_UNSIGNED_NAN(b) << 8) | (J_E4M3_UNSIGNED_NAN(c) << 16)
+            | (J_E4M3_UNSIGNED_NAN(d) << 24));
+        #undef J_E4M3_UNSIGNED_NAN
+      #endif
+      }
+      JD int j_fp8x4_e5m2(float a, float b, float c, float d) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        if (a == a && b == b && c == c && d == d) {
+          unsigned short lo, hi;
+          asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a));
+          asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
+          return (int)((unsigned)lo | ((unsigned)hi << 16));
+        }
+      #endif
+        return (int)((unsigned)(unsigned char)j_fp8_e5m2(a) | ((unsigned)(unsigned char)j_fp8_e5m2(b) << 8)
+            | ((unsigned)(unsigned char)j_fp8_e5m2(c) << 16) | ((unsigned)(unsigned char)j_fp8_e5m2(d) << 24));
+      }
+      // Fp8.decodeE4M3x4 / decodeE5M2x4: four codes (little-endian) to floats. The hardware converts two codes to two
+      // binary16 values per cvt (every FP8 value is one) and binary16 widens exactly; a word with a NaN code (E4M3) or an
+      // Inf/NaN code (E5M2) takes Fp8.decode's own rule (canonical NaN 0x7fc00000, signed Inf).
+      JD float j_fp8_decode_soft(unsigned c, int m, int bias) {
+        unsigned e = (c & 0x7fu) >> m, f = c & ((1u << m) - 1u);
+        float mag = e == 0 ? (float)f * __int_as_float((127 + 1 - bias - m) << 23)
+                           : __int_as_float((int)(((e - bias + 127) << 23) | (f << (23 - m))));
+        return (c & 0x80u) ? -mag : mag;
+      }
+      JD float j_fp8_decode_e4m3_soft(unsigned c) {
+        return (c & 0x7fu) == 0x7fu ? __int_as_float(0x7fc00000) : j_fp8_decode_soft(c, 3, 7);
+      }
+      JD float j_fp8_decode_e5m2_soft(unsigned c) {
+        if ((c & 0x7cu) == 0x7cu) return (c & 3u) ? __int_as_float(0x7fc00000) : __int_as_float((c & 0x80u) ? (int)0xff800000 : 0x7f800000);
+        return j_fp8_decode_soft(c, 2, 15);
+      }
+      JD void j_fp8x4_decode_e4m3(int w, float* v, int i) {
+        unsigned u = (unsigned)w;
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        if ((((u & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) == 0) {
+          asm("{ .reg .b32 a, b; .reg .b16 a0, a1, b0, b1; cvt.rn.f16x2.e4m3x2 a, %4; cvt.rn.f16x2.e4m3x2 b, %5;"
+              " mov.b32 {a0, a1}, a; mov.b32 {b0, b1}, b; cvt.f32.f16 %0, a0; cvt.f32.f16 %1, a1;"
+              " cvt.f32.f16 %2, b0; cvt.f32.f16 %3, b1; }"
+              : "=f"(v[i]), "=f"(v[i + 1]), "=f"(v[i + 2]), "=f"(v[i + 3])
+              : "h"((unsigned short)u), "h"((unsigned short)(u >> 16)));
+          return;
+        }
+      #endif
+        for (int q = 0; q < 4; q++) v[i + q] = j_fp8_decode_e4m3_soft((u >> (8 * q)) & 0xffu);
+      }
+      JD void j_fp8x4_decode_e5m2(int w, float* v, int i) {
+        unsigned u = (unsigned)w;
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        if ((((u & 0x7c7c7c7cu) + 0x04040404u) & 0x80808080u) == 0) {
+          asm("{ .reg .b32 a, b; .reg .b16 a0, a1, b0, b1; cvt.rn.f16x2.e5m2x2 a, %4; cvt.rn.f16x2.e5m2x2 b, %5;"
+              " mov.b32 {a0, a1}, a; mov.b32 {b0, b1}, b; cvt.f32.f16 %0, a0; cvt.f32.f16 %1, a1;"
+              " cvt.f32.f16 %2, b0; cvt.f32.f16 %3, b1; }"
+              : "=f"(v[i]), "=f"(v[i + 1]), "=f"(v[i + 2]), "=f"(v[i + 3])
+              : "h"((unsigned short)u), "h"((unsigned short)(u >> 16)));
+          return;
+        }
+      #endif
+        for (int q = 0; q < 4; q++) v[i + q] = j_fp8_decode_e5m2_soft((u >> (8 * q)) & 0xffu);
+      }
+      // Bf16.encode2: one cvt.rn.bf16x2.f32 (RNE, overflow to Inf, subnormals kept: Bf16.encode's rule) unless a NaN
+      // is among the two (Bf16.encode keeps the NaN's sign and payload; the hardware writes a canonical NaN).
+      JD int j_bf16_soft(float v) {
+        unsigned b = (unsigned)__float_as_int(v);
+        if ((b & 0x7fffffffu) > 0x7f800000u) return (int)((b >> 16) | 0x40u);
+        return (int)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+      }
+      JD int j_bf16x2(float lo, float hi) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        if (lo == lo && hi == hi) {
+          unsigned r;
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+          return (int)r;
+        }
+      #endif
+        return (int)(((unsigned)j_bf16_soft(lo) & 0xffffu) | ((unsigned)j_bf16_soft(hi) << 16));
       }
       #undef JD
       // ---- end of helpers ----

@@ -23,6 +23,13 @@ import java.util.Map;
  * input (infinities included); NaN is guarded to Fp8's {@code sign | 0x7F}. Below sm_89 (and in the g++ host shim)
  * a C port of {@code Fp8.encode}'s integer algorithm.
  *
+ * <p>Packed conversions (one hardware instruction per pair of values): {@code Fp8.encodeE4M3x4} /
+ * {@code encodeE5M2x4} ({@code cvt.rn.satfinite.e4m3x2/e5m2x2.f32}; E4M3x4 is defined in Java with the hardware's
+ * unsigned NaN code, E5M2x4 guards NaN), {@code Fp8.decodeE4M3x4} / {@code decodeE5M2x4}
+ * ({@code cvt.rn.f16x2.e4m3x2/e5m2x2} then exact {@code cvt.f32.f16}; words holding NaN/Inf codes take the scalar
+ * path) and {@code Bf16.encode2} ({@code cvt.rn.bf16x2.f32}, NaN guarded). The semantics corpus compares all of them
+ * bit for bit with the JVM on the GPU machine.
+ *
  * <p>Not exact: {@code exp}, {@code log}, {@code log10}, {@code pow}, {@code sin}, {@code cos}, {@code tan},
  * {@code tanh}, {@code atan} of {@code Math} allow 1 ulp error in Java (2.5 for tanh)
  * ({@link Math} class comment, per method) and CUDA's double versions allow 1 to 2 ulp (CUDA C++ Programming Guide,
@@ -84,11 +91,17 @@ final class Intrinsics {
       Map.entry("Long.bitCount(long)", "__popcll($0)"),
       Map.entry("Fp8.encodeE4M3(float)", "j_fp8_e4m3($0)"),
       Map.entry("Fp8.encodeE5M2(float)", "j_fp8_e5m2($0)"),
+      Map.entry("Fp8.encodeE4M3x4(float,float,float,float)", "j_fp8x4_e4m3($0, $1, $2, $3)"),
+      Map.entry("Fp8.encodeE5M2x4(float,float,float,float)", "j_fp8x4_e5m2($0, $1, $2, $3)"),
+      Map.entry("Fp8.decodeE4M3x4(int,float[],int)", "j_fp8x4_decode_e4m3($0, $1, $2)"),
+      Map.entry("Fp8.decodeE5M2x4(int,float[],int)", "j_fp8x4_decode_e5m2($0, $1, $2)"),
+      Map.entry("Bf16.encode2(float,float)", "j_bf16x2($0, $1)"),
       Map.entry("Vec16.loadBf16x8(short[],int,float[])", "j_load_bf16x8($0, $1, $2)"),
       Map.entry("Vec16.loadFloat4(float[],int,float[])", "j_load_float4($0, $1, $2)"),
       Map.entry("Vec16.storeFloat4(float[],int,float[])", "j_store_float4($0, $1, $2)"),
       Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"),
       Map.entry("Vec16.loadBytes8(byte[],int)", "j_load_bytes8($0, $1)"),
+      Map.entry("Vec16.storeShortPairs8(short[],int,int,int,int,int)", "j_store_short_pairs8($0, $1, $2, $3, $4, $5)"),
       Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"));
 
   /** The template for {@code key}, or null. */

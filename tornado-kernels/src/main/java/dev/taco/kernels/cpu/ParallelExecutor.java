@@ -7,11 +7,10 @@ import java.util.stream.IntStream;
  *
  * <p>A {@code @Parallel} loop means "iterations are independent", so the sequential loop Java runs is one legal
  * schedule: calling the kernel method directly gives exactly Java's results, on one core. To use several cores
- * without rewriting bytecode, a kernel exposes its parallel range as parameters ({@code lo}, {@code hi}) and
- * {@link #forRange} calls it on disjoint contiguous chunks from a {@link java.util.concurrent.ForkJoinPool}
- * common-pool stream; the codec kernels of {@code dev.taco.kernels} take {@code rows} (or groups) and their
- * callers split the range in that way. Kernels whose range is not a parameter run sequentially when called
- * directly: nothing here rewrites a method's loop.
+ * with the kernel written as it is, {@link ParallelKernels} compiles a copy of the kernel class whose {@code @Parallel}
+ * loops call {@link #split}, which runs disjoint contiguous chunks of the range on a
+ * {@link java.util.concurrent.ForkJoinPool} common-pool stream. {@link #forRange} serves callers that split a range
+ * themselves.
  *
  * <p>Results are bit-identical to the sequential run whenever the kernel honours the {@code @Parallel} contract
  * (no iteration reads what another writes), since each iteration is computed by the same Java code.
@@ -44,6 +43,19 @@ public final class ParallelExecutor {
     }
     IntStream.range(0, pieces).parallel().forEach(p -> kernel.run(
         (int) ((long) n * p / pieces), (int) ((long) n * (p + 1) / pieces)));
+  }
+
+  /**
+   * Runs iterations {@code [lo, hi)} of {@code kernel} in one contiguous piece per available processor, in parallel
+   * (the call {@link ParallelKernels} puts in place of a {@code @Parallel} loop). Nothing runs if {@code hi <= lo}.
+   *
+   * @throws RuntimeException the exception of a failing piece (the others may have run)
+   */
+  public static void split(int lo, int hi, RangeKernel kernel) {
+    if (hi <= lo) {
+      return;
+    }
+    forRange(hi - lo, (a, b) -> kernel.run(lo + a, lo + b));
   }
 
   /** {@link #forRange(int, int, RangeKernel)} with one piece per available processor. */

@@ -1,6 +1,7 @@
 package dev.taco.kernels.gpu;
 
 import dev.taco.kernels.Fp8;
+import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaFunction;
 import dev.taco.kernels.cuda.CudaModule;
@@ -15,14 +16,20 @@ import java.util.Map;
  * ({@link TacoCudaSources}), compiled by NVRTC through the PTX cache and loaded at first use of each
  * specialisation. Every method only enqueues work on the given stream: no host synchronisation inside.
  *
- * <p>Shapes: a {@code rows x cols} row-major tensor, bf16 ({@code short}) or fp32; {@code cols} a multiple of 512 and
- * at most 16384, {@code G} in {64, 128, 256}, {@code rows * (4 + cols/G)} a multiple of 8 (keeps the FP8 codes
+ * <p>Shapes: a {@code rows x cols} row-major tensor, bf16 ({@code short}) or fp32; {@code cols} a multiple of 1024
+ * and at most {@link #MAX_COLS} (16384), {@code G} in {64, 128, 256}, {@code rows * (4 + cols/G)} a multiple of 8 (keeps the FP8 codes
  * 8-byte aligned; e.g. any even {@code rows} when {@code cols/G} is a multiple of 4); others are rejected with
  * {@link IllegalArgumentException}. The body ({@link #bodyBytes}) is byte-identical to the body of
  * {@code new TacoCodec(G, format, 1, hadamard)} (after its 28-byte header) for the same (finite) input; the
  * header is the caller's. Buffers must start 16-byte aligned (device allocations and 16-byte multiple slices).
  */
 public final class GpuTacoCodec implements AutoCloseable {
+  /**
+   * Largest {@code cols}: 512 threads per block, since the decompress kernel needs 72 registers a thread and a block
+   * gets at most 64 K (1024 threads would ask for 73,728: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, seen on an H200).
+   */
+  public static final int MAX_COLS = 512 * TacoGpuKernels.V;
+
   private final CudaContext ctx;
   private final int groupSize;
   private final boolean hadamard;
@@ -66,9 +73,11 @@ public final class GpuTacoCodec implements AutoCloseable {
    * @throws IllegalArgumentException naming the violated constraint
    */
   public static void checkShape(int rows, int cols, int groupSize) {
-    if (rows <= 0 || cols <= 0 || cols % 512 != 0 || cols > 16384) {
+    int perWarp = KernelContext.WARP_SIZE * TacoGpuKernels.V;
+    if (rows <= 0 || cols <= 0 || cols % perWarp != 0 || cols > MAX_COLS) {
       throw new IllegalArgumentException("GPU taco: shape " + rows + " x " + cols + " unsupported: cols must be a "
-          + "multiple of 512 in 512..16384 (one block of cols/16 threads per row) and rows > 0");
+          + "multiple of " + perWarp + " in " + perWarp + ".." + MAX_COLS + " (one block of cols/"
+          + TacoGpuKernels.V + " threads per row) and rows > 0");
     }
     if ((long) rows * cols > Integer.MAX_VALUE / 2) {
       throw new IllegalArgumentException("GPU taco: " + rows + " x " + cols + " exceeds 2^30 elements (int indices)");
@@ -86,7 +95,7 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public void compress(DeviceBuffer x, boolean bf16, int rows, int cols, DeviceBuffer body, CudaStream stream) {
     check(rows, cols, x, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(unit(bf16, false), "compress", rows, cols, stream, x, x, body, rows, cols, 1f);
+    launch(unit(bf16, false), "compress", rows, cols, stream, x, x, body, rows, cols);
   }
 
   /**
@@ -104,8 +113,8 @@ public final class GpuTacoCodec implements AutoCloseable {
     DeviceBuffer work = scratch.slice(gm, 4L * rows * cols);
     CudaModule m = unit(bf16, false);
     launch(m, "unfusedStats", rows, cols, stream, x, x, body, groupMax, rows, cols);
-    launch(m, "unfusedTransform", rows, cols, stream, x, x, groupMax, work, cols, 1f);
-    launch(m, "unfusedEncode", rows, cols, stream, work, groupMax, body, rows, cols, 1f);
+    launch(m, "unfusedTransform", rows, cols, stream, x, x, groupMax, work, cols);
+    launch(m, "unfusedEncode", rows, cols, stream, work, groupMax, body, rows, cols);
   }
 
   /** Decompress the body into {@code out} ({@code rows x cols}, bf16 (rounded to nearest even) or fp32). */

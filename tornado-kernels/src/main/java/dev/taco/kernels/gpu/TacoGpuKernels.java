@@ -15,28 +15,34 @@ import dev.taco.kernels.Vec16;
  * numerics as the CPU reference {@link TacoKernels} (whose helpers they call), so the body bytes are identical.
  *
  * <h2>Thread mapping</h2>
- * One block per row, {@code cols / V} threads ({@link #V} = 16 contiguous values per thread, held in registers for
- * the whole kernel). A group of {@code G} values is held by {@code G / V} adjacent lanes (4, 8 or 16 for G = 64, 128,
- * 256), so groups never straddle a warp. Per thread: two 16-byte loads (bf16) or four (fp32); WHT stages
- * {@code h = 1..8} in registers and {@code h = 16..G/2} by {@code shflXor} with lane masks {@code 1..G/32};
- * the group absmax by the same shuffles; the row absmax by {@code warpReduceMax}, one shared float per warp and a
- * barrier; FP8 codes written as two 8-byte stores. The input is read once.
+ * One block per row, {@code cols / V} threads ({@link #V} = 32 contiguous values per thread, held in registers for
+ * the whole kernel). A group of {@code G} values is held by {@code G / V} adjacent lanes (2, 4 or 8 for G = 64, 128,
+ * 256), so groups never straddle a warp. Per thread: four 16-byte loads (bf16) or eight (fp32); WHT stages
+ * {@code h = 1..16} in registers and {@code h = 32..G/2} by {@code shflXor} with lane masks {@code 1..G/64} (one
+ * {@code fma} by +-1 per value and stage); absmax as an integer max of the values' bits; the group absmax by the same
+ * shuffles, continued to the warp's, one shared int per warp and a barrier for the row's; FP8 codes four at a time
+ * ({@link Fp8#encode4}: two hardware conversions) and written as 8-byte stores. The input is read once.
+ *
+ * <p>Measured on one H200 (bench/results/gpu-codec.json): this shape and the per-group scalar work done on bits
+ * ({@link TacoKernels#fineExponent}, {@link TacoKernels#encodeScale}) took the fused compress of 64 MiB from 0.119 ms
+ * (16 values a thread, division and {@code scalb} per value) to about 0.040 ms.
  *
  * <h2>Body layout</h2>
  * As {@code TacoCodec}'s body (after the 28-byte header): {@code rows} float32 LE coarse scales at 0,
  * {@code rows * cols/G} fine-exponent bytes at {@code 4 rows}, then {@code rows * cols} FP8 codes.
  *
  * <h2>Preconditions</h2>
- * (checked by the host, {@link GpuTacoCodec}): {@code cols} a multiple of 512 and at most 16384 (whole warps per
- * row, at most 1024 threads), {@code G} in {64, 128, 256}, the code region 8-byte aligned
- * ({@code rows * (4 + cols/G) % 8 == 0}), finite input (NaN/Inf give an unspecified body; the CPU codec refuses them
- * by default), the launch {@code rows} blocks of {@code cols / V} threads. Dual scale is always on.
+ * (checked by the host, {@link GpuTacoCodec}): {@code cols} a multiple of 1024 and at most
+ * {@link GpuTacoCodec#MAX_COLS} (whole warps per row), {@code G} in {64, 128, 256}, the code region 8-byte aligned
+ * ({@code rows * (4 + cols/G) % 8 == 0}), the launch {@code rows} blocks of {@code cols / V} threads. Dual scale is
+ * always on, alpha is 1 (the CPU codec's default). Non-finite input is not encoded: its row gets a NaN coarse scale
+ * (see {@link #rowScale}); the CPU codec refuses such input by default.
  */
 public final class TacoGpuKernels {
   private TacoGpuKernels() {}
 
-  /** Values per thread. */
-  public static final int V = 16;
+  /** Values per thread (DESIGN §5: more values per thread, fewer shuffle stages and less per-thread overhead). */
+  public static final int V = 32;
 
   /**
    * Fused compress: statistics, ASH pre-scale, WHT and Dual-Scale FP8 encoding in one launch.
@@ -44,7 +50,6 @@ public final class TacoGpuKernels {
    * @param xb bf16 input {@code rows x cols} (read when {@code bf16})
    * @param xf fp32 input {@code rows x cols} (read when not {@code bf16})
    * @param body the output body (layout in the class doc)
-   * @param alpha ASH strength in [0, 1] (as the CPU codec's; it only matters for subnormal inputs)
    * @param groupSize G in {64, 128, 256}
    * @param hadamard whether groups are Walsh-Hadamard transformed
    * @param format {@link Fp8#E4M3} or {@link Fp8#E5M2}
@@ -52,18 +57,18 @@ public final class TacoGpuKernels {
    */
   @Kernel
   public static void compress(KernelContext ctx, short[] xb, float[] xf, byte[] body, int rows, int cols,
-      float alpha, @Constant int groupSize, @Constant boolean hadamard, @Constant int format, @Constant boolean bf16) {
-    float[] warpMax = ctx.allocateFloatLocalArray(32);
+      @Constant int groupSize, @Constant boolean hadamard, @Constant int format, @Constant boolean bf16) {
+    int[] warpMax = ctx.allocateIntLocalArray(32);
     float[] v = new float[V];
     float[] t = new float[8];
     int base = ctx.groupIdx * cols + ctx.localIdx * V;
     load(xb, xf, base, v, t, bf16);
-    float a = finiteAbsMax(v);
-    float c = rowScale(ctx, warpMax, a, body, groupSize, format, hadamard);
-    a = groupMax(ctx, a, groupSize / V);
-    int k = a == 0f ? 0 : TacoKernels.preScaleExponent(a, alpha);
-    preScaleAndTransform(ctx, v, k, groupSize, hadamard);
-    writeCodes(ctx, v, body, rows, cols, a, c, k, groupSize, format);
+    int a = maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V);
+    float c = rowScale(ctx, warpMax, a, groupSize / V, body, groupSize, format, hadamard);
+    int k = preScaleExponent(a);
+    float hs = deferredScale(groupSize, hadamard);
+    preScaleAndTransform(ctx, v, k, groupSize, hadamard, hs == 1f);
+    writeCodes(ctx, v, body, rows, cols, a == 0, c, k, groupSize, format, hs);
   }
 
   /**
@@ -80,32 +85,39 @@ public final class TacoGpuKernels {
       @Constant boolean accumulate) {
     float[] v = new float[V];
     float[] t = new float[4];
-    short[] h = new short[8];
     int base = ctx.groupIdx * cols + ctx.localIdx * V;
     float c = Bytes.getFloat(body, 4 * ctx.groupIdx);
     int f = body[4 * rows + base / groupSize] & 0xFF;
     int codeOff = 4 * rows + rows * (cols / groupSize);
     for (int i = 0; i < V; i += 8) {
       long w = Vec16.loadBytes8(body, codeOff + base + i);
-      for (int q = 0; q < 8; q++) {
-        v[i + q] = Fp8.decode((byte) (w >>> (8 * q)), format);
+      Fp8.decode4((int) w, v, i, format);
+      Fp8.decode4((int) (w >>> 32), v, i + 4, format);
+    }
+    float hs = deferredScale(groupSize, hadamard);
+    if (hadamard) {
+      wht(ctx, v, groupSize, hs == 1f);
+    }
+    float s = TacoKernels.decodeScale(c, f);
+    float sv = s * hs; // exact when normal; the transform's sums of FP8 values times hs are exact too
+    if (sv >= Float.MIN_NORMAL) {
+      for (int j = 0; j < V; j++) {
+        v[j] = v[j] * sv;
+      }
+    } else {
+      for (int j = 0; j < V; j++) { // an all-zero row decodes to +0 whatever its codes, as the CPU
+        v[j] = c == 0f ? 0f : TacoKernels.decodeValue(v[j] * hs, s, c, f);
       }
     }
-    if (hadamard) {
-      wht(ctx, v, groupSize);
-    }
-    int ec = Math.getExponent(c);
-    float mc = Math.scalb(c, -ec);
-    for (int j = 0; j < V; j++) {
-      float d = c == 0f ? 0f : Math.scalb(v[j] * mc, ec - f);
-      v[j] = Float.isInfinite(d) ? Math.copySign(Float.MAX_VALUE, d) : d;
+    if (s > Float.MAX_VALUE / (Fp8.maxValue(format) * groupSize)) { // rows near the float32 max: clamp as the CPU
+      for (int j = 0; j < V; j++) {
+        v[j] = Float.isInfinite(v[j]) ? Math.copySign(Float.MAX_VALUE, v[j]) : v[j];
+      }
     }
     if (bf16) {
       for (int i = 0; i < V; i += 8) {
-        for (int q = 0; q < 8; q++) {
-          h[q] = Bf16.encode(v[i + q]);
-        }
-        Vec16.storeShorts8(outB, base + i, h);
+        Vec16.storeShortPairs8(outB, base + i, Bf16.encode2(v[i], v[i + 1]), Bf16.encode2(v[i + 2], v[i + 3]),
+            Bf16.encode2(v[i + 4], v[i + 5]), Bf16.encode2(v[i + 6], v[i + 7]));
       }
     } else {
       for (int i = 0; i < V; i += 4) {
@@ -132,37 +144,37 @@ public final class TacoGpuKernels {
   public static void unfusedStats(KernelContext ctx, short[] xb, float[] xf, byte[] body, float[] groupMax,
       int rows, int cols, @Constant int groupSize, @Constant boolean hadamard, @Constant int format,
       @Constant boolean bf16) {
-    float[] warpMax = ctx.allocateFloatLocalArray(32);
+    int[] warpMax = ctx.allocateIntLocalArray(32);
     float[] v = new float[V];
     float[] t = new float[8];
     int col = ctx.localIdx * V;
     load(xb, xf, ctx.groupIdx * cols + col, v, t, bf16);
-    float a = finiteAbsMax(v);
-    rowScale(ctx, warpMax, a, body, groupSize, format, hadamard);
-    a = groupMax(ctx, a, groupSize / V);
+    int a = maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V);
+    rowScale(ctx, warpMax, a, groupSize / V, body, groupSize, format, hadamard);
     if ((col & (groupSize - 1)) == 0) {
-      groupMax[(ctx.groupIdx * cols + col) / groupSize] = a;
+      groupMax[(ctx.groupIdx * cols + col) / groupSize] = Float.intBitsToFloat(a);
     }
   }
 
   /**
    * Unfused step 2 of 3: re-reads the input, applies each group's pre-scale {@code 2^k} (from {@code groupMax}) and
-   * the WHT, and writes the fp32 intermediate {@code work} ({@code rows x cols}).
+   * the WHT, and writes the fp32 intermediate {@code work} ({@code rows x cols} floats, in {@link #workIndex}'s
+   * order).
    */
   @Kernel
   public static void unfusedTransform(KernelContext ctx, short[] xb, float[] xf, float[] groupMax, float[] work,
-      int cols, float alpha, @Constant int groupSize, @Constant boolean hadamard, @Constant boolean bf16) {
+      int cols, @Constant int groupSize, @Constant boolean hadamard, @Constant boolean bf16) {
     float[] v = new float[V];
     float[] t = new float[8];
     int base = ctx.groupIdx * cols + ctx.localIdx * V;
     load(xb, xf, base, v, t, bf16);
     float a = groupMax[base / groupSize];
-    preScaleAndTransform(ctx, v, a == 0f ? 0 : TacoKernels.preScaleExponent(a, alpha), groupSize, hadamard);
+    preScaleAndTransform(ctx, v, preScaleExponent(Float.floatToRawIntBits(a)), groupSize, hadamard, true);
     for (int i = 0; i < V; i += 4) {
       for (int q = 0; q < 4; q++) {
         t[q] = v[i + q];
       }
-      Vec16.storeFloat4(work, base + i, t);
+      Vec16.storeFloat4(work, workIndex(ctx, i), t);
     }
   }
 
@@ -172,22 +184,31 @@ public final class TacoGpuKernels {
    */
   @Kernel
   public static void unfusedEncode(KernelContext ctx, float[] work, float[] groupMax, byte[] body, int rows,
-      int cols, float alpha, @Constant int groupSize, @Constant int format) {
+      int cols, @Constant int groupSize, @Constant int format) {
     float[] v = new float[V];
     float[] t = new float[4];
     int base = ctx.groupIdx * cols + ctx.localIdx * V;
     for (int i = 0; i < V; i += 4) {
-      Vec16.loadFloat4(work, base + i, t);
+      Vec16.loadFloat4(work, workIndex(ctx, i), t);
       for (int q = 0; q < 4; q++) {
         v[i + q] = t[q];
       }
     }
     float a = groupMax[base / groupSize];
-    int k = a == 0f ? 0 : TacoKernels.preScaleExponent(a, alpha);
-    writeCodes(ctx, v, body, rows, cols, a, Bytes.getFloat(body, 4 * ctx.groupIdx), k, groupSize, format);
+    int k = preScaleExponent(Float.floatToRawIntBits(a));
+    writeCodes(ctx, v, body, rows, cols, a == 0f, Bytes.getFloat(body, 4 * ctx.groupIdx), k, groupSize, format, 1f);
   }
 
-  /** {@code v[0..V)} = the thread's 16 input values from element {@code i} (bf16 widened exactly, or fp32). */
+  /**
+   * Where value {@code i} (a multiple of 4) of this thread lives in the unfused pipeline's fp32 intermediate: the
+   * buffer is private to the two kernels, so it is laid out for coalesced 16-byte accesses (a warp's lanes touch 512
+   * consecutive bytes) rather than row-major, which keeps the ablation about fusion, not about access patterns.
+   */
+  static int workIndex(KernelContext ctx, int i) {
+    return ((ctx.groupIdx * (V / 4) + i / 4) * ctx.localGroupSize + ctx.localIdx) * 4;
+  }
+
+  /** {@code v[0..V)} = the thread's V input values from element {@code i} (bf16 widened exactly, or fp32). */
   static void load(short[] xb, float[] xf, int i, float[] v, float[] t, boolean bf16) {
     if (bf16) {
       for (int c = 0; c < V; c += 8) {
@@ -206,64 +227,104 @@ public final class TacoGpuKernels {
     }
   }
 
-  /** Largest finite {@code |v[j]|}, 0 if none. */
-  static float finiteAbsMax(float[] v) {
-    float a = 0f;
+  /**
+   * The bits of the largest {@code |v[j]|}: for non-negative floats the order of the int bits is the order of the
+   * values, so this is one integer max per value. NaN/Inf give at least {@code 0x7F800000}.
+   */
+  static int absMaxBits(float[] v) {
+    int a = 0;
     for (int j = 0; j < V; j++) {
-      float e = Math.abs(v[j]);
-      if (e <= Float.MAX_VALUE) {
-        a = Math.max(a, e);
-      }
+      a = Math.max(a, Float.floatToRawIntBits(v[j]) & 0x7FFFFFFF);
     }
     return a;
   }
 
-  /** Max of {@code a} over the {@code lanes} adjacent lanes of this thread's group (shuffles; every lane calls). */
-  static float groupMax(KernelContext ctx, float a, int lanes) {
-    for (int m = 1; m < lanes; m <<= 1) {
+  /**
+   * Max of {@code a} over lane masks {@code from, 2 from, ... < to} (shuffles; every lane calls): {@code (a, 1, L)}
+   * reduces over the L adjacent lanes of a group; continuing with {@code (that, L, 32)} gives the warp's max.
+   */
+  static int maxOverLanes(KernelContext ctx, int a, int from, int to) {
+    for (int m = from; m < to; m <<= 1) {
       a = Math.max(a, ctx.shflXor(a, m));
     }
     return a;
   }
 
   /**
-   * The row's coarse scale from each thread's absmax {@code a}: warp reduction, one shared value per warp, barrier,
-   * every thread takes the max over the warps; thread 0 writes it to {@code body[4 * row]}. Every thread calls.
+   * The ASH pre-scale exponent of a group from its {@link #absMaxBits}: {@link TacoKernels#preScaleExponent} at the
+   * codec's default alpha = 1 (the GPU kernels' only alpha; alpha does not change the payload, see
+   * {@link TacoKernels}), which is {@code -ilogb(a)} (the clamp cannot bind); 0 for an all-zero group.
    */
-  static float rowScale(KernelContext ctx, float[] warpMax, float a, byte[] body, int groupSize, int format,
+  static int preScaleExponent(int a) {
+    return a == 0 ? 0 : -TacoKernels.ilogb(Float.intBitsToFloat(a));
+  }
+
+  /**
+   * The row's coarse scale from each thread's group max {@code a} (bits, {@link #absMaxBits} over its {@code lanes}
+   * group lanes): the rest of the warp reduction, one shared value per warp, barrier, a reduction over those; thread 0
+   * writes it to {@code body[4 * row]}. A row holding NaN/Inf gets a NaN scale, which the decoders reject
+   * ({@link TacoKernels#firstInvalid}) or propagate: never a silently wrong row. Every thread calls.
+   */
+  static float rowScale(KernelContext ctx, int[] warpMax, int a, int lanes, byte[] body, int groupSize, int format,
       boolean hadamard) {
-    float w = ctx.warpReduceMax(a);
+    int w = maxOverLanes(ctx, a, lanes, KernelContext.WARP_SIZE);
     if (ctx.laneId() == 0) {
       warpMax[ctx.localIdx >> 5] = w;
     }
     ctx.barrier();
-    float r = 0f;
-    for (int i = 0; i < ctx.localGroupSize >> 5; i++) {
-      r = Math.max(r, warpMax[i]);
+    int warps = ctx.localGroupSize >> 5;
+    int span = 1;
+    while (span < warps) {
+      span <<= 1;
     }
-    float c = r > 0f ? TacoKernels.coarseScale(r, groupSize, format, hadamard) : 0f;
+    int i = ctx.laneId() & (span - 1); // every aligned block of span lanes holds all the warps' values
+    int r = maxOverLanes(ctx, i < warps ? warpMax[i] : 0, 1, span);
+    float c = r >= 0x7F800000 ? Float.NaN
+        : r > 0 ? TacoKernels.coarseScale(Float.intBitsToFloat(r), groupSize, format, hadamard) : 0f;
     if (ctx.localIdx == 0) {
       Bytes.putFloat(body, 4 * ctx.groupIdx, c);
     }
     return c;
   }
 
-  /** {@code v <- 2^k v}, then the orthonormal WHT of the group when {@code hadamard} (every lane calls). */
-  static void preScaleAndTransform(KernelContext ctx, float[] v, int k, int groupSize, boolean hadamard) {
-    for (int j = 0; j < V; j++) {
-      v[j] = Math.scalb(v[j], k);
+  /**
+   * {@code v <- 2^k v} ({@code Math.scalb}: for {@code -126 <= k <= 127} a multiply by the normal float {@code 2^k},
+   * which rounds once as scalb does), then the WHT of the group when {@code hadamard} ({@code normalise}: times
+   * {@code 1/sqrt(G)}, else that is left to the caller). Every lane calls.
+   */
+  static void preScaleAndTransform(KernelContext ctx, float[] v, int k, int groupSize, boolean hadamard,
+      boolean normalise) {
+    if (k >= -126 && k <= 127) {
+      float p = Float.intBitsToFloat((k + 127) << 23);
+      for (int j = 0; j < V; j++) {
+        v[j] = v[j] * p;
+      }
+    } else {
+      for (int j = 0; j < V; j++) {
+        v[j] = Math.scalb(v[j], k);
+      }
     }
     if (hadamard) {
-      wht(ctx, v, groupSize);
+      wht(ctx, v, groupSize, normalise);
     }
+  }
+
+  /**
+   * The WHT's normalisation {@code 1/sqrt(G)} when it is an exact power of two (G = 64, 256 with Hadamard), to be
+   * folded into the per-group encode or decode multiplier instead of a multiply per value; else 1 (G = 128: the
+   * transform normalises itself). Folding is exact: see {@link #writeCodes} and {@link #decompress}.
+   */
+  static float deferredScale(int groupSize, boolean hadamard) {
+    return hadamard && (groupSize & 0x55555555) != 0 ? Hadamard.scale(groupSize) : 1f;
   }
 
   /**
    * Orthonormal WHT of the group spread over {@code G / V} lanes, in {@link dev.taco.kernels.Hadamard#fwht}'s order
    * of operations (so the same float results): stages {@code h < V} in registers, then lane masks {@code 1 ..
-   * G/(2V)} by shuffles (the lower lane keeps {@code u + v}, the upper {@code u - v}), then the scale.
+   * G/(2V)} by shuffles (the lower lane keeps {@code u + v}, the upper {@code u - v}), then, when {@code normalise},
+   * the scale.
    */
-  static void wht(KernelContext ctx, float[] v, int groupSize) {
+  static void wht(KernelContext ctx, float[] v, int groupSize, boolean normalise) {
     for (int h = 1; h < V; h <<= 1) { // flat loops with constant bounds: nvcc keeps v in registers (nested
       for (int j = 0; j < V; j++) {    // loops with a variable step put it in local memory)
         if ((j & h) == 0) {
@@ -277,44 +338,55 @@ public final class TacoGpuKernels {
     int lane = ctx.laneId();
     for (int m = 1; m < 32; m <<= 1) { // constant bound: unrolled, so v stays in registers
       if (m < groupSize / V) {
-        boolean upper = (lane & m) != 0;
+        float sign = (lane & m) != 0 ? -1f : 1f; // lower lane: v + o; upper: o - v; one rounding each (fma by +-1)
         for (int j = 0; j < V; j++) {
-          float o = ctx.shflXor(v[j], m);
-          v[j] = upper ? o - v[j] : v[j] + o;
+          v[j] = Math.fma(sign, v[j], ctx.shflXor(v[j], m));
         }
       }
     }
-    float s = Hadamard.scale(groupSize);
-    for (int j = 0; j < V; j++) {
-      v[j] = v[j] * s;
+    if (normalise) {
+      float s = Hadamard.scale(groupSize);
+      for (int j = 0; j < V; j++) {
+        v[j] = v[j] * s;
+      }
     }
   }
 
   /**
-   * Encodes the thread's transformed values {@code v}: the group's transformed absmax (shuffles), its fine exponent
-   * ({@link TacoKernels#fineExponent}), one fine byte per group (written by the group's first lane) and 16 FP8
-   * codes in two 8-byte stores. {@code a} is the group's raw absmax (0: the group is sent as zeros), {@code c} the
-   * row's coarse scale, {@code k} the pre-scale exponent. Every lane calls.
+   * Encodes the thread's transformed values {@code v} (still to be multiplied by {@code hs}, see
+   * {@link #deferredScale}; 1 if not): the group's transformed absmax (shuffles), its fine exponent
+   * ({@link TacoKernels#fineExponent}), one fine byte per group (written by the group's first lane) and V FP8 codes
+   * {@code fp8(v * hs * s)} with {@link TacoKernels#encodeScale} {@code s}, in 8-byte stores. {@code zero}: the group
+   * is all zeros (sent as zero codes, fine byte 0); {@code c} the row's coarse scale, {@code k} the pre-scale
+   * exponent. Every lane calls.
+   *
+   * <p>{@code v * (hs * s)} gives the CPU's {@code (v * hs) * s} codes: {@code hs * s} is exact while normal (checked,
+   * else the values are scaled first), and {@code v * hs} is exact unless it is subnormal, where both products are
+   * below 2^-100 (the group's max is in [2^-4, 2^5] at alpha = 1, so {@code s < 2^20}) and encode to zero of the same
+   * sign.
    */
-  static void writeCodes(KernelContext ctx, float[] v, byte[] body, int rows, int cols, float a, float c, int k,
-      int groupSize, int format) {
-    float m = groupMax(ctx, finiteAbsMax(v), groupSize / V);
+  static void writeCodes(KernelContext ctx, float[] v, byte[] body, int rows, int cols, boolean zero, float c, int k,
+      int groupSize, int format, float hs) {
+    float m = Float.intBitsToFloat(maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V)) * hs;
     int base = ctx.groupIdx * cols + ctx.localIdx * V;
-    int f = a == 0f ? 0 : TacoKernels.fineExponent(m, c, k, format);
-    int ec = Math.getExponent(c);
-    float mc = Math.scalb(c, -ec);
-    int sh = f - k - ec;
+    float inv = TacoKernels.inverseMantissa(c);
+    int f = zero ? 0 : TacoKernels.fineExponent(m, c, inv, k, format);
+    float s = zero ? 0f : TacoKernels.encodeScale(m, c, inv, f, k, format);
+    float sv = s * hs;
+    if (!zero && hs != 1f && sv < Float.MIN_NORMAL) {
+      for (int j = 0; j < V; j++) {
+        v[j] = v[j] * hs;
+      }
+      sv = s;
+    }
     if ((base & (groupSize - 1)) == 0) {
       body[4 * rows + base / groupSize] = (byte) f;
     }
     int codeOff = 4 * rows + rows * (cols / groupSize);
     for (int i = 0; i < V; i += 8) {
-      long w = 0;
-      for (int q = 0; q < 8; q++) {
-        int code = a == 0f ? 0 : Fp8.encode(Math.scalb(v[i + q] / mc, sh), format) & 0xFF;
-        w |= (long) code << (8 * q);
-      }
-      Vec16.storeBytes8(body, codeOff + base + i, w);
+      int lo = Fp8.encode4(v[i] * sv, v[i + 1] * sv, v[i + 2] * sv, v[i + 3] * sv, format);
+      int hi = Fp8.encode4(v[i + 4] * sv, v[i + 5] * sv, v[i + 6] * sv, v[i + 7] * sv, format);
+      Vec16.storeBytes8(body, codeOff + base + i, zero ? 0L : (lo & 0xFFFFFFFFL) | (long) hi << 32);
     }
   }
 }

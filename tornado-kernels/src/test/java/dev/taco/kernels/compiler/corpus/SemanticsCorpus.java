@@ -95,10 +95,21 @@ public final class SemanticsCorpus {
     }
   }
 
-  /** FP8 conversions (DESIGN §3): encode is the hardware cvt (NaN guarded, see Intrinsics), decode translated from Fp8.java. */
+  /**
+   * FP8 conversions (DESIGN §3): encode is the hardware cvt (NaN guarded, see Intrinsics), single and packed four at a
+   * time (the neighbours {@code i+1..i+3} of the same values, so every value is seen in every position); decode
+   * translated from Fp8.java, and packed four at a time.
+   */
   @Kernel
-  public static void fp8(float[] x, int[] c, byte[] e4, byte[] e5, float[] d4, float[] d5, int n) {
+  public static void fp8(float[] x, int[] c, byte[] e4, byte[] e5, float[] d4, float[] d5, int[] p4, int[] p5,
+      float[] q4, float[] q5, int n) {
     for (@Parallel int i = 0; i < n; i++) {
+      float[] t = new float[4];
+      int w = c[i] & 0xFF | (c[(i + 1) % n] & 0xFF) << 8 | (c[(i + 2) % n] & 0xFF) << 16 | c[(i + 3) % n] << 24;
+      Fp8.decodeE4M3x4(w, t, 0); // packed decode (hardware cvt unless a NaN code is among the four)
+      q4[i] = t[i & 3];
+      Fp8.decode4(w, t, 0, Fp8.E5M2);
+      q5[i] = t[(i + 1) & 3];
       e4[i] = Fp8.encodeE4M3(x[i]);
       float y = x[i];
       // NaN bits out of float arithmetic are unspecified (JLS 4.2.3): the JVM keeps the payload, the GPU returns
@@ -106,14 +117,17 @@ public final class SemanticsCorpus {
       e5[i] = Fp8.encodeE5M2(y != y ? y : y * 64f);
       d4[i] = Fp8.decodeE4M3((byte) c[i]);
       d5[i] = Fp8.decode((byte) c[i], Fp8.E5M2);
+      p4[i] = Fp8.encodeE4M3x4(x[i], x[(i + 1) % n], x[(i + 2) % n], x[(i + 3) % n]);
+      p5[i] = Fp8.encode4(x[(i + 3) % n], x[(i + 2) % n], x[(i + 1) % n], x[i], Fp8.E5M2);
     }
   }
 
-  /** bf16 conversions, translated from Bf16.java. */
+  /** bf16 conversions, translated from Bf16.java, and the packed {@link Bf16#encode2} (hardware cvt). */
   @Kernel
-  public static void bf16(float[] x, int[] c, short[] enc, short[] sat, float[] dec, int n) {
+  public static void bf16(float[] x, int[] c, short[] enc, short[] sat, float[] dec, int[] pair, int n) {
     for (@Parallel int i = 0; i < n; i++) {
       enc[i] = Bf16.encode(x[i]);
+      pair[i] = Bf16.encode2(x[i], x[(i + 1) % n]); // the hardware cvt...bf16x2, NaN guarded
       float y = x[i];
       sat[i] = Bf16.encodeSaturating(y != y ? y : y * 1e30f); // NaN unscaled: see fp8()
       dec[i] = Bf16.decode((short) c[i]);

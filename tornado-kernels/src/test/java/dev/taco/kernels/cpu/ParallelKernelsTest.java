@@ -1,0 +1,179 @@
+package dev.taco.kernels.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.taco.kernels.GroupKernels;
+import dev.taco.kernels.TacoKernels;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodType;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.concurrent.CyclicBarrier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * {@link ParallelKernels}: the codec kernels of {@code dev.taco.kernels}, compiled from the sources the jar carries,
+ * give bit-identical results to the direct (sequential) calls; iterations really run at the same time; loops the
+ * rewrite cannot honour are refused with file:line.
+ */
+class ParallelKernelsTest {
+  static final Path FIXTURES = Path.of("src/test/java/dev/taco/kernels/cpu/ParallelFixtures.java");
+
+  static float[] gaussian(SplittableRandom r, int n, double scale) {
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) {
+      x[i] = (float) (r.nextGaussian() * scale * (i % 61 == 7 ? 300 : 1));
+    }
+    return x;
+  }
+
+  @ParameterizedTest(name = "{0} x {1}, G={2}, hadamard={3}, format={4}")
+  @CsvSource({"1, 64, 64, true, 1", "7, 300, 64, true, 1", "33, 512, 128, false, 2", "64, 1024, 256, true, 1",
+      "5, 1000, 32, true, 2"})
+  void tacoKernelsMatchTheSequentialCallBitForBit(int rows, int cols, int g, boolean hadamard, int format)
+      throws Throwable {
+    SplittableRandom rnd = new SplittableRandom(rows * 1000L + cols);
+    float[] x = gaussian(rnd, rows * cols, 2.0);
+    int ng = TacoKernels.groupsPerRow(cols, g);
+    int fineOff = 4 * rows;
+    int codeOff = fineOff + rows * ng;
+    int size = codeOff + rows * ng * g;
+    MethodHandle rowScales = ParallelKernels.kernel(TacoKernels.class, "rowScales", MethodType.methodType(void.class,
+        float[].class, int.class, int.class, int.class, int.class, int.class, boolean.class, byte[].class, int.class));
+    MethodHandle encode = ParallelKernels.kernel(TacoKernels.class, "encodeGroups", MethodType.methodType(void.class,
+        float[].class, int.class, int.class, int.class, int.class, int.class, float.class, boolean.class,
+        boolean.class, float[].class, int[].class, byte[].class, int.class, int.class, int.class));
+    MethodHandle decode = ParallelKernels.kernel(TacoKernels.class, "decodeGroups", MethodType.methodType(void.class,
+        byte[].class, int.class, int.class, int.class, int.class, int.class, int.class, int.class, boolean.class,
+        boolean.class, float[].class, float[].class, int.class, boolean.class));
+
+    byte[] seq = new byte[size];
+    TacoKernels.rowScales(x, 0, rows, cols, g, format, hadamard, seq, 0);
+    TacoKernels.encodeGroups(x, 0, rows, cols, g, format, 1f, hadamard, true, new float[rows * ng * g],
+        new int[rows * ng], seq, 0, fineOff, codeOff);
+    byte[] par = new byte[size];
+    rowScales.invokeExact(x, 0, rows, cols, g, format, hadamard, par, 0);
+    int[] sat = new int[rows * ng];
+    encode.invokeExact(x, 0, rows, cols, g, format, 1f, hadamard, true, new float[rows * ng * g], sat, par, 0,
+        fineOff, codeOff);
+    assertThat(par).isEqualTo(seq);
+    assertThat(sat).containsOnly(0);
+
+    float[] y = gaussian(rnd, rows * cols, 1.0);
+    float[] ySeq = y.clone();
+    TacoKernels.decodeGroups(seq, 0, fineOff, codeOff, rows, cols, g, format, hadamard, true,
+        new float[rows * ng * g], ySeq, 0, true);
+    decode.invokeExact(par, 0, fineOff, codeOff, rows, cols, g, format, hadamard, true, new float[rows * ng * g], y,
+        0, true);
+    assertThat(Arrays.equals(y, ySeq)).isTrue();
+    assertThat(ySeq).isNotEqualTo(gaussian(new SplittableRandom(rows * 1000L + cols), rows * cols, 2.0)); // did work
+  }
+
+  @Test
+  void groupKernelsMatchTheSequentialCall() throws Throwable {
+    int rows = 9;
+    int cols = 700;
+    int g = 64;
+    float[] x = gaussian(new SplittableRandom(5), rows * cols, 1.0);
+    int ng = TacoKernels.groupsPerRow(cols, g);
+    int codeOff = 4 * rows * ng;
+    MethodType t = MethodType.methodType(void.class, float[].class, int.class, int.class, int.class, int.class,
+        int.class, boolean.class, float[].class, byte[].class, int.class, int.class);
+    MethodHandle encode = ParallelKernels.kernel(GroupKernels.class, "encode", t);
+    for (int kind : new int[] {GroupKernels.INT8, GroupKernels.E4M3, GroupKernels.INT4}) {
+      byte[] seq = new byte[codeOff + rows * ng * g];
+      byte[] par = seq.clone();
+      GroupKernels.encode(x, 0, rows, cols, g, kind, true, new float[rows * ng * g], seq, 0, codeOff);
+      encode.invokeExact(x, 0, rows, cols, g, kind, true, new float[rows * ng * g], par, 0, codeOff);
+      assertThat(par).as("kind %d", kind).isEqualTo(seq);
+      assertThat(seq).as("kind %d", kind).isNotEqualTo(new byte[seq.length]);
+    }
+  }
+
+  @Test
+  void iterationsRunAtTheSameTime() throws Throwable {
+    assumeTrue(Runtime.getRuntime().availableProcessors() >= 2, "needs 2 cores");
+    MethodHandle k = ParallelKernels.kernel(ParallelFixtures.class, FIXTURES, "meetInTheMiddle",
+        MethodType.methodType(void.class, int[].class, int.class, CyclicBarrier.class));
+    int[] out = new int[1000];
+    k.invokeExact(out, out.length, new CyclicBarrier(2));
+    for (int i = 0; i < out.length; i++) {
+      assertThat(out[i]).isEqualTo(i * 3 + 1);
+    }
+    int[] seq = new int[10];
+    assertThatThrownBy(() -> ParallelFixtures.meetInTheMiddle(seq, seq.length, new CyclicBarrier(2) {
+      @Override
+      public int await(long timeout, java.util.concurrent.TimeUnit unit) throws java.util.concurrent.TimeoutException {
+        throw new java.util.concurrent.TimeoutException("a sequential run waits alone");
+      }
+    })).isInstanceOf(IllegalStateException.class).hasMessageContaining("waited alone");
+  }
+
+  @Test
+  void nestedLoopsLabelsAndOffsetsAreKept() throws Throwable {
+    MethodHandle k = ParallelKernels.kernel(ParallelFixtures.class, FIXTURES, "shapes", MethodType.methodType(
+        void.class, float[].class, float[].class, int.class, int.class, int.class));
+    float[] x = gaussian(new SplittableRandom(3), 200 * 17, 2.0);
+    float[] seq = new float[200];
+    float[] par = new float[200];
+    ParallelFixtures.shapes(x, seq, 13, 200, 17);
+    k.invokeExact(x, par, 13, 200, 17);
+    assertThat(par).isEqualTo(seq);
+    assertThat(par[12]).isZero();
+    assertThat(par[13]).isNotZero();
+  }
+
+  @Test
+  void theRewriteIsReadableJava() {
+    String out = ParallelKernels.rewrite("package p;\nimport dev.taco.kernels.Parallel;\npublic final class K {\n"
+        + "  private K() {}\n  static void k(float[] a, int n) {\n    for (@Parallel int i = 1; i < n; i++) {\n"
+        + "      a[i] = K.twice(a[i]);\n    }\n  }\n  static float twice(float v) { return 2 * v; }\n}\n", "K.java",
+        Fake.K.class);
+    assertThat(out).contains("public final class K__Parallel", "private K__Parallel()", "K__Parallel.twice(a[i])",
+        "import " + ParallelExecutor.class.getName() + ";",
+        "ParallelExecutor.split(1, n, (lo__, hi__) -> { for (int i = lo__; i < hi__; i++) {");
+  }
+
+  @ParameterizedTest(name = "{1}")
+  @CsvSource(delimiter = '|', value = {
+      "for (@Parallel int i = 0; i < n; i++) { if (a[i] > 0) return; a[i] = 1; }|K.java:4: 'return' inside a @Parallel loop",
+      "for (@Parallel int i = 0; i < n; i++) { if (a[i] > 0) break; a[i] = 1; }|K.java:4: 'break' out of a @Parallel loop",
+      "for (@Parallel int i = 0; i <= n; i++) { a[i] = 1; }|K.java:4: a @Parallel loop must read 'for (@Parallel int i = a; i < b; i++)'",
+      "for (@Parallel int i = 0; i < n; i += 2) { a[i] = 1; }|K.java:4: a @Parallel loop must read"})
+  void loopsTheRewriteCannotHonourAreRefusedWithFileAndLine(String loop, String message) {
+    String src = "package p;\nimport dev.taco.kernels.Parallel;\npublic final class K { static void k(float[] a, int n) {\n"
+        + loop + "\n} }\n";
+    assertThatThrownBy(() -> ParallelKernels.rewrite(src, "K.java", Fake.K.class))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(message);
+  }
+
+  @Test
+  void aLoopThatAssignsAnOuterLocalIsRefusedWithJavacsReason(@TempDir Path dir) throws Exception {
+    Path src = dir.resolve("CarriedFixture.java");
+    Files.writeString(src, Files.readString(FIXTURES).replace("ParallelFixtures", "CarriedFixture")
+        .replace("      out[r] = acc + total;", "      out[r] = acc + total;\n      total = acc;"));
+    assertThatThrownBy(() -> ParallelKernels.kernel(CarriedFixture.class, src, "rowSums",
+        MethodType.methodType(void.class, float[].class, float[].class, int.class, int.class)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(src.toString())
+        .hasMessageContaining("effectively final").hasMessageContaining("may only read, not assign");
+  }
+
+  @Test
+  void aClassWithoutItsSourceIsNamed() {
+    assertThatThrownBy(() -> ParallelKernels.kernel(Fake.K.class, "k", MethodType.methodType(void.class)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("dev/taco/kernels/cpu/ParallelKernelsTest$Fake$K.java");
+  }
+
+  /** Stand-ins whose names the rewrite uses. */
+  static final class Fake {
+    static final class K {}
+  }
+}
