@@ -6,11 +6,7 @@
 #        (build first: mvn -pl bench -am package -DskipTests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
-JAVA="$JAVA_HOME/bin/java"
-CP="bench/target/classes:$(cat bench/target/classpath.txt)"
-echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs (shared with other developers); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# JDK: $("$JAVA" -version 2>&1 | head -1)"
-echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# shellcheck source=bench/jmh-env.sh
+source bench/jmh-env.sh
 "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.CodecBench "$@"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -169,15 +169,20 @@ JD float j_fp8_decode_e5m2_soft(unsigned c) {
   if ((c & 0x7cu) == 0x7cu) return (c & 3u) ? __int_as_float(0x7fc00000) : __int_as_float((c & 0x80u) ? (int)0xff800000 : 0x7f800000);
   return j_fp8_decode_soft(c, 2, 15);
 }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+JD void j_f16x2_widen(unsigned h, float* v, int i) {  // two binary16 (low half first) to float, exactly
+  asm("{ .reg .b16 l, u; mov.b32 {l, u}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, u; }" : "=f"(v[i]), "=f"(v[i + 1]) : "r"(h));
+}
+#endif
 JD void j_fp8x4_decode_e4m3(int w, float* v, int i) {
   unsigned u = (unsigned)w;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if ((((u & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) == 0) {
-    asm("{ .reg .b32 a, b; .reg .b16 a0, a1, b0, b1; cvt.rn.f16x2.e4m3x2 a, %4; cvt.rn.f16x2.e4m3x2 b, %5;"
-        " mov.b32 {a0, a1}, a; mov.b32 {b0, b1}, b; cvt.f32.f16 %0, a0; cvt.f32.f16 %1, a1;"
-        " cvt.f32.f16 %2, b0; cvt.f32.f16 %3, b1; }"
-        : "=f"(v[i]), "=f"(v[i + 1]), "=f"(v[i + 2]), "=f"(v[i + 3])
-        : "h"((unsigned short)u), "h"((unsigned short)(u >> 16)));
+  unsigned a, b;
+  if ((((u & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) == 0) {  // no NaN code (low 7 bits all set)
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(a) : "h"((unsigned short)u));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(b) : "h"((unsigned short)(u >> 16)));
+    j_f16x2_widen(a, v, i);
+    j_f16x2_widen(b, v, i + 2);
     return;
   }
 #endif
@@ -186,12 +191,12 @@ JD void j_fp8x4_decode_e4m3(int w, float* v, int i) {
 JD void j_fp8x4_decode_e5m2(int w, float* v, int i) {
   unsigned u = (unsigned)w;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if ((((u & 0x7c7c7c7cu) + 0x04040404u) & 0x80808080u) == 0) {
-    asm("{ .reg .b32 a, b; .reg .b16 a0, a1, b0, b1; cvt.rn.f16x2.e5m2x2 a, %4; cvt.rn.f16x2.e5m2x2 b, %5;"
-        " mov.b32 {a0, a1}, a; mov.b32 {b0, b1}, b; cvt.f32.f16 %0, a0; cvt.f32.f16 %1, a1;"
-        " cvt.f32.f16 %2, b0; cvt.f32.f16 %3, b1; }"
-        : "=f"(v[i]), "=f"(v[i + 1]), "=f"(v[i + 2]), "=f"(v[i + 3])
-        : "h"((unsigned short)u), "h"((unsigned short)(u >> 16)));
+  unsigned a, b;
+  if ((((u & 0x7c7c7c7cu) + 0x04040404u) & 0x80808080u) == 0) {  // no Inf/NaN code (exponent bits all set)
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(a) : "h"((unsigned short)u));
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(b) : "h"((unsigned short)(u >> 16)));
+    j_f16x2_widen(a, v, i);
+    j_f16x2_widen(b, v, i + 2);
     return;
   }
 #endif

@@ -52,10 +52,17 @@ public final class ParallelExecutor {
    * @throws RuntimeException the exception of a failing piece (the others may have run)
    */
   public static void split(int lo, int hi, RangeKernel kernel) {
-    if (hi <= lo) {
+    long n = (long) hi - lo; // as long: hi - lo overflows an int for ranges longer than 2^31 - 1
+    if (n <= 0) {
       return;
     }
-    forRange(hi - lo, (a, b) -> kernel.run(lo + a, lo + b));
+    int pieces = (int) Math.min(Runtime.getRuntime().availableProcessors(), n);
+    if (pieces == 1) {
+      kernel.run(lo, hi);
+      return;
+    }
+    IntStream.range(0, pieces).parallel().forEach(p -> kernel.run(
+        (int) (lo + n * p / pieces), (int) (lo + n * (p + 1) / pieces)));
   }
 
   /** {@link #forRange(int, int, RangeKernel)} with one piece per available processor. */

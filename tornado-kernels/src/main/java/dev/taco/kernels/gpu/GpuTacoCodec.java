@@ -74,13 +74,20 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public static void checkShape(int rows, int cols, int groupSize) {
     int perWarp = KernelContext.WARP_SIZE * TacoGpuKernels.V;
-    if (rows <= 0 || cols <= 0 || cols % perWarp != 0 || cols > MAX_COLS) {
-      throw new IllegalArgumentException("GPU taco: shape " + rows + " x " + cols + " unsupported: cols must be a "
-          + "multiple of " + perWarp + " in " + perWarp + ".." + MAX_COLS + " (one block of cols/"
-          + TacoGpuKernels.V + " threads per row) and rows > 0");
+    if (!TacoCudaSources.GROUP_SIZES.contains(groupSize)) {
+      throw new IllegalArgumentException("GPU taco: G must be 64, 128 or 256, got " + groupSize);
     }
-    if ((long) rows * cols > Integer.MAX_VALUE / 2) {
-      throw new IllegalArgumentException("GPU taco: " + rows + " x " + cols + " exceeds 2^30 elements (int indices)");
+    if (rows <= 0) {
+      throw new IllegalArgumentException("GPU taco: rows must be positive, got " + rows);
+    }
+    if (cols <= 0 || cols % perWarp != 0 || cols > MAX_COLS) {
+      throw new IllegalArgumentException("GPU taco: cols = " + cols + " unsupported: cols must be a multiple of "
+          + perWarp + " in " + perWarp + ".." + MAX_COLS + " (one block of cols/" + TacoGpuKernels.V
+          + " threads per row)");
+    }
+    if ((long) rows * cols > 1L << 30) {
+      throw new IllegalArgumentException("GPU taco: " + rows + " x " + cols + " is more than 2^30 elements (the "
+          + "kernels index with int)");
     }
     if ((4L * rows + (long) rows * (cols / groupSize)) % 8 != 0) {
       throw new IllegalArgumentException("GPU taco: rows * (4 + cols/G) = " + rows * (4 + cols / groupSize)

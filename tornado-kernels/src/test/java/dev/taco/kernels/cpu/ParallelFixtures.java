@@ -6,7 +6,12 @@ import java.util.concurrent.TimeUnit;
 
 /** Kernels for {@link ParallelKernelsTest} (compiled from this file's source). */
 public final class ParallelFixtures {
+  /** A constant the kernels read (static final fields are allowed: the copy evaluates the same initialiser). */
+  static final float OFFSET = 0.25f;
+
   private ParallelFixtures() {}
+
+  enum Mode { PLUS, TIMES }
 
   /**
    * The first iteration of each half of the range waits for the other half's: only a run that really executes the
@@ -23,6 +28,38 @@ public final class ParallelFixtures {
         }
       }
       out[i] = i * 3 + 1;
+    }
+  }
+
+  /**
+   * A sequential outer loop whose {@code @Parallel} inner loop reads the outer index (not effectively final), a label
+   * on the parallel loop itself with {@code continue} to it, an enum switch and an anonymous class (javac writes extra
+   * classes for both), and a string holding the class's name.
+   */
+  public static void outerIndex(float[] out, String[] names, int rows, int cols, Mode mode) {
+    float scale = 1f;
+    if (rows > 3) {
+      scale = 2f; // assigned twice: not effectively final either
+    }
+    for (int r = 0; r < rows; r++) {
+      cols:
+      for (@Parallel int c = 0; c < cols; c++) {
+        if (c == 3) {
+          continue cols;
+        }
+        java.util.function.IntUnaryOperator twice = new java.util.function.IntUnaryOperator() {
+          @Override
+          public int applyAsInt(int v) {
+            return 2 * v;
+          }
+        };
+        float v = switch (mode) {
+          case PLUS -> r + c + OFFSET;
+          case TIMES -> r * c * scale;
+        };
+        out[r * cols + c] = v + twice.applyAsInt(c);
+        names[r * cols + c] = "ParallelFixtures#" + c;
+      }
     }
   }
 
