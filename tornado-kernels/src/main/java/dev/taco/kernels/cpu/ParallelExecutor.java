@@ -36,7 +36,7 @@ public final class ParallelExecutor {
     if (n < 0 || chunks < 1) {
       throw new IllegalArgumentException("n=" + n + " chunks=" + chunks);
     }
-    int pieces = (int) Math.min(chunks, Math.max(1, n));
+    int pieces = Math.min(chunks, Math.max(1, n));
     if (pieces == 1) {
       kernel.run(0, n);
       return;

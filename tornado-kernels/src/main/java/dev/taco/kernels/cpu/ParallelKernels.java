@@ -16,8 +16,10 @@ import com.sun.source.tree.ForLoopTree;
 import com.sun.source.tree.IdentifierTree;
 import com.sun.source.tree.LabeledStatementTree;
 import com.sun.source.tree.LambdaExpressionTree;
+import com.sun.source.tree.MemberSelectTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.MethodTree;
+import com.sun.source.tree.PrimitiveTypeTree;
 import com.sun.source.tree.ReturnTree;
 import com.sun.source.tree.SwitchTree;
 import com.sun.source.tree.Tree;
@@ -59,6 +61,10 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import javax.lang.model.element.Element;
+import javax.lang.model.element.ElementKind;
+import javax.lang.model.element.VariableElement;
+import javax.lang.model.type.TypeKind;
 import javax.tools.Diagnostic;
 import javax.tools.DiagnosticCollector;
 import javax.tools.FileObject;
@@ -75,23 +81,26 @@ import javax.tools.ToolProvider;
  * written: the kernel class's source is rewritten so that every outermost loop
  * {@code for (@Parallel int i = a; i < b; i++) body} becomes
  * {@code { final var x__p = x; ...; ParallelExecutor.split(a, b, (lo__, hi__) -> { for (int i = lo__; i < hi__; i++)
- * body' }); }} (the enclosing method's locals that the body reads are copied into finals, {@code body'} reads the
- * copies), compiled in memory by javac ({@code jdk.compiler}) as a copy of the class named {@code <Class>__Parallel}
- * in the same package, and defined next to it ({@link MethodHandles.Lookup#defineClass}). Only the class declaration
- * and its constructors are renamed, and member types are left out (the copy imports the original's); everything else
- * is compiled as written, on the same lines, so each iteration runs
- * exactly the Java code of the sequential kernel and results are bit-identical to calling the kernel directly, as long
- * as it honours the {@code @Parallel} contract (no iteration reads what another writes). As in any parallel loop,
- * {@code a} and {@code b} are evaluated once, before the iterations.
+ * body' }); }} (the enclosing method's locals that the body reads, found by symbol after javac's attribution, are
+ * copied into finals and {@code body'} reads the copies), compiled in memory by javac ({@code jdk.compiler}) as a copy
+ * of the class named {@code <Class>__Parallel} in the same package, and defined next to it
+ * ({@link MethodHandles.Lookup#defineClass}). In the copy only the class declaration and its constructors are
+ * renamed; {@code K.privateMember} becomes the copy's own; non-private member types are the original's (imported)
+ * and non-constant {@code static final} fields are initialised from the original's (one lookup table, not two).
+ * Everything else is compiled as written, on the same lines, so each iteration runs exactly the Java code of the
+ * sequential kernel and results are bit-identical to calling the kernel directly, as long as it honours the
+ * {@code @Parallel} contract (no iteration reads what another writes). As in any parallel loop, {@code a} and
+ * {@code b} are evaluated once, before the iterations. {@code @Parallel} loops inside member types run sequentially.
  *
  * <p>The source is read from the class path ({@code <package>/<Class>.java} next to the class file; the
  * tornado-kernels jar carries its kernel sources) or from a file given explicitly. Compiled once per class and JVM.
  *
  * <p>Refused with {@link IllegalArgumentException} naming {@code file:line}: a {@code @Parallel} loop not of the form
- * above; {@code return}, or a {@code break} / {@code continue label} that leaves it (an iteration cannot end the kernel
- * or the other iterations); a body that assigns a local of the enclosing method (a dependency between iterations);
- * a non-final static field or a static initialiser in the class (the copy would have its own state); anything javac
- * refuses in the copy (with javac's message), e.g. a checked exception thrown out of the loop body.
+ * above (an {@code int} counter, {@code <}, {@code ++}; no for-each); {@code return}, or a {@code break} /
+ * {@code continue label} that leaves it (an iteration cannot end the kernel or the other iterations); a body that
+ * assigns the loop variable or a local of the enclosing method (a dependency between iterations); a non-final static
+ * field, a private non-constant static final or a static initialiser (the copy would have its own state); anything
+ * javac refuses in the copy (with javac's message), e.g. a checked exception thrown out of the loop body.
  */
 public final class ParallelKernels {
   private ParallelKernels() {}
@@ -120,7 +129,8 @@ public final class ParallelKernels {
    *
    * @throws IllegalStateException if the class was already compiled from another source in this JVM
    */
-  public static MethodHandle kernel(Class<?> kernelClass, Path source, String name, MethodType type) {
+  public static MethodHandle kernel(Class<?> kernelClass, Path sourceFile, String name, MethodType type) {
+    Path source = sourceFile == null ? null : sourceFile.toAbsolutePath().normalize();
     Compiled c = COMPILED.computeIfAbsent(kernelClass, k -> new Compiled(define(k, source), source));
     if (!Objects.equals(c.source(), source)) {
       throw new IllegalStateException(kernelClass.getName() + " was compiled for several cores from "
@@ -143,208 +153,199 @@ public final class ParallelKernels {
    * @param fileName the name used in error messages
    */
   public static String rewrite(String source, String fileName, Class<?> kernelClass) {
-    JavacTask task = (JavacTask) compiler().getTask(null, null, null, List.of("-proc:none"), null,
-        List.of(new Source(kernelClass.getName(), source)));
+    JavacTask task = (JavacTask) compiler().getTask(null, null, new DiagnosticCollector<>(), List.of("-proc:none",
+        "-classpath", classPath(kernelClass)), null, List.of(new Source(kernelClass.getName(), source)));
     CompilationUnitTree unit;
+    String simple = kernelClass.getSimpleName();
+    ClassTree cls;
+    List<Tree> members; // as written: attribution adds a default constructor that is not in the source
     try {
       unit = task.parse().iterator().next();
+      cls = unit.getTypeDecls().stream().filter(t -> t instanceof ClassTree c
+          && c.getSimpleName().contentEquals(simple)).map(t -> (ClassTree) t).findFirst()
+          .orElseThrow(() -> new IllegalArgumentException(fileName + ": no top-level class " + simple));
+      members = List.copyOf(cls.getMembers());
+      task.analyze(); // types and symbols: renames follow declarations, not spellings (errors surface at compile)
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    SourcePositions pos = Trees.instance(task).getSourcePositions();
-    String simple = kernelClass.getSimpleName();
-    ClassTree cls = unit.getTypeDecls().stream().filter(t -> t instanceof ClassTree c
-        && c.getSimpleName().contentEquals(simple)).map(t -> (ClassTree) t).findFirst()
-        .orElseThrow(() -> new IllegalArgumentException(fileName + ": no top-level class " + simple));
-    TreeMap<Integer, int[]> cuts = new TreeMap<>(); // start -> {end}; texts in `texts`
-    Map<Integer, String> texts = new HashMap<>();
+    Trees trees = Trees.instance(task);
+    SourcePositions pos = trees.getSourcePositions();
+    TreePath clsPath = new TreePath(new TreePath(unit), cls);
+    Element clsElement = trees.getElement(clsPath);
+    Edits edits = new Edits(source);
+    Function<Tree, String> at = t -> fileName + ":" + unit.getLineMap().getLineNumber(pos.getStartPosition(unit, t));
     StringBuilder imports = new StringBuilder();
-    Function<Tree, String> at = t -> fileName + ":"
-        + unit.getLineMap().getLineNumber(pos.getStartPosition(unit, t));
-    // rename the class and its constructors, nothing else: other references keep meaning the original class
-    for (Tree m : cls.getMembers()) {
-      if (m instanceof VariableTree v && v.getModifiers().getFlags().contains(javax.lang.model.element.Modifier.STATIC)
-          && !v.getModifiers().getFlags().contains(javax.lang.model.element.Modifier.FINAL)) {
-        throw new IllegalArgumentException(at.apply(v) + ": static field '" + v.getName() + "' is not final: the "
-            + "multi-core copy of " + simple + " would have its own (make it final, or pass the value as a parameter)");
+    Set<Tree> memberTypes = new HashSet<>();
+    for (Tree m : members) {
+      Set<javax.lang.model.element.Modifier> flags = m instanceof VariableTree v ? v.getModifiers().getFlags()
+          : Set.of();
+      if (m instanceof VariableTree v && flags.contains(javax.lang.model.element.Modifier.STATIC)) {
+        staticField(v, trees, new TreePath(clsPath, v), simple, at, pos, unit, edits);
       }
       if (m instanceof BlockTree b && b.isStatic()) {
         throw new IllegalArgumentException(at.apply(b) + ": a static initialiser would run again for the multi-core "
             + "copy of " + simple);
       }
-      if (m instanceof ClassTree nested) { // the copy uses the original's member types: one Mode enum, not two
+      if (m instanceof ClassTree nested
+          && !nested.getModifiers().getFlags().contains(javax.lang.model.element.Modifier.PRIVATE)) {
+        // the copy uses the original's member types (one Mode enum, not two); private ones stay in the copy
+        memberTypes.add(nested);
         int start = (int) pos.getStartPosition(unit, nested);
-        cuts.put(start, new int[] {(int) pos.getEndPosition(unit, nested)});
-        texts.put(start, newlines(source.substring(start, (int) pos.getEndPosition(unit, nested))));
+        int end = (int) pos.getEndPosition(unit, nested);
+        edits.put(start, end, newlines(source.substring(start, end)));
         imports.append(" import ").append(kernelClass.getCanonicalName()).append('.').append(nested.getSimpleName())
             .append(';');
       }
       if (m instanceof MethodTree c && c.getName().contentEquals("<init>")) {
         renameAt(source, Math.max((int) pos.getStartPosition(unit, c), (int) pos.getEndPosition(unit,
-            c.getModifiers())), "\\b" + simple + "\\s*\\(", simple,
-            cuts, texts, at.apply(c));
+            c.getModifiers())), "\\b" + simple + "\\s*\\(", simple, edits, at.apply(c));
       }
     }
     renameAt(source, Math.max((int) pos.getStartPosition(unit, cls), (int) pos.getEndPosition(unit,
-        cls.getModifiers())), "\\b(class|record|enum|interface)\\s+" + simple + "\\b", simple, cuts, texts,
+        cls.getModifiers())), "\\b(class|record|enum|interface)\\s+" + simple + "\\b", simple, edits,
         at.apply(cls));
+    // K.privateMember in the copy means the copy's own (the original's is out of reach)
     new TreePathScanner<Void, Void>() {
       @Override
+      public Void visitClass(ClassTree c, Void unused) {
+        return memberTypes.contains(c) ? null : super.visitClass(c, unused);
+      }
+
+      @Override
+      public Void visitMemberSelect(MemberSelectTree ms, Void unused) {
+        Element member = trees.getElement(getCurrentPath());
+        if (ms.getExpression() instanceof IdentifierTree q && member != null
+            && member.getModifiers().contains(javax.lang.model.element.Modifier.PRIVATE)
+            && clsElement.equals(trees.getElement(new TreePath(getCurrentPath(), q)))) {
+          int start = (int) pos.getStartPosition(unit, q);
+          edits.put(start, start + simple.length(), simple + SUFFIX);
+        }
+        return super.visitMemberSelect(ms, unused);
+      }
+    }.scan(clsPath, null);
+    new TreePathScanner<Void, Void>() {
+      @Override
+      public Void visitClass(ClassTree c, Void unused) {
+        return memberTypes.contains(c) ? null : super.visitClass(c, unused);
+      }
+
+      @Override
+      public Void visitEnhancedForLoop(EnhancedForLoopTree e, Void unused) {
+        if (isParallel(e.getVariable())) {
+          throw new IllegalArgumentException(at.apply(e) + ": a @Parallel loop must read 'for (@Parallel int i = a; "
+              + "i < b; i++)', not a for-each");
+        }
+        return super.visitEnhancedForLoop(e, unused);
+      }
+
+      @Override
       public Void visitForLoop(ForLoopTree f, Void unused) {
-        if (!isParallel(f)) {
+        if (f.getInitializer().isEmpty() || !(f.getInitializer().get(0) instanceof VariableTree v)
+            || !isParallel(v)) {
           return super.visitForLoop(f, unused);
         }
         String where = at.apply(f);
-        VariableTree v = (VariableTree) f.getInitializer().get(0);
         String i = v.getName().toString();
         if (f.getInitializer().size() != 1 || v.getInitializer() == null
+            || !(v.getType() instanceof PrimitiveTypeTree t) || t.getPrimitiveTypeKind() != TypeKind.INT
             || !(f.getCondition() instanceof BinaryTree c) || c.getKind() != Tree.Kind.LESS_THAN
             || !(c.getLeftOperand() instanceof IdentifierTree l) || !l.getName().contentEquals(i)
             || f.getUpdate().size() != 1 || !isIncrement(f.getUpdate().get(0), i)) {
           throw new IllegalArgumentException(where + ": a @Parallel loop must read 'for (@Parallel int " + i
               + " = a; " + i + " < b; " + i + "++)'");
         }
-        Tree stmt = getCurrentPath().getParentPath().getLeaf() instanceof LabeledStatementTree lab ? lab : f;
+        TreePath loop = getCurrentPath();
+        Tree stmt = loop.getParentPath().getLeaf() instanceof LabeledStatementTree lab ? lab : f;
         String label = stmt instanceof LabeledStatementTree lab ? lab.getLabel() + ": " : "";
         checkNoEscape(f, where, stmt instanceof LabeledStatementTree lab ? lab.getLabel().toString() : null);
-        Map<String, List<Integer>> uses = uses(f.getStatement(), unit, pos);
-        Set<String> captured = new TreeSet<>(inScope(getCurrentPath(), stmt));
-        captured.retainAll(uses.keySet());
-        checkNoOuterAssignment(f.getStatement(), captured, at);
+        Set<Element> captured = captured(trees, new TreePath(loop, f.getStatement()),
+            trees.getElement(new TreePath(loop, v)), at, pos, unit, edits);
         int bodyStart = (int) pos.getStartPosition(unit, f.getStatement());
-        StringBuilder body = new StringBuilder(text(source, pos, unit, f.getStatement()));
-        uses.entrySet().stream().filter(e -> captured.contains(e.getKey()))
-            .flatMap(e -> e.getValue().stream().map(p -> Map.entry(p, e.getKey())))
-            .sorted(Map.Entry.<Integer, String>comparingByKey().reversed())
-            .forEach(e -> body.insert(e.getKey() - bodyStart + e.getValue().length(), "__p"));
-        StringBuilder r = new StringBuilder("{ ");
-        captured.forEach(x -> r.append("final var ").append(x).append("__p = ").append(x).append("; "));
-        r.append(ParallelExecutor.class.getName()).append(".split(").append(text(source, pos, unit,
-            v.getInitializer())).append(", ").append(text(source, pos, unit, c.getRightOperand()))
+        StringBuilder head = new StringBuilder(newlines(source.substring((int) pos.getStartPosition(unit, stmt),
+            (int) pos.getStartPosition(unit, f)))).append("{ ");
+        captured.stream().map(e -> e.getSimpleName().toString()).sorted().forEach(x -> head.append("final var ")
+            .append(x).append("__p = ").append(x).append("; "));
+        head.append(ParallelExecutor.class.getName()).append(".split(")
+            .append(edits.take(pos.getStartPosition(unit, v.getInitializer()), pos.getEndPosition(unit,
+                v.getInitializer()))).append(", ")
+            .append(edits.take(pos.getStartPosition(unit, c.getRightOperand()), pos.getEndPosition(unit,
+                c.getRightOperand())))
             .append(", (lo__, hi__) -> { ").append(label).append("for (int ").append(i).append(" = lo__; ").append(i)
-            .append(" < hi__; ").append(i).append("++) ").append(body).append(" }); }");
-        int start = (int) pos.getStartPosition(unit, stmt);
-        cuts.put(start, new int[] {(int) pos.getEndPosition(unit, f)});
-        texts.put(start, newlines(source.substring(start, (int) pos.getStartPosition(unit, f))) + r);
+            .append(" < hi__; ").append(i).append("++) ");
+        edits.take(pos.getStartPosition(unit, stmt), bodyStart); // the old header goes, with any edits in it
+        edits.put((int) pos.getStartPosition(unit, stmt), bodyStart, head.toString());
+        int end = (int) pos.getEndPosition(unit, f);
+        edits.put(end, end, " }); }");
         return null; // inner @Parallel loops run sequentially inside an iteration
       }
-    }.scan(new TreePath(new TreePath(unit), cls), null);
+    }.scan(clsPath, null);
     if (!imports.isEmpty()) { // on the package line (or the first line): every other line keeps its number
       int at0 = unit.getPackage() == null ? 0 : (int) pos.getEndPosition(unit, unit.getPackage()) + 1;
-      cuts.put(at0, new int[] {at0});
-      texts.put(at0, imports + (unit.getPackage() == null ? " " : ""));
+      edits.put(at0, at0, imports + (unit.getPackage() == null ? " " : ""));
     }
-    StringBuilder out = new StringBuilder(source);
-    for (Map.Entry<Integer, int[]> e : cuts.descendingMap().entrySet()) {
-      out.replace(e.getKey(), e.getValue()[0], texts.get(e.getKey()));
-    }
-    return out.toString();
+    return edits.take(0, source.length());
   }
 
-  /** The line breaks of {@code text}, so that what replaces it keeps the following lines' numbers. */
-  private static String newlines(String text) {
-    return text.replaceAll("[^\\n]", "");
-  }
-
-  /** Replaces the name {@code simple} in the first match of {@code regex} at or after {@code from}. */
-  private static void renameAt(String source, int from, String regex, String simple,
-      TreeMap<Integer, int[]> cuts, Map<Integer, String> texts, String where) {
-    Matcher m = Pattern.compile(regex).matcher(source);
-    if (!m.find(Math.max(from, 0))) {
-      throw new IllegalArgumentException(where + ": cannot find the declaration of " + simple);
+  /**
+   * Static fields of the class in the copy: compile-time constants are fine; other finals are initialised from the
+   * original's (one object, e.g. one lookup table, for both); non-final ones are refused.
+   */
+  private static void staticField(VariableTree v, Trees trees, TreePath path, String simple,
+      Function<Tree, String> at, SourcePositions pos, CompilationUnitTree unit, Edits edits) {
+    Set<javax.lang.model.element.Modifier> flags = v.getModifiers().getFlags();
+    if (!flags.contains(javax.lang.model.element.Modifier.FINAL)) {
+      throw new IllegalArgumentException(at.apply(v) + ": static field '" + v.getName() + "' is not final: the "
+          + "multi-core copy of " + simple + " would have its own (make it final, or pass the value as a parameter)");
     }
-    int start = source.indexOf(simple, m.start() + (m.groupCount() > 0 ? m.group(1).length() : 0));
-    cuts.put(start, new int[] {start + simple.length()});
-    texts.put(start, simple + SUFFIX);
+    if (v.getInitializer() == null || trees.getElement(path) instanceof VariableElement e
+        && e.getConstantValue() != null) {
+      return;
+    }
+    if (flags.contains(javax.lang.model.element.Modifier.PRIVATE)) {
+      throw new IllegalArgumentException(at.apply(v) + ": private static final field '" + v.getName() + "' holds an "
+          + "object the multi-core copy would not share (make it package-private: the copy reads the original's)");
+    }
+    int start = (int) pos.getStartPosition(unit, v.getInitializer());
+    int end = (int) pos.getEndPosition(unit, v.getInitializer());
+    edits.put(start, end, simple + "." + v.getName() + newlines(edits.source.substring(start, end)));
   }
 
-  /** Names and start positions of the identifiers the body reads or writes (not method names of unqualified calls). */
-  private static Map<String, List<Integer>> uses(Tree body, CompilationUnitTree unit, SourcePositions pos) {
-    Map<String, List<Integer>> uses = new HashMap<>();
-    new TreeScanner<Void, Void>() {
+  /**
+   * The enclosing method's locals and parameters that the loop body reads (by symbol, so a name declared again inside
+   * an anonymous class is not one of them); the body reads copies of them ({@code x__p}). Refuses assignments to them
+   * and to the loop variable (dependencies between iterations).
+   */
+  private static Set<Element> captured(Trees trees, TreePath body, Element loopVar, Function<Tree, String> at,
+      SourcePositions pos, CompilationUnitTree unit, Edits edits) {
+    Set<Element> declared = new HashSet<>();
+    Map<IdentifierTree, Element> reads = new java.util.LinkedHashMap<>();
+    List<Tree[]> writes = new ArrayList<>(); // {assignment, target}
+    new TreePathScanner<Void, Void>() {
       @Override
-      public Void visitMethodInvocation(MethodInvocationTree m, Void unused) {
-        if (!(m.getMethodSelect() instanceof IdentifierTree)) {
-          scan(m.getMethodSelect(), null);
-        }
-        scan(m.getTypeArguments(), null);
-        return scan(m.getArguments(), null);
+      public Void visitVariable(VariableTree v, Void unused) {
+        declared.add(trees.getElement(getCurrentPath()));
+        return super.visitVariable(v, unused);
       }
 
       @Override
       public Void visitIdentifier(IdentifierTree id, Void unused) {
-        uses.computeIfAbsent(id.getName().toString(), k -> new ArrayList<>())
-            .add((int) pos.getStartPosition(unit, id));
+        Element e = trees.getElement(getCurrentPath());
+        if (e != null && LOCALS.contains(e.getKind())) {
+          reads.put(id, e);
+        }
         return null;
-      }
-    }.scan(body, null);
-    return uses;
-  }
-
-  /** The locals and parameters of the enclosing method declared before {@code stmt} in a scope that holds it. */
-  private static List<String> inScope(TreePath loop, Tree stmt) {
-    List<String> names = new ArrayList<>();
-    Tree child = loop.getLeaf() == stmt ? stmt : loop.getParentPath().getLeaf();
-    for (TreePath q = (loop.getLeaf() == stmt ? loop : loop.getParentPath()).getParentPath();
-        q != null; child = q.getLeaf(), q = q.getParentPath()) {
-      Tree t = q.getLeaf();
-      if (t instanceof BlockTree b) {
-        for (Tree s : b.getStatements()) {
-          if (s == child) {
-            break;
-          }
-          if (s instanceof VariableTree v) {
-            names.add(v.getName().toString());
-          }
-        }
-      } else if (t instanceof ForLoopTree fl) {
-        fl.getInitializer().forEach(s -> {
-          if (s instanceof VariableTree v) {
-            names.add(v.getName().toString());
-          }
-        });
-      } else if (t instanceof EnhancedForLoopTree e) {
-        names.add(e.getVariable().getName().toString());
-      } else if (t instanceof LambdaExpressionTree l) {
-        l.getParameters().forEach(v -> names.add(v.getName().toString()));
-      } else if (t instanceof CatchTree c) {
-        names.add(c.getParameter().getName().toString());
-      } else if (t instanceof TryTree tr) {
-        tr.getResources().forEach(r -> {
-          if (r instanceof VariableTree v) {
-            names.add(v.getName().toString());
-          }
-        });
-      } else if (t instanceof MethodTree m) {
-        m.getParameters().forEach(v -> names.add(v.getName().toString()));
-        break;
-      } else if (t instanceof ClassTree) {
-        break;
-      }
-    }
-    return names;
-  }
-
-  /** Refuses assignments in the loop body to the enclosing method's locals (a dependency between iterations). */
-  private static void checkNoOuterAssignment(Tree body, Set<String> outer,
-      Function<Tree, String> at) {
-    new TreeScanner<Void, Void>() {
-      private void check(Tree target, Tree where) {
-        if (target instanceof IdentifierTree id && outer.contains(id.getName().toString())) {
-          throw new IllegalArgumentException(at.apply(where) + ": the @Parallel loop assigns '" + id.getName()
-              + "', a local of the enclosing method: a dependency between iterations");
-        }
       }
 
       @Override
       public Void visitAssignment(AssignmentTree a, Void unused) {
-        check(a.getVariable(), a);
+        writes.add(new Tree[] {a, a.getVariable()});
         return super.visitAssignment(a, unused);
       }
 
       @Override
       public Void visitCompoundAssignment(CompoundAssignmentTree a, Void unused) {
-        check(a.getVariable(), a);
+        writes.add(new Tree[] {a, a.getVariable()});
         return super.visitCompoundAssignment(a, unused);
       }
 
@@ -352,19 +353,96 @@ public final class ParallelKernels {
       public Void visitUnary(UnaryTree u, Void unused) {
         if (u.getKind() == Tree.Kind.PREFIX_INCREMENT || u.getKind() == Tree.Kind.POSTFIX_INCREMENT
             || u.getKind() == Tree.Kind.PREFIX_DECREMENT || u.getKind() == Tree.Kind.POSTFIX_DECREMENT) {
-          check(u.getExpression(), u);
+          writes.add(new Tree[] {u, u.getExpression()});
         }
         return super.visitUnary(u, unused);
       }
     }.scan(body, null);
+    Set<Element> captured = new HashSet<>();
+    reads.forEach((id, e) -> {
+      if (!declared.contains(e) && !e.equals(loopVar)) {
+        captured.add(e);
+      }
+    });
+    for (Tree[] w : writes) {
+      Element e = w[1] instanceof IdentifierTree id ? reads.get(id) : null;
+      if (e != null && (captured.contains(e) || e.equals(loopVar))) {
+        throw new IllegalArgumentException(at.apply(w[0]) + ": the @Parallel loop assigns '" + e.getSimpleName()
+            + (e.equals(loopVar) ? "', its own loop variable" : "', a local of the enclosing method")
+            + ": a dependency between iterations");
+      }
+    }
+    reads.forEach((id, e) -> {
+      if (captured.contains(e)) {
+        int end = (int) pos.getEndPosition(unit, id);
+        edits.put(end, end, "__p");
+      }
+    });
+    return captured;
   }
 
-  private static boolean isParallel(ForLoopTree f) {
-    return !f.getInitializer().isEmpty() && f.getInitializer().get(0) instanceof VariableTree v
-        && v.getModifiers().getAnnotations().stream().anyMatch(a -> {
-          String n = a.getAnnotationType().toString();
-          return n.equals("Parallel") || n.endsWith(".Parallel");
-        });
+  private static final Set<ElementKind> LOCALS = Set.of(ElementKind.LOCAL_VARIABLE, ElementKind.PARAMETER,
+      ElementKind.EXCEPTION_PARAMETER, ElementKind.RESOURCE_VARIABLE, ElementKind.BINDING_VARIABLE);
+
+  /** Non-overlapping replacements of source ranges, applied together. */
+  private static final class Edits {
+    final String source;
+    private final TreeMap<Integer, List<Object[]>> byStart = new TreeMap<>(); // start -> {end, text}, in order
+
+    Edits(String source) {
+      this.source = source;
+    }
+
+    void put(int start, int end, String text) {
+      byStart.computeIfAbsent(start, k -> new ArrayList<>()).add(new Object[] {end, text});
+    }
+
+    /** {@code source[from, to)} with the edits inside it applied; those edits are consumed. */
+    String take(long from, long to) {
+      StringBuilder out = new StringBuilder();
+      int p = (int) from;
+      for (Map.Entry<Integer, List<Object[]>> e : new ArrayList<>(byStart.subMap((int) from, true, (int) to,
+          from == to).entrySet())) {
+        for (Object[] edit : e.getValue()) {
+          int end = (int) edit[0];
+          if (e.getKey() < p || end > to) {
+            continue; // overlaps a replacement already taken (e.g. inside a removed member type)
+          }
+          out.append(source, p, e.getKey()).append((String) edit[1]);
+          p = end;
+        }
+        byStart.remove(e.getKey());
+      }
+      return out.append(source, p, (int) to).toString();
+    }
+  }
+
+  private static boolean isParallel(VariableTree v) {
+    return v.getModifiers().getAnnotations().stream().anyMatch(a -> {
+      String n = a.getAnnotationType().toString();
+      return n.equals("Parallel") || n.endsWith(".Parallel");
+    });
+  }
+
+  /** The line breaks of {@code text}, so that what replaces it keeps the following lines' numbers. */
+  private static String newlines(String text) {
+    return text.replaceAll("[^\\n]", "");
+  }
+
+  /** Renames {@code simple} in the first match of {@code regex} at or after {@code from}. */
+  private static void renameAt(String source, int from, String regex, String simple, Edits edits, String where) {
+    Matcher m = Pattern.compile(regex).matcher(source);
+    if (!m.find(Math.max(from, 0))) {
+      throw new IllegalArgumentException(where + ": cannot find the declaration of " + simple);
+    }
+    int start = source.indexOf(simple, m.start() + (m.groupCount() > 0 ? m.group(1).length() : 0));
+    edits.put(start, start + simple.length(), simple + SUFFIX);
+  }
+
+  /** The class path javac sees: this JVM's, plus where the kernel class and this class were loaded from. */
+  private static String classPath(Class<?> kernelClass) {
+    return String.join(java.io.File.pathSeparator, System.getProperty("java.class.path"), location(kernelClass),
+        location(ParallelExecutor.class));
   }
 
   private static boolean isIncrement(ExpressionStatementTree u, String i) {
@@ -504,9 +582,7 @@ public final class ParallelKernels {
         };
       }
     };
-    String cp = String.join(java.io.File.pathSeparator, System.getProperty("java.class.path"),
-        location(kernelClass), location(ParallelExecutor.class));
-    boolean ok = javac.getTask(null, fm, diags, List.of("-proc:none", "-classpath", cp, "-g"), null,
+    boolean ok = javac.getTask(null, fm, diags, List.of("-proc:none", "-classpath", classPath(kernelClass), "-g"), null,
         List.of(new Source(name, source))).call();
     if (!ok || !classes.containsKey(name)) {
       String why = diags.getDiagnostics().stream().filter(d -> d.getKind() == Diagnostic.Kind.ERROR)

@@ -9,7 +9,51 @@ public final class ParallelFixtures {
   /** A constant the kernels read (static final fields are allowed: the copy evaluates the same initialiser). */
   static final float OFFSET = 0.25f;
 
+  /** A table the kernels read and the tests change: the copy must read this very array, not one of its own. */
+  static final float[] TABLE = new float[4];
+
   private ParallelFixtures() {}
+
+  /**
+   * Reads {@link #TABLE}, calls a private helper through the class name, redeclares a captured name inside an
+   * anonymous class, and reads a local declared in an old-style switch case.
+   */
+  public static void scopes(float[] out, int n, int k) {
+    switch (k) {
+      case 0:
+      default:
+        float s = 2f;
+        s *= 3;
+        for (@Parallel int i = 0; i < n; i++) {
+          java.util.function.IntUnaryOperator f = new java.util.function.IntUnaryOperator() {
+            final int n = 7; // not the method's n
+
+            @Override
+            public int applyAsInt(int v) {
+              int k = v; // not the method's k
+              k += n;
+              return k;
+            }
+          };
+          out[i] = ParallelFixtures.twice(TABLE[i % 4]) + f.applyAsInt(i) * s + k;
+        }
+    }
+  }
+
+  private static float twice(float v) {
+    return 2 * v;
+  }
+
+  /** A member type with a @Parallel loop of its own: the copy leaves it to the original (it runs on one core). */
+  static final class Inner {
+    private Inner() {}
+
+    static void fill(int[] a) {
+      for (@Parallel int i = 0; i < a.length; i++) {
+        a[i] = i;
+      }
+    }
+  }
 
   enum Mode { PLUS, TIMES }
 

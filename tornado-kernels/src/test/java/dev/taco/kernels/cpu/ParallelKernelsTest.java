@@ -1,6 +1,7 @@
 package dev.taco.kernels.cpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -162,6 +163,30 @@ class ParallelKernelsTest {
   }
 
   @Test
+  void namesFollowTheirDeclarationsAndStaticTablesAreShared() throws Throwable {
+    MethodHandle k = ParallelKernels.kernel(ParallelFixtures.class, FIXTURES, "scopes",
+        MethodType.methodType(void.class, float[].class, int.class, int.class));
+    for (float t : new float[] {0.5f, -3f}) {
+      java.util.Arrays.fill(ParallelFixtures.TABLE, t); // after the copy was made: it must see this
+      float[] seq = new float[301];
+      float[] par = new float[301];
+      ParallelFixtures.scopes(seq, seq.length, 0);
+      k.invokeExact(par, par.length, 0);
+      assertThat(par).isEqualTo(seq);
+      assertThat(seq[10]).isEqualTo(2 * t + (10 + 7) * 6f);
+    }
+    ParallelFixtures.Inner.fill(new int[3]); // the member type is the original's, untouched
+  }
+
+  @Test
+  void theSameFileByAnotherPathIsTheSameSource() {
+    MethodType t = MethodType.methodType(void.class, float[].class, float[].class, int.class, int.class, int.class);
+    ParallelKernels.kernel(ParallelFixtures.class, FIXTURES, "shapes", t);
+    assertThatCode(() -> ParallelKernels.kernel(ParallelFixtures.class, FIXTURES.toAbsolutePath(), "shapes", t))
+        .doesNotThrowAnyException();
+  }
+
+  @Test
   void aClassCompiledFromOneSourceIsNotSilentlyReusedForAnother(@TempDir Path dir) {
     MethodType t = MethodType.methodType(void.class, float[].class, float[].class, int.class, int.class, int.class);
     ParallelKernels.kernel(ParallelFixtures.class, FIXTURES, "shapes", t);
@@ -202,7 +227,10 @@ class ParallelKernelsTest {
       "for (@Parallel int i = 0; i < n; i += 2) { a[i] = 1; }|K.java:4: a @Parallel loop must read",
       "for (@Parallel int i = 0, j = 0; i < n; i++) { a[i] = j; }|K.java:4: a @Parallel loop must read",
       "float s = 0; for (@Parallel int i = 0; i < n; i++) { s += a[i]; }|K.java:4: the @Parallel loop assigns 's', a local of the enclosing method",
-      "for (@Parallel int i = 0; i < n; i++) { n--; }|K.java:4: the @Parallel loop assigns 'n'"})
+      "for (@Parallel int i = 0; i < n; i++) { n--; }|K.java:4: the @Parallel loop assigns 'n'",
+      "for (@Parallel int i = 0; i < n; i++) { a[i] = 1; i++; }|K.java:4: the @Parallel loop assigns 'i', its own loop variable",
+      "for (@Parallel short i = 0; i < n; i++) { a[i] = 1; }|K.java:4: a @Parallel loop must read",
+      "for (@Parallel int i : new int[] {1, 2}) { a[i] = 1; }|K.java:4: a @Parallel loop must read 'for (@Parallel int i = a; i < b; i++)', not a for-each"})
   void loopsTheRewriteCannotHonourAreRefusedWithFileAndLine(String loop, String message) {
     String src = "package p;\nimport dev.taco.kernels.Parallel;\npublic final class K { static void k(float[] a, int n) {\n"
         + loop + "\n} }\n";
@@ -213,7 +241,8 @@ class ParallelKernelsTest {
   @ParameterizedTest(name = "{1}")
   @CsvSource(delimiter = '|', value = {
       "static float scale = 1f;|K.java:3: static field 'scale' is not final",
-      "static final float[] T = new float[4]; static { T[0] = 1; }|K.java:3: a static initialiser would run again"})
+      "static final float[] T = new float[4]; static { T[0] = 1; }|K.java:3: a static initialiser would run again",
+      "private static final float[] T = new float[4];|K.java:3: private static final field 'T' holds an object"})
   void mutableStaticStateIsRefused(String member, String message) {
     String src = "package p;\nimport dev.taco.kernels.Parallel;\npublic final class K { " + member + "\n"
         + "  static void k(float[] a, int n) { for (@Parallel int i = 0; i < n; i++) { a[i] = 1; } } }\n";
