@@ -90,7 +90,9 @@ import javax.tools.ToolProvider;
  * Everything else is compiled as written, on the same lines, so each iteration runs exactly the Java code of the
  * sequential kernel and results are bit-identical to calling the kernel directly, as long as it honours the
  * {@code @Parallel} contract (no iteration reads what another writes). As in any parallel loop, {@code a} and
- * {@code b} are evaluated once, before the iterations. {@code @Parallel} loops inside member types run sequentially.
+ * {@code b} are evaluated once, before the iterations. {@code @Parallel} loops inside member types run sequentially,
+ * and since the copy sees the original's member types from outside, their private members are out of its reach
+ * (javac says so, with the line). Other top-level types of the file are taken from the class path.
  *
  * <p>The source is read from the class path ({@code <package>/<Class>.java} next to the class file; the
  * tornado-kernels jar carries its kernel sources) or from a file given explicitly. Compiled once per class and JVM.
@@ -171,15 +173,26 @@ public final class ParallelKernels {
     }
     Trees trees = Trees.instance(task);
     SourcePositions pos = trees.getSourcePositions();
+    if (cls.getKind() == Tree.Kind.ENUM || cls.getKind() == Tree.Kind.RECORD) {
+      throw new IllegalArgumentException(fileName + ": " + simple + " is " + (cls.getKind() == Tree.Kind.ENUM ? "an enum"
+          : "a record") + "; @Parallel kernels are compiled for several cores from classes and interfaces");
+    }
     TreePath clsPath = new TreePath(new TreePath(unit), cls);
     Element clsElement = trees.getElement(clsPath);
     Edits edits = new Edits(source);
+    for (Tree t : unit.getTypeDecls()) { // other top-level types of the file are on the class path already
+      if (t != cls && pos.getStartPosition(unit, t) >= 0) {
+        int start = (int) pos.getStartPosition(unit, t);
+        int end = (int) pos.getEndPosition(unit, t);
+        edits.put(start, end, newlines(source.substring(start, end)));
+      }
+    }
     Function<Tree, String> at = t -> fileName + ":" + unit.getLineMap().getLineNumber(pos.getStartPosition(unit, t));
     StringBuilder imports = new StringBuilder();
     Set<Tree> memberTypes = new HashSet<>();
     for (Tree m : members) {
-      Set<javax.lang.model.element.Modifier> flags = m instanceof VariableTree v ? v.getModifiers().getFlags()
-          : Set.of();
+      Set<javax.lang.model.element.Modifier> flags = m instanceof VariableTree v
+          ? trees.getElement(new TreePath(clsPath, v)).getModifiers() : Set.of();
       if (m instanceof VariableTree v && flags.contains(javax.lang.model.element.Modifier.STATIC)) {
         staticField(v, trees, new TreePath(clsPath, v), simple, at, pos, unit, edits);
       }
@@ -188,7 +201,9 @@ public final class ParallelKernels {
             + "copy of " + simple);
       }
       if (m instanceof ClassTree nested
-          && !nested.getModifiers().getFlags().contains(javax.lang.model.element.Modifier.PRIVATE)) {
+          && nested.getModifiers().getFlags().contains(javax.lang.model.element.Modifier.PRIVATE)) {
+        checkNoStaticState(nested, trees, new TreePath(clsPath, nested), at);
+      } else if (m instanceof ClassTree nested) {
         // the copy uses the original's member types (one Mode enum, not two); private ones stay in the copy
         memberTypes.add(nested);
         int start = (int) pos.getStartPosition(unit, nested);
@@ -214,14 +229,24 @@ public final class ParallelKernels {
 
       @Override
       public Void visitMemberSelect(MemberSelectTree ms, Void unused) {
-        Element member = trees.getElement(getCurrentPath());
-        if (ms.getExpression() instanceof IdentifierTree q && member != null
-            && member.getModifiers().contains(javax.lang.model.element.Modifier.PRIVATE)
-            && clsElement.equals(trees.getElement(new TreePath(getCurrentPath(), q)))) {
-          int start = (int) pos.getStartPosition(unit, q);
-          edits.put(start, start + simple.length(), simple + SUFFIX);
-        }
+        redirect(ms.getExpression());
         return super.visitMemberSelect(ms, unused);
+      }
+
+      @Override
+      public Void visitMemberReference(com.sun.source.tree.MemberReferenceTree mr, Void unused) {
+        redirect(mr.getQualifierExpression());
+        return super.visitMemberReference(mr, unused);
+      }
+
+      /** {@code K.m} / {@code p.K.m} / {@code K::m} of a private member: the copy's own (the original's is private). */
+      private void redirect(Tree qualifier) {
+        Element member = trees.getElement(getCurrentPath());
+        if (member != null && member.getModifiers().contains(javax.lang.model.element.Modifier.PRIVATE)
+            && clsElement.equals(trees.getElement(new TreePath(getCurrentPath(), qualifier)))) {
+          edits.put((int) pos.getStartPosition(unit, qualifier), (int) pos.getEndPosition(unit, qualifier),
+              simple + SUFFIX);
+        }
       }
     }.scan(clsPath, null);
     new TreePathScanner<Void, Void>() {
@@ -256,6 +281,13 @@ public final class ParallelKernels {
               + " = a; " + i + " < b; " + i + "++)'");
         }
         TreePath loop = getCurrentPath();
+        javax.lang.model.type.TypeMirror bound = trees.getTypeMirror(new TreePath(new TreePath(loop, c),
+            c.getRightOperand()));
+        if (bound == null || !Set.of(TypeKind.INT, TypeKind.SHORT, TypeKind.BYTE, TypeKind.CHAR)
+            .contains(bound.getKind())) {
+          throw new IllegalArgumentException(where + ": the bound of a @Parallel loop must be an int (here "
+              + bound + ")");
+        }
         Tree stmt = loop.getParentPath().getLeaf() instanceof LabeledStatementTree lab ? lab : f;
         String label = stmt instanceof LabeledStatementTree lab ? lab.getLabel() + ": " : "";
         checkNoEscape(f, where, stmt instanceof LabeledStatementTree lab ? lab.getLabel().toString() : null);
@@ -263,28 +295,53 @@ public final class ParallelKernels {
             trees.getElement(new TreePath(loop, v)), at, pos, unit, edits);
         int bodyStart = (int) pos.getStartPosition(unit, f.getStatement());
         StringBuilder head = new StringBuilder(newlines(source.substring((int) pos.getStartPosition(unit, stmt),
-            (int) pos.getStartPosition(unit, f)))).append("{ ");
+            (int) pos.getStartPosition(unit, f)))).append("{ final int lo__b = ")
+            .append(edits.take(pos.getStartPosition(unit, v.getInitializer()), pos.getEndPosition(unit,
+                v.getInitializer()))).append("; final int hi__b = ")
+            .append(edits.take(pos.getStartPosition(unit, c.getRightOperand()), pos.getEndPosition(unit,
+                c.getRightOperand()))).append("; ");
         captured.stream().map(e -> e.getSimpleName().toString()).sorted().forEach(x -> head.append("final var ")
             .append(x).append("__p = ").append(x).append("; "));
-        head.append(ParallelExecutor.class.getName()).append(".split(")
-            .append(edits.take(pos.getStartPosition(unit, v.getInitializer()), pos.getEndPosition(unit,
-                v.getInitializer()))).append(", ")
-            .append(edits.take(pos.getStartPosition(unit, c.getRightOperand()), pos.getEndPosition(unit,
-                c.getRightOperand())))
+        head.append("ParallelExecutor.split(lo__b, hi__b")
             .append(", (lo__, hi__) -> { ").append(label).append("for (int ").append(i).append(" = lo__; ").append(i)
             .append(" < hi__; ").append(i).append("++) ");
         edits.take(pos.getStartPosition(unit, stmt), bodyStart); // the old header goes, with any edits in it
-        edits.put((int) pos.getStartPosition(unit, stmt), bodyStart, head.toString());
+        edits.put((int) pos.getStartPosition(unit, stmt), bodyStart, head + newlines(source.substring(
+            (int) pos.getStartPosition(unit, f), bodyStart)));
         int end = (int) pos.getEndPosition(unit, f);
         edits.put(end, end, " }); }");
         return null; // inner @Parallel loops run sequentially inside an iteration
       }
     }.scan(clsPath, null);
+    // through an import: a local, parameter or field named like the package's first part (dev) would obscure a
+    // qualified name (JLS 6.4.2)
+    imports.append(" import ").append(ParallelExecutor.class.getName()).append(';');
+    if (unit.getPackage() == null && !memberTypes.isEmpty()) {
+      throw new IllegalArgumentException(fileName + ": " + simple + " is in the unnamed package and has member types, "
+          + "which the multi-core copy imports from it: put the class in a package");
+    }
     if (!imports.isEmpty()) { // on the package line (or the first line): every other line keeps its number
-      int at0 = unit.getPackage() == null ? 0 : (int) pos.getEndPosition(unit, unit.getPackage()) + 1;
-      edits.put(at0, at0, imports + (unit.getPackage() == null ? " " : ""));
+      int at0 = unit.getPackage() == null ? 0 : (int) pos.getEndPosition(unit, unit.getPackage());
+      edits.put(at0, at0, imports + " ");
     }
     return edits.take(0, source.length());
+  }
+
+  /** A private member type stays in the copy, so it must not hold static state (the copy's would be another). */
+  private static void checkNoStaticState(ClassTree type, Trees trees, TreePath path, Function<Tree, String> at) {
+    for (Tree m : type.getMembers()) {
+      Element e = m instanceof VariableTree ? trees.getElement(new TreePath(path, m)) : null;
+      boolean state = e != null && e.getModifiers().contains(javax.lang.model.element.Modifier.STATIC)
+          && !(e.getModifiers().contains(javax.lang.model.element.Modifier.FINAL)
+          && ((VariableElement) e).getConstantValue() != null);
+      if (state || m instanceof BlockTree b && b.isStatic()) {
+        throw new IllegalArgumentException(at.apply(m) + ": private member type " + type.getSimpleName() + " holds "
+            + "static state that the multi-core copy would duplicate (make the type package-private)");
+      }
+      if (m instanceof ClassTree inner) {
+        checkNoStaticState(inner, trees, new TreePath(path, inner), at);
+      }
+    }
   }
 
   /**
@@ -293,7 +350,7 @@ public final class ParallelKernels {
    */
   private static void staticField(VariableTree v, Trees trees, TreePath path, String simple,
       Function<Tree, String> at, SourcePositions pos, CompilationUnitTree unit, Edits edits) {
-    Set<javax.lang.model.element.Modifier> flags = v.getModifiers().getFlags();
+    Set<javax.lang.model.element.Modifier> flags = trees.getElement(path).getModifiers();
     if (!flags.contains(javax.lang.model.element.Modifier.FINAL)) {
       throw new IllegalArgumentException(at.apply(v) + ": static field '" + v.getName() + "' is not final: the "
           + "multi-core copy of " + simple + " would have its own (make it final, or pass the value as a parameter)");
@@ -305,6 +362,11 @@ public final class ParallelKernels {
     if (flags.contains(javax.lang.model.element.Modifier.PRIVATE)) {
       throw new IllegalArgumentException(at.apply(v) + ": private static final field '" + v.getName() + "' holds an "
           + "object the multi-core copy would not share (make it package-private: the copy reads the original's)");
+    }
+    if (trees.getTypeMirror(path) instanceof javax.lang.model.type.DeclaredType t
+        && t.asElement().getModifiers().contains(javax.lang.model.element.Modifier.PRIVATE)) {
+      throw new IllegalArgumentException(at.apply(v) + ": static final field '" + v.getName() + "' has a private "
+          + "type, which the multi-core copy cannot share with the original (make the type package-private)");
     }
     int start = (int) pos.getStartPosition(unit, v.getInitializer());
     int end = (int) pos.getEndPosition(unit, v.getInitializer());
@@ -365,7 +427,11 @@ public final class ParallelKernels {
       }
     });
     for (Tree[] w : writes) {
-      Element e = w[1] instanceof IdentifierTree id ? reads.get(id) : null;
+      Tree t = w[1];
+      while (t instanceof com.sun.source.tree.ParenthesizedTree pt) {
+        t = pt.getExpression();
+      }
+      Element e = t instanceof IdentifierTree id ? reads.get(id) : null;
       if (e != null && (captured.contains(e) || e.equals(loopVar))) {
         throw new IllegalArgumentException(at.apply(w[0]) + ": the @Parallel loop assigns '" + e.getSimpleName()
             + (e.equals(loopVar) ? "', its own loop variable" : "', a local of the enclosing method")
@@ -394,7 +460,12 @@ public final class ParallelKernels {
     }
 
     void put(int start, int end, String text) {
-      byStart.computeIfAbsent(start, k -> new ArrayList<>()).add(new Object[] {end, text});
+      List<Object[]> at = byStart.computeIfAbsent(start, k -> new ArrayList<>());
+      int k = at.size();
+      while (start == end && k > 0 && (int) at.get(k - 1)[0] != start) {
+        k--; // an insertion goes before a replacement that starts at the same place
+      }
+      at.add(k, new Object[] {end, text});
     }
 
     /** {@code source[from, to)} with the edits inside it applied; those edits are consumed. */
@@ -455,6 +526,25 @@ public final class ParallelKernels {
   private static void checkNoEscape(ForLoopTree loop, String at, String ownLabel) {
     new TreeScanner<Void, Integer>() {
       private final Set<String> inner = new HashSet<>(); // labels declared inside the loop
+
+      private int switchExpressions; // a yield inside one of them is its own
+
+      @Override
+      public Void visitSwitchExpression(com.sun.source.tree.SwitchExpressionTree s, Integer depth) {
+        switchExpressions++;
+        super.visitSwitchExpression(s, depth + 1);
+        switchExpressions--;
+        return null;
+      }
+
+      @Override
+      public Void visitYield(com.sun.source.tree.YieldTree y, Integer depth) {
+        if (switchExpressions == 0) {
+          throw new IllegalArgumentException(at + ": 'yield' out of a @Parallel loop (iterations are independent; "
+              + "none can give the switch its value)");
+        }
+        return super.visitYield(y, depth);
+      }
 
       @Override
       public Void visitReturn(ReturnTree r, Integer depth) {
@@ -555,6 +645,9 @@ public final class ParallelKernels {
     Map<String, byte[]> classes = compile(name, rewrite(source, fileName, kernelClass), fileName, kernelClass);
     try {
       MethodHandles.Lookup lookup = MethodHandles.privateLookupIn(kernelClass, MethodHandles.lookup());
+      if (kernelClass.getClassLoader() != null) { // -ea/-da for the class hold for its copy too
+        kernelClass.getClassLoader().setClassAssertionStatus(name, kernelClass.desiredAssertionStatus());
+      }
       Class<?> copy = lookup.defineClass(classes.remove(name)); // the top-level class first, then what javac added
       for (byte[] b : new TreeMap<>(classes).values()) {
         lookup.defineClass(b);

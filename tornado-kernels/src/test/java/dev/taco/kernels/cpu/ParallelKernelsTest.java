@@ -137,9 +137,10 @@ class ParallelKernelsTest {
         + "  static void k(float[] a, int n) {\n    for (@Parallel int i = 1; i < n; i++) {\n"
         + "      a[i] = K.twice(a[i]);\n    }\n  }\n  static float twice(float v) { return 2 * v; }\n}\n";
     String out = ParallelKernels.rewrite(src, "K.java", Fake.K.class);
-    assertThat(out).contains("public final class K__Parallel", "private K__Parallel()", "K.twice(a__p[i])",
-        "{ final var a__p = a; " + ParallelExecutor.class.getName()
-            + ".split(1, n, (lo__, hi__) -> { for (int i = lo__; i < hi__; i++) {")
+    assertThat(out).contains("package p; import " + ParallelExecutor.class.getName() + "; \n",
+        "public final class K__Parallel", "private K__Parallel()", "K.twice(a__p[i])",
+        "{ final int lo__b = 1; final int hi__b = n; final var a__p = a; ParallelExecutor.split(lo__b, hi__b, "
+            + "(lo__, hi__) -> { for (int i = lo__; i < hi__; i++) {")
         .doesNotContain("final var n__p", "final var i__p");
     assertThat(out.lines().count()).isEqualTo(src.lines().count()); // stack traces and javac errors keep their lines
   }
@@ -176,6 +177,40 @@ class ParallelKernelsTest {
       assertThat(seq[10]).isEqualTo(2 * t + (10 + 7) * 6f);
     }
     ParallelFixtures.Inner.fill(new int[3]); // the member type is the original's, untouched
+  }
+
+  @Test
+  void interfacesSharedTablesObscuringNamesPrivateHelpersAndSideEffectsInTheBound() throws Throwable {
+    Path src = Path.of("src/test/java/dev/taco/kernels/cpu/InterfaceFixture.java");
+    MethodHandle k = ParallelKernels.kernel(InterfaceFixture.class, src, "lookup",
+        MethodType.methodType(void.class, float[].class, int.class, float.class));
+    MethodHandle fq = ParallelKernels.kernel(InterfaceFixture.class, src, "fullyQualified",
+        MethodType.methodType(void.class, float[].class, int.class));
+    java.util.Arrays.fill(InterfaceFixture.TABLE, 7f); // after the copy was made
+    float[] seq = new float[97];
+    float[] par = new float[97];
+    InterfaceFixture.lookup(seq, seq.length, 0.5f);
+    k.invokeExact(par, par.length, 0.5f);
+    assertThat(par).isEqualTo(seq);
+    assertThat(seq[1]).isEqualTo(3.5f + 2f + 2f * 97 + 3f); // the table, g, twice(len) with len = n, thrice
+    float[] seqFq = new float[9];
+    float[] parFq = new float[9];
+    InterfaceFixture.fullyQualified(seqFq, 9);
+    fq.invokeExact(parFq, 9);
+    assertThat(parFq).isEqualTo(seqFq);
+  }
+
+  @Test
+  void aMultiLineHeaderKeepsTheLinesOfWhatFollows() throws Exception {
+    String src = Files.readString(Path.of("src/test/java/dev/taco/kernels/cpu/InterfaceFixture.java"));
+    String out = ParallelKernels.rewrite(src, "InterfaceFixture.java", InterfaceFixture.class);
+    assertThat(out.lines().count()).isEqualTo(src.lines().count());
+    int line = src.lines().toList().indexOf("      throw new IllegalStateException(\"line 36\");");
+    assertThat(line).isEqualTo(35);
+    assertThat(out.lines().toList().get(line)).contains("line 36");
+    String crlf = src.replace("\n", "\r\n");
+    assertThat(ParallelKernels.rewrite(crlf, "InterfaceFixture.java", InterfaceFixture.class).lines().toList()
+        .get(line)).contains("line 36");
   }
 
   @Test
@@ -230,7 +265,10 @@ class ParallelKernelsTest {
       "for (@Parallel int i = 0; i < n; i++) { n--; }|K.java:4: the @Parallel loop assigns 'n'",
       "for (@Parallel int i = 0; i < n; i++) { a[i] = 1; i++; }|K.java:4: the @Parallel loop assigns 'i', its own loop variable",
       "for (@Parallel short i = 0; i < n; i++) { a[i] = 1; }|K.java:4: a @Parallel loop must read",
-      "for (@Parallel int i : new int[] {1, 2}) { a[i] = 1; }|K.java:4: a @Parallel loop must read 'for (@Parallel int i = a; i < b; i++)', not a for-each"})
+      "for (@Parallel int i : new int[] {1, 2}) { a[i] = 1; }|K.java:4: a @Parallel loop must read 'for (@Parallel int i = a; i < b; i++)', not a for-each",
+      "for (@Parallel int i = 0; i < n; i++) { a[i] = 1; (i)++; }|K.java:4: the @Parallel loop assigns 'i', its own loop variable",
+      "for (@Parallel int i = 0; i < 10L * n; i++) { a[i] = 1; }|K.java:4: the bound of a @Parallel loop must be an int (here long)",
+      "int r = switch (n) { default -> { for (@Parallel int i = 0; i < n; i++) { yield 1; } yield 0; } };|K.java:4: 'yield' out of a @Parallel loop"})
   void loopsTheRewriteCannotHonourAreRefusedWithFileAndLine(String loop, String message) {
     String src = "package p;\nimport dev.taco.kernels.Parallel;\npublic final class K { static void k(float[] a, int n) {\n"
         + loop + "\n} }\n";
@@ -242,12 +280,33 @@ class ParallelKernelsTest {
   @CsvSource(delimiter = '|', value = {
       "static float scale = 1f;|K.java:3: static field 'scale' is not final",
       "static final float[] T = new float[4]; static { T[0] = 1; }|K.java:3: a static initialiser would run again",
-      "private static final float[] T = new float[4];|K.java:3: private static final field 'T' holds an object"})
+      "private static final float[] T = new float[4];|K.java:3: private static final field 'T' holds an object",
+      "private static final class C { static float gain = 1f; }|K.java:3: private member type C holds static state",
+      "static final L T = new L(); private static final class L {}|K.java:3: static final field 'T' has a private type"})
   void mutableStaticStateIsRefused(String member, String message) {
     String src = "package p;\nimport dev.taco.kernels.Parallel;\npublic final class K { " + member + "\n"
         + "  static void k(float[] a, int n) { for (@Parallel int i = 0; i < n; i++) { a[i] = 1; } } }\n";
     assertThatThrownBy(() -> ParallelKernels.rewrite(src, "K.java", Fake.K.class))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(message);
+  }
+
+  @Test
+  void otherTopLevelTypesAndAdjacentTokensSurviveTheRewrite() {
+    String out = ParallelKernels.rewrite("package p;import dev.taco.kernels.Parallel;\nfinal class K {\n"
+        + "  static void k(int[] a, int n) {\n    for (@Parallel int i = 0; i < n; i++) { a[i] = i; }K.bump(a);\n  }\n"
+        + "  private static void bump(int[] a) { a[0]++; }\n}\nfinal class Second {}\n", "K.java", Fake.K.class);
+    assertThat(out).startsWith("package p; import " + ParallelExecutor.class.getName() + "; import dev.taco")
+        .contains("a__p[i] = i; } }); }K__Parallel.bump(a);").doesNotContain("class Second");
+    assertThatThrownBy(() -> ParallelKernels.rewrite("import dev.taco.kernels.Parallel;\nfinal class K {\n"
+        + "  static final class M {}\n}\n", "K.java", Fake.K.class)).hasMessageContaining("unnamed package");
+  }
+
+  @Test
+  void enumAndRecordKernelClassesAreRefused() {
+    assertThatThrownBy(() -> ParallelKernels.rewrite("package p; enum K { A; static void k() {} }", "K.java",
+        Fake.K.class)).hasMessageContaining("K.java: K is an enum");
+    assertThatThrownBy(() -> ParallelKernels.rewrite("package p; record K(int a) { static void k() {} }", "K.java",
+        Fake.K.class)).hasMessageContaining("K.java: K is a record");
   }
 
   @Test
