@@ -19,8 +19,8 @@ package dev.taco.kernels;
  *
  * <h2>Numerics</h2>
  * Decoding is {@code x^ = H(fp8(q)) * d_t}, {@code d_t = c_r * 2^(-f_t)} rounded once to float32
- * ({@link #decodeScale}), with H the orthonormal WHT (identity when the Hadamard flag is off), clamped to +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round
- * to Inf). Encoding, per row then per group:
+ * ({@link #decodeScale}), with H the orthonormal WHT (identity when the Hadamard flag is off), clamped to
+ * +-Float.MAX_VALUE (a value within one FP8 step of the float32 max could otherwise round to Inf). Encoding, per row then per group:
  * <ol>
  *   <li><b>Coarse scale</b> (per row, {@link #rowScales}): {@code c_r = A_r * beta / FP8MAX} with {@code A_r} the
  *       row's absmax and {@code beta = 2^(ceil(log2(G)/2)+1) >= 2*sqrt(G)} (2 without Hadamard), clamped up to
@@ -71,7 +71,10 @@ public final class TacoKernels {
     return e >= Float.MIN_EXPONENT ? e : Math.getExponent(a * 0x1p64f) - 64;
   }
 
-  /** The coarse scale {@code max(A * (1/FP8MAX) * beta, MIN_NORMAL)} (one rounding per step) of a row with finite absmax {@code A} (class doc, step 1). */
+  /**
+   * The coarse scale {@code max(A * (1/FP8MAX) * beta, MIN_NORMAL)} (one rounding per step) of a row with finite
+   * absmax {@code A} (class doc, step 1).
+   */
   public static float coarseScale(float rowAbsMax, int groupSize, int format, boolean hadamard) {
     return Math.max(Math.scalb(rowAbsMax * (1f / Fp8.maxValue(format)), logBeta(groupSize, hadamard)),
         Float.MIN_NORMAL);

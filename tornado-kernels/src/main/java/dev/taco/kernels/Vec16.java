@@ -70,11 +70,15 @@ public final class Vec16 {
    */
   public static void storeShortPairs8(short[] a, int i, int p0, int p1, int p2, int p3) {
     aligned(i, 8);
-    int[] p = {p0, p1, p2, p3};
-    for (int q = 0; q < 4; q++) {
-      a[i + 2 * q] = (short) p[q];
-      a[i + 2 * q + 1] = (short) (p[q] >>> 16);
-    }
+    pair(a, i, p0);
+    pair(a, i + 2, p1);
+    pair(a, i + 4, p2);
+    pair(a, i + 6, p3);
+  }
+
+  private static void pair(short[] a, int i, int p) {
+    a[i] = (short) p;
+    a[i + 1] = (short) (p >>> 16);
   }
 
   private static void aligned(int i, int n) {
