@@ -128,21 +128,10 @@ public final class DeviceBuffer implements AutoCloseable {
      * @throws CudaException             on a driver error
      */
     public void copyFromHost(Object src, int from, int count, long dstOffset) {
-        int eb = HostArrays.elementBytes(src);
-        java.util.Objects.checkFromIndexSize(from, count, HostArrays.length(src));
-        long total = (long) count * eb;
-        checkRange(dstOffset, total);
-        if (total == 0) return;
-        ctx.makeCurrent();
-        int perChunk = Math.max(1, STAGING_BYTES / eb);
-        try (Memory staging = new Memory(Math.min(total, (long) perChunk * eb))) {
-            for (int done = 0; done < count; ) {
-                int n = Math.min(perChunk, count - done);
-                HostArrays.write(staging, 0, src, from + done, n);
-                ctx.driver().memcpyHtoD(pointer + dstOffset + (long) done * eb, staging, (long) n * eb);
-                done += n;
-            }
-        }
+        staged(src, from, count, dstOffset, (staging, device, index, n, bytes) -> {
+            HostArrays.write(staging, 0, src, index, n);
+            ctx.driver().memcpyHtoD(device, staging, bytes);
+        });
     }
 
     /**
@@ -158,18 +147,34 @@ public final class DeviceBuffer implements AutoCloseable {
      * @throws CudaException             on a driver error
      */
     public void copyToHost(Object dst, int from, int count, long srcOffset) {
-        int eb = HostArrays.elementBytes(dst);
-        java.util.Objects.checkFromIndexSize(from, count, HostArrays.length(dst));
+        staged(dst, from, count, srcOffset, (staging, device, index, n, bytes) -> {
+            ctx.driver().memcpyDtoH(staging, device, bytes);
+            HostArrays.read(staging, 0, dst, index, n);
+        });
+    }
+
+    /** One chunk of a staged copy: {@code n} elements at array index {@code index}, {@code bytes} at {@code device}. */
+    private interface Chunk {
+        void copy(Memory staging, long device, int index, int n, long bytes);
+    }
+
+    /**
+     * The staged copy both directions share: checks the ranges, then moves {@code count} elements of {@code array}
+     * from {@code from} through one staging block of at most {@value #STAGING_BYTES} bytes, chunk by chunk, against
+     * this buffer from byte {@code offset}.
+     */
+    private void staged(Object array, int from, int count, long offset, Chunk chunk) {
+        int eb = HostArrays.elementBytes(array);
+        java.util.Objects.checkFromIndexSize(from, count, HostArrays.length(array));
         long total = (long) count * eb;
-        checkRange(srcOffset, total);
+        checkRange(offset, total);
         if (total == 0) return;
         ctx.makeCurrent();
         int perChunk = Math.max(1, STAGING_BYTES / eb);
         try (Memory staging = new Memory(Math.min(total, (long) perChunk * eb))) {
             for (int done = 0; done < count; ) {
                 int n = Math.min(perChunk, count - done);
-                ctx.driver().memcpyDtoH(staging, pointer + srcOffset + (long) done * eb, (long) n * eb);
-                HostArrays.read(staging, 0, dst, from + done, n);
+                chunk.copy(staging, pointer + offset + (long) done * eb, from + done, n, (long) n * eb);
                 done += n;
             }
         }
