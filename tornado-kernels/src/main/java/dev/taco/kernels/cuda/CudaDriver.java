@@ -93,6 +93,8 @@ public final class CudaDriver {
         int cuStreamDestroy_v2(long hStream);
         int cuEventCreate(LongByReference phEvent, int flags);
         int cuEventSynchronize(long hEvent);
+        int cuEventQuery(long hEvent);
+        int cuStreamQuery(long hStream);
         int cuEventElapsedTime_v2(FloatByReference ms, long start, long end);
         int cuEventElapsedTime(FloatByReference ms, long start, long end);
         int cuEventDestroy_v2(long hEvent);
@@ -112,6 +114,7 @@ public final class CudaDriver {
         static native int cuMemcpyDtoDAsync_v2(long dst, long src, long byteCount, long hStream);
         static native int cuEventRecord(long hEvent, long hStream);
         static native int cuStreamSynchronize(long hStream);
+        static native int cuStreamWaitEvent(long hStream, long hEvent, int flags);
     }
 
     private static volatile CudaDriver instance;
@@ -701,6 +704,50 @@ public final class CudaDriver {
     public void eventRecord(long event, long stream) {
         int s = Direct.cuEventRecord(event, stream);
         if (s != 0) throw exception("cuEventRecord", s);
+    }
+
+    /** {@code CUDA_ERROR_NOT_READY}: what {@code cuEventQuery} and {@code cuStreamQuery} return for pending work. */
+    public static final int CUDA_ERROR_NOT_READY = 600;
+
+    /**
+     * {@code cuEventQuery}: whether the work captured by the event's last record has completed, without blocking.
+     *
+     * @param event a {@code CUevent}
+     * @return true when complete (or never recorded), false while pending ({@code CUDA_ERROR_NOT_READY})
+     * @throws CudaException any other status, e.g. the error of a kernel that failed before the event
+     */
+    public boolean eventQuery(long event) {
+        int s = api.cuEventQuery(event);
+        if (s == CUDA_ERROR_NOT_READY) return false;
+        check("cuEventQuery", s);
+        return true;
+    }
+
+    /**
+     * {@code cuStreamQuery}: whether all work enqueued on the stream has completed, without blocking.
+     *
+     * @param stream a {@code CUstream}
+     * @return true when idle, false while work is pending
+     * @throws CudaException any other status
+     */
+    public boolean streamQuery(long stream) {
+        int s = api.cuStreamQuery(stream);
+        if (s == CUDA_ERROR_NOT_READY) return false;
+        check("cuStreamQuery", s);
+        return true;
+    }
+
+    /**
+     * {@code cuStreamWaitEvent} (direct mapping): work enqueued on {@code stream} after this call waits for the
+     * event's last record to complete; no host blocking. An event never recorded makes the wait a no-op.
+     *
+     * @param stream a {@code CUstream}
+     * @param event  a {@code CUevent} of the same or another stream (of any context on the device)
+     * @throws CudaException on failure
+     */
+    public void streamWaitEvent(long stream, long event) {
+        int s = Direct.cuStreamWaitEvent(stream, event, 0);
+        if (s != 0) throw exception("cuStreamWaitEvent", s);
     }
 
     /**

@@ -34,6 +34,17 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     /**
+     * Non-blocking completion test ({@code cuEventQuery}).
+     *
+     * @return true when the work before the last {@link #record} has completed (or the event was never recorded)
+     * @throws CudaException the error of failed work before the event
+     */
+    public boolean query() {
+        ctx.makeCurrent();
+        return ctx.driver().eventQuery(handle());
+    }
+
+    /**
      * Blocks until the stream has reached this event ({@code cuEventSynchronize}).
      *
      * @throws CudaException on a driver error, including errors of preceding work

@@ -26,6 +26,28 @@ public final class CudaStream implements AutoCloseable {
     public CudaContext context() { return ctx; }
 
     /**
+     * Makes later work on this stream wait for {@code event} ({@code cuStreamWaitEvent}); never blocks the host.
+     *
+     * @param event an event recorded on any stream of this device
+     * @throws CudaException on failure
+     */
+    public void waitEvent(CudaEvent event) {
+        ctx.makeCurrent();
+        ctx.driver().streamWaitEvent(handle(), event.handle());
+    }
+
+    /**
+     * Non-blocking idle test ({@code cuStreamQuery}).
+     *
+     * @return true when all work enqueued so far has completed
+     * @throws CudaException the error of failed work on the stream
+     */
+    public boolean query() {
+        ctx.makeCurrent();
+        return ctx.driver().streamQuery(handle());
+    }
+
+    /**
      * Blocks until all work on the stream has finished ({@code cuStreamSynchronize}, direct mapping).
      *
      * @throws CudaException the error of work on the stream, if any (e.g. {@code CUDA_ERROR_ILLEGAL_ADDRESS})

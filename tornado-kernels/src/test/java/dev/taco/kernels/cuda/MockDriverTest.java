@@ -85,6 +85,9 @@ class MockDriverTest {
               return 0; }
             int cuStreamCreate(void** s, unsigned f) { *s = malloc(8); return 0; }
             int cuStreamSynchronize(void* s) { return 0; }
+            int cuStreamWaitEvent(void* s, void* e, unsigned f) { return 0; }
+            int cuStreamQuery(void* s) { return 0; }
+            int cuEventQuery(void* e) { return 0; }
             int cuStreamDestroy_v2(void* s) { free(s); return 0; }
             int cuEventCreate(void** e, unsigned f) { *e = calloc(1, sizeof(double)); return 0; }
             int cuEventRecord(void* e, void* s) { *(double*) e = now_ms(); return 0; }
