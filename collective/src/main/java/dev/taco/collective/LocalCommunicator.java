@@ -8,37 +8,32 @@ import java.nio.FloatBuffer;
 /**
  * One rank of a {@link LocalGroup}: the exact, in-process transport of DESIGN §4.
  *
- * <p>The float collectives are exact float32: values travel as raw little-endian float32 (4 bytes per element,
- * no header), sums are accumulated in float32 in rank order {@code 0..R-1} by the rank that owns the chunk and
- * then gathered, so every rank gets bit-identical results. All-reduce is two-shot (reduce-scatter then
- * all-gather of {@code ceil(n/R)}-value chunks), so each rank sends about {@code (R-1)/R * n} elements in each
- * phase, as a ring or two-shot NCCL all-reduce would; {@link #bytesSent()} counts exactly those bytes (own
+ * <p>The float collectives are exact float32, written once in {@link TwoShot} with the {@link Plan#EXACT} plan over a
+ * {@link HostWire} on this communicator: values travel as raw little-endian float32 (4 bytes per element, no header);
+ * the all-reduce is two-shot (each rank owns {@code ceil(n/R)} values, sums its peers' chunks in rank order, adds its
+ * own and sends that sum to every rank), so every rank gets bit-identical results and sends about {@code (R-1)/R * n}
+ * elements in each phase, as a two-shot NCCL all-reduce would; {@link #bytesSent()} counts exactly those bytes (own
  * chunks never count).
  *
  * <p>A communicator must be used by one thread at a time. Collectives throw {@link CollectiveException} if the
  * group is aborted or times out, and {@link IllegalArgumentException} for bad arguments.
  */
-public final class LocalCommunicator extends ChunkedCommunicator {
+public final class LocalCommunicator implements Communicator {
 
   private final LocalGroup group;
   private final int rank;
+  private final HostWire wire = new HostWire(this);
   private long round;
   private volatile long bytesSent;
   private boolean closed;
 
   LocalCommunicator(LocalGroup group, int rank) {
-    super(RawFloat32.INSTANCE, 1);
     this.group = group;
     this.rank = rank;
   }
 
   LocalGroup group() {
     return group;
-  }
-
-  @Override
-  String label() {
-    return "local";
   }
 
   /** This rank, in {@code [0, worldSize)}. */
@@ -51,6 +46,104 @@ public final class LocalCommunicator extends ChunkedCommunicator {
   @Override
   public int worldSize() {
     return group.worldSize();
+  }
+
+  /**
+   * Two-shot sum all-reduce in place over {@code buf[off .. off+n)} (float32, any {@code n >= 0}; {@code n = 0} is a
+   * no-op without communication), exact (see the class comment).
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or {@code buf} is null or too short
+   * @throws CollectiveException if the group is aborted, a peer failed or this rank times out
+   */
+  @Override
+  public void allReduce(float[] buf, int off, int n) {
+    String op = "allReduce(n=" + n + ")";
+    checkRange(op, "buf", buf, off, n, 1);
+    if (n == 0) {
+      return;
+    }
+    float[] work = java.util.Arrays.copyOfRange(buf, off, off + n);
+    withContext(op, () -> TwoShot.allReduce(wire, Plan.EXACT, work, n, 1));
+    System.arraycopy(work, 0, buf, off, n);
+  }
+
+  /**
+   * All-gather of {@code n} float32 values per rank into {@code recv[recvOff .. recvOff + R*n)}, rank-major, exact.
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the group is aborted, a peer failed or this rank times out
+   */
+  @Override
+  public void allGather(float[] send, int sendOff, int n, float[] recv, int recvOff) {
+    String op = "allGather(n=" + n + ")";
+    checkRange(op, "send", send, sendOff, n, 1);
+    checkRange(op, "recv", recv, recvOff, n, worldSize());
+    if (n == 0) {
+      return;
+    }
+    float[] shard = java.util.Arrays.copyOfRange(send, sendOff, sendOff + n);
+    float[] out = new float[worldSize() * n];
+    withContext(op, () -> TwoShot.allGather(wire, Plan.EXACT, shard, n, 1, out));
+    System.arraycopy(out, 0, recv, recvOff, out.length);
+  }
+
+  /**
+   * Sum reduce-scatter: {@code send} holds {@code R*n} float32 values, chunk p for rank p; this rank receives in
+   * {@code recv[recvOff .. recvOff+n)} the sum of everybody's chunk {@code rank()} (its peers' in rank order, then its
+   * own), exact.
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the group is aborted, a peer failed or this rank times out
+   */
+  @Override
+  public void reduceScatter(float[] send, int sendOff, int n, float[] recv, int recvOff) {
+    String op = "reduceScatter(n=" + n + ")";
+    int world = worldSize();
+    checkRange(op, "send", send, sendOff, n, world);
+    checkRange(op, "recv", recv, recvOff, n, 1);
+    if (n == 0) {
+      return;
+    }
+    float[] x = java.util.Arrays.copyOfRange(send, sendOff, sendOff + world * n);
+    float[] shard = new float[n];
+    withContext(op, () -> TwoShot.reduceScatter(wire, Plan.EXACT, x, world * n, 1, shard));
+    System.arraycopy(shard, 0, recv, recvOff, n);
+  }
+
+  /**
+   * All-to-all of {@code n} float32 values per rank pair: chunk p of {@code send} goes to rank p, chunk q of
+   * {@code recv} comes from rank q; the own chunk is copied.
+   *
+   * @throws IllegalArgumentException if {@code n < 0} or an array is null or too short
+   * @throws CollectiveException if the group is aborted, a peer failed or this rank times out
+   */
+  @Override
+  public void allToAll(float[] send, int sendOff, int n, float[] recv, int recvOff) {
+    String op = "allToAll(n=" + n + ")";
+    int world = worldSize();
+    checkRange(op, "send", send, sendOff, n, world);
+    checkRange(op, "recv", recv, recvOff, n, world);
+    if (n == 0) {
+      return;
+    }
+    byte[][] out = new byte[world][];
+    for (int p = 0; p < world; p++) {
+      out[p] = new byte[p == rank ? 0 : n * Float.BYTES];
+      if (p != rank) {
+        view(out[p]).put(send, sendOff + p * n, n);
+      }
+    }
+    byte[][] in = withContext(op, () -> allToAllBytes(out));
+    for (int q = 0; q < world; q++) {
+      if (q == rank) {
+        System.arraycopy(send, sendOff + q * n, recv, recvOff + q * n, n);
+      } else if (in[q].length != n * Float.BYTES) {
+        throw new MalformedPayloadException(op + " on rank " + rank + ": rank " + q + " sent " + in[q].length
+            + " bytes, expected " + n * Float.BYTES);
+      } else {
+        view(in[q]).get(recv, recvOff + q * n, n);
+      }
+    }
   }
 
   /**
@@ -128,35 +221,42 @@ public final class LocalCommunicator extends ChunkedCommunicator {
     }
   }
 
-  /** The exact wire format: the real values as little-endian float32, no header, no padding. */
-  private enum RawFloat32 implements ChunkCoder {
-    INSTANCE;
-
-    @Override
-    public byte[] encode(float[] x, int off, int real, int padded) {
-      byte[] out = new byte[real * Float.BYTES];
-      view(out).put(x, off, real);
-      return out;
+  private <T> T withContext(String op, java.util.function.Supplier<T> body) {
+    try {
+      return body.get();
+    } catch (CollectiveException e) {
+      throw new CollectiveException("local " + op + " on rank " + rank + ": " + e.getMessage(), e);
     }
+  }
 
-    @Override
-    public void decode(byte[] payload, float[] out, int off, int real, int padded, boolean accumulate) {
-      if (payload.length != real * Float.BYTES) {
-        throw new MalformedPayloadException(
-            "raw float32 chunk: expected " + real * Float.BYTES + " bytes, got " + payload.length);
-      }
-      FloatBuffer in = view(payload);
-      if (!accumulate) {
-        in.get(out, off, real);
-        return;
-      }
-      for (int i = 0; i < real; i++) {
-        out[off + i] += in.get(i);
-      }
-    }
+  private void withContext(String op, Runnable body) {
+    withContext(op, () -> {
+      body.run();
+      return null;
+    });
+  }
 
-    private static FloatBuffer view(byte[] bytes) {
-      return ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+  /**
+   * Checks that {@code arr[off .. off + count*n)} exists.
+   *
+   * @throws IllegalArgumentException naming the operation and the argument
+   */
+  static void checkRange(String op, String name, float[] arr, int off, int n, int count) {
+    if (n < 0) {
+      throw new IllegalArgumentException(op + ": n must be >= 0, got " + n);
     }
+    if (arr == null) {
+      throw new IllegalArgumentException(op + ": " + name + " is null");
+    }
+    long need = (long) n * count;
+    if (off < 0 || off + need > arr.length) {
+      throw new IllegalArgumentException(
+          op + ": " + name + " too short: needs " + need + " values from offset " + off + ", has length "
+              + arr.length);
+    }
+  }
+
+  private static FloatBuffer view(byte[] bytes) {
+    return ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
   }
 }

@@ -1,5 +1,7 @@
 package dev.taco.codec;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -151,6 +153,60 @@ public abstract class AbstractCodec implements Codec {
     }
     decodeBody(h, in, inOff + PayloadHeader.SIZE, out, outOff, accumulate);
     return n;
+  }
+
+  @Override
+  public final void decodeReduce(byte[][] payloads, int rows, int cols, float[] own, int ownOff, float[] out,
+      int outOff) {
+    checkShape(rows, cols);
+    Objects.requireNonNull(payloads, "payloads");
+    Objects.requireNonNull(out, "out");
+    int n = rows * cols;
+    if (outOff < 0 || outOff > out.length - n || own != null && (ownOff < 0 || ownOff > own.length - n)) {
+      throw new IllegalArgumentException(name() + ": decodeReduce of " + rows + " x " + cols + " needs " + n
+          + " values at out[" + outOff + "]" + (own == null ? "" : " and own[" + ownOff + "]"));
+    }
+    List<PayloadHeader> headers = new ArrayList<>();
+    List<byte[]> bodies = new ArrayList<>();
+    for (int q = 0; q < payloads.length; q++) {
+      if (payloads[q] == null) {
+        continue;
+      }
+      PayloadHeader h;
+      try {
+        h = parse(payloads[q], 0, payloads[q].length);
+      } catch (MalformedPayloadException e) {
+        throw new MalformedPayloadException("payload " + q + ": " + e.getMessage());
+      }
+      if (h.rows() != rows || h.cols() != cols) {
+        throw PayloadHeader.bad(name(), "payload " + q + " holds " + h.rows() + " x " + h.cols() + ", expected " + rows
+            + " x " + cols);
+      }
+      PayloadHeader first = headers.isEmpty() ? h : headers.get(0);
+      if (h.format() != first.format() || h.groupSize() != first.groupSize()
+          || (h.flags() & ~PayloadHeader.FLAG_NONFINITE) != (first.flags() & ~PayloadHeader.FLAG_NONFINITE)) {
+        throw PayloadHeader.bad(name(), "payload " + q + " (format " + h.format() + ", G " + h.groupSize()
+            + ", flags 0x" + Integer.toHexString(h.flags()) + ") disagrees with the others on the plan");
+      }
+      headers.add(h);
+      bodies.add(payloads[q]);
+    }
+    float[] y = new float[n];
+    reduceBodies(headers, bodies, y);
+    for (int i = 0; i < n; i++) {
+      out[outOff + i] = own == null ? y[i] : y[i] + own[ownOff + i];
+    }
+  }
+
+  /**
+   * The sum of the validated payloads' decoded tensors into {@code sum} (zero on entry), in list order; the default
+   * decodes each one with accumulation. Payload {@code i} is the whole array {@code payloads.get(i)}, its body at
+   * {@link PayloadHeader#SIZE}.
+   */
+  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, float[] sum) {
+    for (int i = 0; i < headers.size(); i++) {
+      decodeBody(headers.get(i), payloads.get(i), PayloadHeader.SIZE, sum, 0, true);
+    }
   }
 
   /**

@@ -51,4 +51,21 @@ public interface Codec {
    *     shape or group size; nothing is written to {@code out} in that case
    */
   int decode(byte[] in, int inOff, int len, float[] out, int outOff, boolean accumulate);
+
+  /**
+   * Decompress-reduce, the reduce step of a compressed reduce-scatter or all-reduce (DESIGN §3.5, §4): {@code
+   * out[outOff + i] = (sum over q of decode(payloads[q])[i]) + own[ownOff + i]} for {@code i < rows*cols}, over the
+   * non-null payloads in index order (the caller passes them by source rank, its own slot null), float32 accumulation
+   * from +0. Codecs with an orthonormal transform sum in the transformed domain and apply the inverse transform once
+   * instead of once per payload ({@link TacoCodec}); the result then differs from decoding each payload and summing
+   * by float rounding only.
+   *
+   * @param payloads whole payloads (each array is one payload), null entries skipped
+   * @param own the caller's exact contribution, {@code rows x cols} from {@code ownOff}, or null for none
+   * @param out {@code rows x cols} from {@code outOff}; may be {@code own}
+   * @throws MalformedPayloadException if a payload fails validation, holds another shape than {@code rows x cols} or
+   *     disagrees with the others on group size, format or transform; {@code out} is then unchanged
+   * @throws IllegalArgumentException for bad sizes or ranges
+   */
+  void decodeReduce(byte[][] payloads, int rows, int cols, float[] own, int ownOff, float[] out, int outOff);
 }

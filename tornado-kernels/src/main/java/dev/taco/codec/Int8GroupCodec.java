@@ -36,4 +36,13 @@ public final class Int8GroupCodec extends GroupQuantCodec {
   public Int8GroupCodec(int groupSize, NonFinite nonFinite) {
     super("int8-group", PayloadHeader.INT8_GROUP, groupSize, GroupKernels.INT8, false, nonFinite);
   }
+
+  /**
+   * This codec with group size {@code groupSize} (same NaN/Inf policy): the candidate plans of a calibration.
+   *
+   * @throws IllegalArgumentException for a bad G
+   */
+  public Int8GroupCodec withGroupSize(int groupSize) {
+    return new Int8GroupCodec(groupSize, nonFinite());
+  }
 }

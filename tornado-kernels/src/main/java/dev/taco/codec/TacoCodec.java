@@ -1,6 +1,9 @@
 package dev.taco.codec;
 
+import dev.taco.kernels.Bytes;
 import dev.taco.kernels.TacoKernels;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * {@code taco}: the TACO FP8 codec of DESIGN §3 (after arXiv 2604.24088): ASH pre-scale, Walsh-Hadamard transform
@@ -109,6 +112,16 @@ public final class TacoCodec extends AbstractCodec {
     this.format = java.util.Objects.requireNonNull(format, "format");
     this.alpha = alpha;
     this.hadamard = hadamard;
+  }
+
+  /**
+   * This codec with another group size and transform setting (same name, format, alpha, dual scale and NaN/Inf
+   * policy): the candidate plans of a calibration (DESIGN §3.1).
+   *
+   * @throws IllegalArgumentException for a bad G
+   */
+  public TacoCodec with(int groupSize, boolean hadamard) {
+    return new TacoCodec(name, groupSize, format, alpha, hadamard, dualScale, nonFinite());
   }
 
   /** G. */
@@ -223,6 +236,54 @@ public final class TacoCodec extends AbstractCodec {
     int fineOff = bodyOff + 4 * h.rows();
     TacoKernels.decodeGroups(in, bodyOff, fineOff, fineOff + fineBytes(h), h.rows(), h.cols(), h.groupSize(),
         h.format(), had(h), dual(h), new float[ng * h.groupSize()], out, outOff, accumulate);
+  }
+
+  /**
+   * Decompress-reduce in the rotated domain (DESIGN §3.5): every payload's codes are dequantised, without the inverse
+   * transform, into one accumulator ({@link TacoKernels#dequantAccumulate}), in list order, and the sum is transformed
+   * back once ({@link TacoKernels#finishReduce}). A row that some payload sent untransformed (it held NaN/Inf, policy
+   * propagate) is summed the plain way instead: each payload's row decoded in full, then added.
+   */
+  @Override
+  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, float[] sum) {
+    if (headers.isEmpty()) {
+      return;
+    }
+    PayloadHeader h0 = headers.get(0);
+    int rows = h0.rows();
+    int cols = h0.cols();
+    int g = h0.groupSize();
+    int ng = TacoKernels.groupsPerRow(cols, g);
+    boolean transformed = had(h0);
+    float[] acc = new float[rows * ng * g];
+    boolean[] plain = new boolean[rows];
+    for (int i = 0; i < headers.size(); i++) {
+      PayloadHeader h = headers.get(i);
+      byte[] p = payloads.get(i);
+      int scaleOff = PayloadHeader.SIZE;
+      int fineOff = scaleOff + 4 * rows;
+      for (int r = 0; transformed && h.nonFinite() && r < rows; r++) {
+        plain[r] |= Float.floatToRawIntBits(Bytes.getFloat(p, scaleOff + 4 * r)) < 0;
+      }
+      TacoKernels.dequantAccumulate(p, scaleOff, fineOff, fineOff + fineBytes(h), rows, cols, g, h.format(), dual(h),
+          acc, 0);
+    }
+    TacoKernels.finishReduce(acc, 0, rows, cols, g, transformed, sum, 0);
+    float[] work = new float[ng * g];
+    for (int r = 0; r < rows; r++) {
+      if (!plain[r]) {
+        continue;
+      }
+      Arrays.fill(sum, r * cols, (r + 1) * cols, 0f);
+      for (int i = 0; i < headers.size(); i++) {
+        PayloadHeader h = headers.get(i);
+        int scaleOff = PayloadHeader.SIZE;
+        int fineOff = scaleOff + 4 * rows;
+        int codeOff = fineOff + fineBytes(h);
+        TacoKernels.decodeGroups(payloads.get(i), scaleOff + 4 * r, fineOff + (dual(h) ? r * ng : 0),
+            codeOff + r * ng * g, 1, cols, g, h.format(), true, dual(h), work, sum, r * cols, true);
+      }
+    }
   }
 
   @Override

@@ -315,6 +315,63 @@ public final class TacoKernels {
   }
 
   /**
+   * Decompress-reduce, step 1 of 2 (DESIGN §3.5): adds one payload's dequantised codes to a rotated-domain
+   * accumulator, <em>without</em> the inverse transform: for every group {@code t = r*ng + g} of a row whose coarse
+   * scale {@code c_r} is not zero, {@code acc[accOff + t*G + i] += decodeValue(fp8(code[t*G + i]), decodeScale(c_r,
+   * f_t), c_r, f_t)} for {@code i < G}; a row with {@code c_r = 0} adds nothing. The transform is linear and every
+   * scale is per group, so summing the peers here and transforming the sum once ({@link #finishReduce}) equals, up to
+   * float rounding, decoding each peer and summing. The caller must not mix in rows sent untransformed (negative
+   * coarse scale, NaN/Inf rows under the propagate policy): it decodes those rows fully instead.
+   *
+   * @param acc {@code rows * ng * G} floats ({@code ng = ceil(cols/G)}; the padding of each row's last group
+   *     included, since the transform mixes it), added to
+   * @param dualScale as in {@link #encodeGroups}
+   */
+  public static void dequantAccumulate(byte[] in, int scaleOff, int fineOff, int codeOff, int rows, int cols,
+      int groupSize, int format, boolean dualScale, float[] acc, int accOff) {
+    int ng = groupsPerRow(cols, groupSize);
+    for (@Parallel int t = 0; t < rows * ng; t++) {
+      int r = t / ng;
+      float c = Math.abs(Bytes.getFloat(in, scaleOff + 4 * r));
+      if (c != 0f) {
+        int f = dualScale ? in[fineOff + t] & 0xFF : 0;
+        float ds = decodeScale(c, f);
+        int codes = codeOff + t * groupSize;
+        int a = accOff + t * groupSize;
+        for (int i = 0; i < groupSize; i++) {
+          acc[a + i] += decodeValue(Fp8.decode(in[codes + i], format), ds, c, f);
+        }
+      }
+    }
+  }
+
+  /**
+   * Decompress-reduce, step 2 of 2 (DESIGN §3.5): the inverse transform of the accumulated sum, once per group:
+   * {@code sum[sumOff + r*cols + j] = H(acc)[r*ngG + j]} for {@code j < cols}, with {@code H} the orthonormal WHT of each
+   * group ({@link Hadamard#fwht}, applied in place to {@code acc}) when {@code hadamard}, else the identity. The
+   * caller then adds its own exact contribution, {@code sum + own}. Not clamped: a sum beyond float32's range is
+   * +-Inf.
+   *
+   * @param acc {@code rows * ngG} floats from {@link #dequantAccumulate}, overwritten by the transform
+   */
+  public static void finishReduce(float[] acc, int accOff, int rows, int cols, int groupSize, boolean hadamard,
+      float[] sum, int sumOff) {
+    int ng = groupsPerRow(cols, groupSize);
+    for (@Parallel int t = 0; t < rows * ng; t++) {
+      int r = t / ng;
+      int c0 = (t - r * ng) * groupSize;
+      int len = Math.min(groupSize, cols - c0);
+      int a = accOff + t * groupSize;
+      if (hadamard) {
+        Hadamard.fwht(acc, a, groupSize);
+      }
+      for (int i = 0; i < len; i++) {
+        sum[sumOff + r * cols + c0 + i] = acc[a + i];
+      }
+    }
+  }
+
+  /**
    * Validates a body (after its checksum): every coarse scale is +0 or a finite normal positive float, and no FP8
    * code is NaN/Inf. Fine exponents need no check (all 256 values are valid). With {@code nonFinite} (the
    * header's flag 0x80), scales may also be negative normals (untransformed rows) and codes may be NaN/Inf.

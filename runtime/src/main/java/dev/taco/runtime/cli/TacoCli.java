@@ -219,9 +219,11 @@ public final class TacoCli {
     w.printf("%-12s %4s %10s %10s %9s %16s %9s %9s %10s%n", "compression", "tp", "val@0", "val@end", "drop",
         "TP bytes/step", "vs first", "wall s", "tokens/s");
     for (RunResult r : runs) {
-      w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %9.3f %9.1f %10.0f%n", r.compression(), r.tp(),
+      // with one rank nothing goes on the wire: there is no ratio to print
+      String ratio = base > 0 ? String.format(Locale.ROOT, "%9.3f", r.tp_bytes_per_step() / base) : String.format("%9s", "-");
+      w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
           r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
-          r.tp_bytes_per_step(), r.tp_bytes_per_step() / base, r.wall_seconds(), r.tokens_per_second());
+          r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
     }
     w.println();
     w.printf("%-12s %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
@@ -236,15 +238,16 @@ public final class TacoCli {
       w.printf("%n%s: plans chosen per collective site by calibration%n", r.compression());
       java.util.Map<String, java.util.List<String>> bySite = new java.util.LinkedHashMap<>();
       r.plans().forEach((site, p) -> bySite.computeIfAbsent(String.format(Locale.ROOT, "G=%-3d %-11s %-8s", p.groupSize(),
-          p.hadamard() ? "hadamard" : "no-hadamard", p.layout().name().toLowerCase(Locale.ROOT).replace('_', '-')), k -> new ArrayList<>()).add(site));
+          p.hadamard() ? "hadamard" : "no-hadamard", p.layout()), k -> new ArrayList<>()).add(site));
       bySite.forEach((plan, sites) -> w.printf("  %s  %d site(s): %s%n", plan, sites.size(), String.join(" ", sites)));
     }
     if (runs.size() > 1) {
       for (int i = 1; i < runs.size(); i++) {
         RunResult r = runs.get(i);
-        w.printf(Locale.ROOT, "%s vs %s: final validation loss %+.2f%%, TP bytes per step x%.3f%n", r.compression(),
+        w.printf(Locale.ROOT, "%s vs %s: final validation loss %+.2f%%, %s%n", r.compression(),
             runs.get(0).compression(), 100 * (r.final_val_loss() / runs.get(0).final_val_loss() - 1),
-            r.tp_bytes_per_step() / base);
+            base > 0 ? String.format(Locale.ROOT, "TP bytes per step x%.3f", r.tp_bytes_per_step() / base)
+                : "no TP bytes on the wire (one rank)");
       }
     }
   }

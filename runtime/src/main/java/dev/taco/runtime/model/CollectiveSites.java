@@ -3,8 +3,13 @@ package dev.taco.runtime.model;
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
+import dev.taco.codec.Int8GroupCodec;
+import dev.taco.codec.TacoCodec;
 import dev.taco.collective.Communicator;
-import dev.taco.collective.CompressedCommunicator;
+import dev.taco.collective.HostWire;
+import dev.taco.collective.Plan;
+import dev.taco.collective.TwoShot;
+import dev.taco.collective.WireLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -15,32 +20,40 @@ import java.util.Map;
  * The tensor-parallel all-reduces of one rank, per collective site, with TACO's data-driven reshaping (DESIGN §3.1).
  *
  * <p>A site is one all-reduce of the model: {@code layer3.mlp.fwd} is the row-parallel fc2 output of block 3 in the
- * forward pass, {@code layer3.attn.bwd} the gradient of the attention input in the backward pass. Each site has a
- * plan: the codec's group size G, whether the Walsh–Hadamard transform is on, and an optional channel permutation
- * that deals the loudest channels round-robin over the groups of a row so no group holds two outliers. The first
- * {@code calibrationSteps} tensors seen at a site calibrate it: every candidate plan is measured (relative L2 error of
- * one encode/decode), the errors are summed over ranks with an exact all-reduce so every rank picks the same plan,
- * and the plan is frozen; {@code recalibrateInterval > 0} starts a new calibration every that many uses.
+ * forward pass, {@code layer3.attn.bwd} the gradient of the attention input in the backward pass. Each site has a typed
+ * {@link Plan}: the codec (group size G, Walsh–Hadamard transform on or off) and the wire layout (in order, a channel
+ * permutation that deals the loudest channels round-robin over the groups of a row so no group holds two outliers, or
+ * the token axis). The first {@code calibrationSteps} tensors seen at a site calibrate it: every candidate plan is
+ * measured (relative L2 error of one encode/decode of the {@code rows x cols} tensor, one coarse scale per row as on
+ * the wire), the errors are summed over ranks with an exact all-reduce so every rank picks the same plan, and the plan
+ * is frozen; {@code recalibrateInterval > 0} starts a new calibration every that many uses.
  *
- * <p>Without calibration (or for a codec without a group size) every site uses the one communicator given. The
- * tensor at a site is (rows, cols) row-major, cols = hidden size; groups run along cols.
+ * <p>Without calibration (or for a codec without a group size) every site uses the codec as given. The collectives are
+ * {@link TwoShot}'s over a {@link HostWire} on the exact transport. With one rank nothing is sent, so nothing is
+ * quantised, calibrated or sampled.
  */
 public final class CollectiveSites {
-  /** Number of {@link Layout}s a calibration tries per candidate codec. */
-  private static final int NL = Layout.values().length;
-
   /** Group sizes a calibration tries. */
   static final int[] GROUP_SIZES = {32, 64, 128, 256};
 
-  /** One site's frozen plan and the error it measured (summed over ranks, averaged over the calibration tensors). */
-  public record Plan(String codec, int groupSize, boolean hadamard, Layout layout, double relL2) {}
+  private static final WireLayout[] LAYOUTS = WireLayout.values();
 
   /**
-   * How a site's (rows, cols) tensor is laid out on the wire, i.e. along which axis its groups of G run:
-   * {@code IN_ORDER} along the hidden axis as computed, {@code PERMUTED} along the hidden axis after the spreading
-   * channel permutation, {@code TOKEN_AXIS} along the token axis (the tensor is sent transposed).
+   * One site's frozen plan as the report shows it, with the error it measured (summed over ranks, averaged over the
+   * calibration tensors).
+   *
+   * @param codec the codec spec ({@code taco:e4m3,g=256,alpha=1.0,hadamard=off})
+   * @param groupSize G
+   * @param hadamard whether the codec transforms its groups
+   * @param layout the wire layout ({@code in-order}, {@code permuted}, {@code token-axis})
+   * @param relL2 mean relative L2 error of one encode/decode on the calibration tensors
    */
-  public enum Layout { IN_ORDER, PERMUTED, TOKEN_AXIS }
+  public record CalibratedPlan(String codec, int groupSize, boolean hadamard, String layout, double relL2) {
+    static CalibratedPlan of(Plan p, double relL2) {
+      return new CalibratedPlan(p.codec().toString(), p.codec().groupSize(), transforms(p.codec()), p.layout().label(),
+          relL2);
+    }
+  }
 
   /**
    * Mean codec error over the tensors sampled at the sites of one direction ({@code fwd} or {@code bwd}): one
@@ -57,53 +70,48 @@ public final class CollectiveSites {
       double bytes_per_element, int samples) {}
 
   private final Communicator exact;
-  private final Communicator fixed;
+  private final HostWire wire;
+  private final Plan fixed;
   private final String spec;
   private final int calibrationSteps;
   private final int recalibrateInterval;
-  private final List<String> candidates = new ArrayList<>();
+  private final List<AbstractCodec> candidates = new ArrayList<>();
   private final Map<String, Site> sites = new LinkedHashMap<>();
-  private final AbstractCodec defaultCodec;
   private final Map<String, double[]> sampled = new LinkedHashMap<>();
   private boolean sampling;
 
   /**
-   * @param exact the exact transport (float32, used for the plan agreement and under every codec)
-   * @param spec the codec name given by the user ({@code fp32} = no codec)
+   * @param exact the exact transport (float32: the plan agreement, and the bytes of every codec)
+   * @param spec the codec name given by the user ({@code fp32} = no codec, exact)
    * @param calibrationSteps tensors per site to calibrate on; 0 disables calibration
    * @param recalibrateInterval uses of a site between calibrations; 0 = calibrate once
+   * @throws IllegalArgumentException for an unknown codec or a negative count
    */
   public CollectiveSites(Communicator exact, String spec, int calibrationSteps, int recalibrateInterval) {
     if (calibrationSteps < 0) throw new IllegalArgumentException("calibration steps must be >= 0, got " + calibrationSteps);
     if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
     this.exact = exact;
+    this.wire = new HostWire(exact);
     this.spec = spec;
-    this.defaultCodec = spec.equals("fp32") ? null : Codecs.byName(spec);
-    this.fixed = defaultCodec == null ? exact : new CompressedCommunicator(exact, defaultCodec);
+    AbstractCodec codec = spec.equals("fp32") ? null : Codecs.byName(spec);
+    this.fixed = Plan.of(codec);
     this.calibrationSteps = calibrationSteps;
     this.recalibrateInterval = recalibrateInterval;
-    if (calibrationSteps > 0) {
-      String base = spec.contains(":") ? spec + "," : spec + ":";
-      if (spec.startsWith("taco")) {
-        for (int g : GROUP_SIZES) for (String h : new String[] {"on", "off"}) candidates.add(base + "g=" + g + ",hadamard=" + h);
-      } else if (spec.startsWith("int8-group")) {
-        for (int g : GROUP_SIZES) candidates.add(base + "g=" + g);
+    if (calibrationSteps > 0 && exact.worldSize() > 1) {
+      for (int g : GROUP_SIZES) {
+        if (codec instanceof TacoCodec t) {
+          candidates.add(t.with(g, true));
+          candidates.add(t.with(g, false));
+        } else if (codec instanceof Int8GroupCodec c) {
+          candidates.add(c.withGroupSize(g));
+        }
       }
     }
   }
 
-  /** Every site through {@code comm} as it is (no codec of its own, no calibration). */
+  /** Every site exact (float32, no codec, no calibration) over {@code comm}. */
   public static CollectiveSites fixed(Communicator comm) {
-    return new CollectiveSites(comm, comm, "fixed", 0, 0);
-  }
-
-  private CollectiveSites(Communicator exact, Communicator fixed, String spec, int calibrationSteps, int recalibrateInterval) {
-    this.exact = exact;
-    this.fixed = fixed;
-    this.defaultCodec = null;
-    this.spec = spec;
-    this.calibrationSteps = calibrationSteps;
-    this.recalibrateInterval = recalibrateInterval;
+    return new CollectiveSites(comm, "fp32", 0, 0);
   }
 
   public int rank() {
@@ -125,12 +133,18 @@ public final class CollectiveSites {
   }
 
   /** The plan of every site calibrated so far, by site name (insertion order: first use). */
-  public Map<String, Plan> plans() {
-    Map<String, Plan> out = new LinkedHashMap<>();
+  public Map<String, CalibratedPlan> plans() {
+    Map<String, CalibratedPlan> out = new LinkedHashMap<>();
     sites.forEach((name, s) -> {
-      if (s.plan != null) out.put(name, s.plan);
+      if (s.plan != null) out.put(name, CalibratedPlan.of(s.plan, s.relL2));
     });
     return out;
+  }
+
+  /** The typed plan site {@code name} uses now ({@link #fixed} plan before or without calibration). */
+  public Plan plan(String name) {
+    Site s = sites.get(name);
+    return s == null || s.plan == null ? fixed : s.plan;
   }
 
   /** While on, every all-reduce also measures its codec's error on this rank's input (see {@link #sampledErrors}). */
@@ -146,9 +160,40 @@ public final class CollectiveSites {
     return out;
   }
 
-  private void sample(String name, AbstractCodec codec, float[] buf, int rows, int cols) {
-    // one row, as the compressed all-reduce hands the codec its chunks (1 x len): same groups, same bytes
-    CodecStats st = CodecStats.measure(codec, Arrays.copyOf(buf, rows * cols), 1, rows * cols);
+  /**
+   * Sum all-reduce of the {@code rows x cols} tensor {@code buf[0, rows*cols)} at site {@code name}, in place, through
+   * that site's plan.
+   *
+   * @throws IllegalArgumentException naming the site, if the codec refuses the tensor (NaN/Inf) or the shape is bad
+   * @throws dev.taco.collective.CollectiveException if the transport fails
+   */
+  public void allReduce(String name, float[] buf, int rows, int cols) {
+    if (worldSize() == 1) {
+      return;
+    }
+    try {
+      Plan plan = planFor(name, buf, rows, cols);
+      if (sampling && !plan.exact()) sample(name, plan, buf, rows, cols);
+      TwoShot.allReduce(wire, plan, buf, rows, cols);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
+    }
+  }
+
+  private Plan planFor(String name, float[] buf, int rows, int cols) {
+    if (candidates.isEmpty()) return fixed;
+    Site site = sites.computeIfAbsent(name, k -> new Site());
+    if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
+      site.startCalibration();
+    }
+    site.uses++;
+    if (site.calibrating > 0) site.measure(buf, rows, cols);
+    return site.plan != null ? site.plan : fixed;
+  }
+
+  private void sample(String name, Plan plan, float[] buf, int rows, int cols) {
+    boolean t = plan.layout() == WireLayout.TOKEN_AXIS;
+    CodecStats st = CodecStats.measure(plan.codec(), onWire(plan, buf, rows, cols), t ? cols : rows, t ? rows : cols);
     double[] a = sampled.computeIfAbsent(name.substring(name.lastIndexOf('.') + 1), k -> new double[6]);
     a[0] += st.relL2();
     a[1] += st.snrDb();
@@ -158,73 +203,11 @@ public final class CollectiveSites {
     a[5]++;
   }
 
-  /**
-   * Sum all-reduce of the (rows, cols) tensor {@code buf[0, rows*cols)} at site {@code name}, through that site's plan.
-   */
-  public void allReduce(String name, float[] buf, int rows, int cols) {
-    try {
-      allReduceAt(name, buf, rows, cols);
-    } catch (IllegalArgumentException e) {
-      // the codec refused the tensor (NaN/Inf): say which collective site it was
-      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
-    }
-  }
-
-  private void allReduceAt(String name, float[] buf, int rows, int cols) {
-    int n = rows * cols;
-    if (candidates.isEmpty()) {
-      if (sampling && defaultCodec != null) sample(name, defaultCodec, buf, rows, cols);
-      fixed.allReduce(buf, 0, n);
-      return;
-    }
-    Site site = sites.computeIfAbsent(name, k -> new Site());
-    if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
-      site.startCalibration();
-    }
-    site.uses++;
-    if (site.calibrating > 0) site.measure(buf, rows, cols);
-    Communicator comm = site.comm != null ? site.comm : fixed;
-    AbstractCodec codec = site.codec != null ? site.codec : defaultCodec;
-    if (site.layout == Layout.IN_ORDER) {
-      if (sampling) sample(name, codec, buf, rows, cols);
-      comm.allReduce(buf, 0, n);
-      return;
-    }
-    float[] tmp = site.scratch(n);
-    toWire(buf, tmp, site.layout, site.perm, rows, cols);
-    if (sampling) sample(name, codec, tmp, rows, cols);
-    comm.allReduce(tmp, 0, n);
-    fromWire(tmp, buf, site.layout, site.perm, rows, cols);
-  }
-
-  /** Lays the (rows, cols) tensor {@code src} out as {@code layout} sends it, into {@code dst}. */
-  static void toWire(float[] src, float[] dst, Layout layout, int[] perm, int rows, int cols) {
-    if (layout == Layout.PERMUTED) permute(src, dst, perm, rows, cols, false);
-    else transpose(src, dst, rows, cols);
-  }
-
-  /** Inverse of {@link #toWire}. */
-  static void fromWire(float[] src, float[] dst, Layout layout, int[] perm, int rows, int cols) {
-    if (layout == Layout.PERMUTED) permute(src, dst, perm, rows, cols, true);
-    else transpose(src, dst, cols, rows);
-  }
-
-  /** dst(cols, rows) = src(rows, cols)^T. */
-  static void transpose(float[] src, float[] dst, int rows, int cols) {
-    for (int r = 0; r < rows; r++) {
-      for (int j = 0; j < cols; j++) dst[j * rows + r] = src[r * cols + j];
-    }
-  }
-
-  /** dst[r, j] = src[r, perm[j]] (or the inverse: dst[r, perm[j]] = src[r, j]). */
-  static void permute(float[] src, float[] dst, int[] perm, int rows, int cols, boolean inverse) {
-    for (int r = 0; r < rows; r++) {
-      int o = r * cols;
-      for (int j = 0; j < cols; j++) {
-        if (inverse) dst[o + perm[j]] = src[o + j];
-        else dst[o + j] = src[o + perm[j]];
-      }
-    }
+  /** The {@code rows x cols} tensor as {@code plan} lays it out on the wire (a copy). */
+  private float[] onWire(Plan plan, float[] buf, int rows, int cols) {
+    float[] w = new float[rows * cols];
+    wire.toWire(plan, buf, rows, cols, w);
+    return w;
   }
 
   /**
@@ -243,109 +226,87 @@ public final class CollectiveSites {
     return perm;
   }
 
+  private static boolean transforms(AbstractCodec c) {
+    return c instanceof TacoCodec t && t.hadamard();
+  }
+
   /** One site's state: calibration sums, then the frozen plan. */
   private final class Site {
     int uses;
     int calibrating;
     int seen;
-    double[] errors; // per candidate x Layout
+    double[] errors; // per candidate x layout
     double[] energy;
     Plan plan;
-    Layout layout = Layout.IN_ORDER;
-    AbstractCodec codec;
-    Communicator comm;
-    int[] perm;
-    float[] scratch;
+    double relL2;
 
     void startCalibration() {
       calibrating = calibrationSteps;
       seen = 0;
-      errors = new double[candidates.size() * NL];
+      errors = new double[candidates.size() * LAYOUTS.length];
       energy = null;
     }
 
-    float[] scratch(int n) {
-      if (scratch == null || scratch.length < n) scratch = new float[n];
-      return scratch;
+    /** The candidate plan of index {@code i} (candidate x layout), or null when it does not apply to this tensor. */
+    Plan candidate(int i, double[] channelEnergy) {
+      AbstractCodec codec = candidates.get(i / LAYOUTS.length);
+      return switch (LAYOUTS[i % LAYOUTS.length]) {
+        case IN_ORDER -> Plan.of(codec);
+        case PERMUTED -> {
+          int[] p = spreadingPermutation(channelEnergy, codec.groupSize());
+          yield p == null ? null : Plan.of(codec).permuted(p);
+        }
+        case TOKEN_AXIS -> Plan.of(codec).tokenAxis();
+      };
     }
 
     /** Adds this rank's errors for every candidate plan on this tensor; freezes the plan after the last one. */
     void measure(float[] buf, int rows, int cols) {
-      int n = rows * cols;
-      float[] x = Arrays.copyOf(buf, n);
+      float[] x = Arrays.copyOf(buf, rows * cols);
       // channel energies summed over ranks, so every rank derives the same permutation
       float[] e = new float[cols];
       for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) e[j] += x[r * cols + j] * x[r * cols + j];
       exact.allReduce(e, 0, cols);
       if (energy == null) energy = new double[cols];
       for (int j = 0; j < cols; j++) energy[j] += e[j];
+      double[] ed = new double[cols];
+      for (int j = 0; j < cols; j++) ed[j] = e[j];
       float[] err = new float[errors.length];
-      float[] px = new float[n];
-      for (int c = 0; c < candidates.size(); c++) {
-        AbstractCodec codec = Codecs.byName(candidates.get(c));
-        int[] p = spreadingPermutation(toDouble(e), groupSize(c));
-        for (Layout l : Layout.values()) {
-          int i = NL * c + l.ordinal();
-          if (l == Layout.PERMUTED && p == null) {
-            err[i] = Float.POSITIVE_INFINITY;
-            continue;
-          }
-          float[] wire = l == Layout.IN_ORDER ? x : px;
-          if (l != Layout.IN_ORDER) toWire(x, px, l, p, rows, cols);
-          err[i] = (float) CodecStats.measure(codec, wire, 1, n).relL2(); // 1 x n, as on the wire
+      for (int i = 0; i < err.length; i++) {
+        Plan p = candidate(i, ed);
+        if (p == null) {
+          err[i] = Float.POSITIVE_INFINITY;
+          continue;
         }
+        boolean t = p.layout() == WireLayout.TOKEN_AXIS;
+        err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols).relL2();
       }
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];
       seen++;
-      if (--calibrating == 0) freeze(cols);
+      if (--calibrating == 0) freeze();
     }
 
-    private void freeze(int cols) {
+    private void freeze() {
       double min = Double.POSITIVE_INFINITY;
       for (double e : errors) min = Math.min(min, e);
-      // among the plans within 1 % of the lowest error, take the cheapest: largest G, then no permutation, then
-      // no Hadamard transform
+      // among the plans within 1 % of the lowest error, take the cheapest: largest G, then in order before permuted
+      // before transposed (less data movement), then no Hadamard transform
       int best = -1;
       for (int i = 0; i < errors.length; i++) {
         if (!(errors[i] <= min * 1.01)) continue;
         if (best < 0 || cheaper(i, best)) best = i;
       }
-      int c = best / NL;
-      layout = Layout.values()[best % NL];
-      String codecSpec = candidates.get(c);
-      codec = Codecs.byName(codecSpec);
-      int g = groupSize(c);
-      comm = new CompressedCommunicator(exact, codec, g);
-      perm = layout == Layout.PERMUTED ? spreadingPermutation(energy, g) : null;
-      int ranks = exact.worldSize();
-      plan = new Plan(codecSpec, g, hadamard(c), layout, errors[best] / (seen * ranks));
+      plan = candidate(best, energy);
+      relL2 = errors[best] / (seen * exact.worldSize());
     }
   }
 
-  /** True if plan index {@code a} (candidate x permutation) costs less than {@code b}. */
+  /** True if plan index {@code a} (candidate x layout) costs less than {@code b}. */
   private boolean cheaper(int a, int b) {
-    int ga = groupSize(a / NL), gb = groupSize(b / NL);
-    if (ga != gb) return ga > gb;
-    if (a % NL != b % NL) return a % NL < b % NL; // in order, then permuted, then transposed: less data movement
-    return !hadamard(a / NL) && hadamard(b / NL);
-  }
-
-  private boolean hadamard(int candidate) {
-    String s = candidates.get(candidate);
-    return s.startsWith("taco") && !s.contains("hadamard=off");
-  }
-
-  private int groupSize(int candidate) {
-    String s = candidates.get(candidate);
-    int i = s.indexOf("g=");
-    int end = s.indexOf(',', i);
-    return Integer.parseInt(s.substring(i + 2, end < 0 ? s.length() : end));
-  }
-
-  private static double[] toDouble(float[] a) {
-    double[] d = new double[a.length];
-    for (int i = 0; i < a.length; i++) d[i] = a[i];
-    return d;
+    AbstractCodec ca = candidates.get(a / LAYOUTS.length), cb = candidates.get(b / LAYOUTS.length);
+    if (ca.groupSize() != cb.groupSize()) return ca.groupSize() > cb.groupSize();
+    if (a % LAYOUTS.length != b % LAYOUTS.length) return a % LAYOUTS.length < b % LAYOUTS.length;
+    return !transforms(ca) && transforms(cb);
   }
 }

@@ -31,7 +31,8 @@ import java.util.Random;
 public final class Gpt {
   private final GptConfig cfg;
   private final CollectiveSites tp;
-  private final String[] siteNames;
+  /** The TP collective sites of each layer, by name (DESIGN §3.1: each has its own plan). */
+  private final String[] attnFwd, mlpFwd, mlpBwd, attnBwd;
   private final int b;
   private final int t;
   private final Layout layout;
@@ -75,13 +76,10 @@ public final class Gpt {
     this.b = microBatch;
     this.t = cfg.seqLength();
     this.layout = new Layout(cfg, tp.rank());
-    this.siteNames = new String[4 * cfg.numLayers()];
-    for (int l = 0; l < cfg.numLayers(); l++) {
-      siteNames[4 * l] = "layer" + l + ".attn.fwd";
-      siteNames[4 * l + 1] = "layer" + l + ".mlp.fwd";
-      siteNames[4 * l + 2] = "layer" + l + ".mlp.bwd";
-      siteNames[4 * l + 3] = "layer" + l + ".attn.bwd";
-    }
+    this.attnFwd = siteNames(cfg.numLayers(), "attn.fwd");
+    this.mlpFwd = siteNames(cfg.numLayers(), "mlp.fwd");
+    this.mlpBwd = siteNames(cfg.numLayers(), "mlp.bwd");
+    this.attnBwd = siteNames(cfg.numLayers(), "attn.bwd");
     float[] full = Layout.initFull(cfg.withTp(1), seed);
     this.params = layout.slice(full);
     this.grads = new float[params.length];
@@ -184,14 +182,14 @@ public final class Gpt {
       Matmul.forward(qkv[l], 0, ln1[l], 0, params, p.qkvw[l], params, p.qkvb[l], b, t, c, 3 * cr);
       Attention.forward(atty[l], 0, att[l], 0, qkv[l], 0, b, t, nh, hs);
       Matmul.forward(attproj[l], 0, atty[l], 0, params, p.attprojw[l], null, 0, b, t, cr, c);
-      allReduce(4 * l, attproj[l]);
+      allReduce(attnFwd[l], attproj[l]);
       addBias(attproj[l], params, p.attprojb[l], b * t, c);
       Residual.forward(residual2[l], 0, x, 0, attproj[l], 0, n);
       LayerNorm.forward(ln2[l], 0, ln2Mean[l], 0, ln2Rstd[l], 0, residual2[l], 0, params, p.ln2w[l], params, p.ln2b[l], b, t, c);
       Matmul.forward(fch[l], 0, ln2[l], 0, params, p.fcw[l], params, p.fcb[l], b, t, c, ff);
       Gelu.forward(fchGelu[l], 0, fch[l], 0, b * t * ff);
       Matmul.forward(fcproj[l], 0, fchGelu[l], 0, params, p.fcprojw[l], null, 0, b, t, ff, c);
-      allReduce(4 * l + 1, fcproj[l]);
+      allReduce(mlpFwd[l], fcproj[l]);
       addBias(fcproj[l], params, p.fcprojb[l], b * t, c);
       Residual.forward(residual3[l], 0, residual2[l], 0, fcproj[l], 0, n);
       x = residual3[l];
@@ -231,7 +229,7 @@ public final class Gpt {
       Gelu.backward(dfch, 0, dfchGelu, 0, fch[l], 0, b * t * ff);
       Arrays.fill(dln, 0f);
       Matmul.backward(dln, 0, grads, p.fcw[l], grads, p.fcb[l], dfch, 0, ln2[l], 0, params, p.fcw[l], b, t, c, ff);
-      allReduce(4 * l + 2, dln);
+      allReduce(mlpBwd[l], dln);
       LayerNorm.backward(dres, 0, grads, p.ln2w[l], grads, p.ln2b[l], dln, 0, residual2[l], 0, params, p.ln2w[l], ln2Mean[l], 0, ln2Rstd[l], 0, b, t, c);
       // attention: residual2 = x + proj(attn(qkv(ln1(x)))); dres is now d residual2.
       Arrays.fill(datty, 0f);
@@ -240,15 +238,22 @@ public final class Gpt {
       Attention.backward(dqkv, 0, dattScratch, 0, datty, 0, qkv[l], 0, att[l], 0, b, t, nh, hs);
       Arrays.fill(dln, 0f);
       Matmul.backward(dln, 0, grads, p.qkvw[l], grads, p.qkvb[l], dqkv, 0, ln1[l], 0, params, p.qkvw[l], b, t, c, 3 * cr);
-      allReduce(4 * l + 3, dln);
+      allReduce(attnBwd[l], dln);
       LayerNorm.backward(dres, 0, grads, p.ln1w[l], grads, p.ln1b[l], dln, 0, x, 0, params, p.ln1w[l], ln1Mean[l], 0, ln1Rstd[l], 0, b, t, c);
     }
     Encoder.backward(grads, p.wte, grads, p.wpe, dres, 0, inputs, 0, b, t, c, v);
   }
 
   /** The TP all-reduce of a (B·T, C) tensor at site {@code site} (see {@link CollectiveSites}). */
-  private void allReduce(int site, float[] buf) {
-    tp.allReduce(siteNames[site], buf, b * t, cfg.hiddenSize());
+  private void allReduce(String site, float[] buf) {
+    tp.allReduce(site, buf, b * t, cfg.hiddenSize());
+  }
+
+  /** {@code layer0.<kind>, layer1.<kind>, ...}, e.g. {@code layer3.mlp.fwd}. */
+  private static String[] siteNames(int layers, String kind) {
+    String[] names = new String[layers];
+    for (int l = 0; l < layers; l++) names[l] = "layer" + l + "." + kind;
+    return names;
   }
 
   /** out(N,C) += bias(C): the row-parallel bias, added once after the all-reduce. */

@@ -20,7 +20,7 @@ import java.util.Map;
  */
 public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
     double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,
-    Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.Plan> plans) {
+    Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans) {
 
   /** One step's losses; {@code val_loss} is null where validation was not run. */
   public record StepRow(int step, Double train_loss, Double val_loss, double lr) {}

@@ -83,7 +83,7 @@ public final class Trainer {
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
-    Map<String, CollectiveSites.Plan> plans = new LinkedHashMap<>();
+    Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
     log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
     List<Long> wireBytes;
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {

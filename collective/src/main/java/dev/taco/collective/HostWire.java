@@ -1,0 +1,229 @@
+package dev.taco.collective;
+
+import dev.taco.codec.MalformedPayloadException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+/**
+ * The host side of the {@link Wire} seam (DESIGN §4): tensors are {@code float[]} (row-major, from index 0), a payload
+ * buffer is a {@code byte[][]} of {@code worldSize()} slots, the codec runs on the CPU and the bytes move through a
+ * {@link Communicator}'s {@link Communicator#allToAllBytes} (the {@code local} transport: threads as ranks). Steps run
+ * at once, in call order; one piece per collective (no pipelining on the host).
+ *
+ * <p>Payloads are the codec's self-describing payloads (header, scales, codes; validated on decode), or raw
+ * little-endian float32 for the exact plan. A payload that is not what the plan and shape imply (another length or
+ * shape, a bad checksum) is rejected with a {@link MalformedPayloadException} naming its source rank before anything is
+ * written.
+ */
+public final class HostWire implements Wire<float[], byte[][]> {
+  private static final byte[] EMPTY = new byte[0];
+
+  private final Communicator comm;
+
+  /** @param comm the transport (its rank, world size and byte all-to-all) */
+  public HostWire(Communicator comm) {
+    this.comm = java.util.Objects.requireNonNull(comm, "comm");
+  }
+
+  @Override
+  public int rank() {
+    return comm.rank();
+  }
+
+  @Override
+  public int worldSize() {
+    return comm.worldSize();
+  }
+
+  /** Bytes of one {@code rows x cols} chunk's payload under {@code plan}. */
+  public static int payloadBytes(Plan plan, int rows, int cols) {
+    return plan.exact() ? Math.multiplyExact(Float.BYTES, Math.multiplyExact(rows, cols))
+        : plan.codec().encodedSize(rows, cols);
+  }
+
+  @Override
+  public int pieceRows(Plan plan, int rowsPerRank, int cols) {
+    return rowsPerRank;
+  }
+
+  @Override
+  public byte[][] payloads(Plan plan, int rows, int cols) {
+    byte[][] slots = new byte[worldSize()][];
+    Arrays.fill(slots, EMPTY);
+    return slots;
+  }
+
+  @Override
+  public float[] scratch(int rows, int cols) {
+    return new float[rows * cols];
+  }
+
+  @Override
+  public void encode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] out, int slot,
+      int piece) {
+    out[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
+  }
+
+  @Override
+  public void reduce(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv, float[] y,
+      int yRow0, int piece) {
+    float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
+    System.arraycopy(sum, 0, y, yRow0 * cols, realRows * cols);
+  }
+
+  @Override
+  public void reduceEncode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv,
+      byte[][] out, int piece) {
+    out[rank()] = encodeChunk(plan, reduceChunk(plan, x, row0, realRows, rows, cols, recv), rows, cols);
+  }
+
+  @Override
+  public void decode(Plan plan, byte[][] in, int slot, int realRows, int rows, int cols, float[] out, int row0,
+      int piece) {
+    byte[] p = checked(plan, in[slot], slot, rows, cols);
+    float[] chunk = new float[rows * cols];
+    if (plan.exact()) {
+      floats(p).get(chunk);
+    } else {
+      plan.codec().decode(p, 0, p.length, chunk, 0, false);
+    }
+    System.arraycopy(chunk, 0, out, row0 * cols, realRows * cols);
+  }
+
+  @Override
+  public void allToAll(byte[][] send, byte[][] recv, int piece) {
+    byte[][] out = send.clone();
+    out[rank()] = EMPTY;
+    byte[][] in = comm.allToAllBytes(out);
+    for (int q = 0; q < in.length; q++) {
+      if (q != rank()) {
+        recv[q] = in[q];
+      }
+    }
+  }
+
+  @Override
+  public void allGather(byte[][] buf, int piece) {
+    byte[][] out = new byte[worldSize()][];
+    Arrays.fill(out, buf[rank()]);
+    byte[][] in = comm.allToAllBytes(out);
+    for (int q = 0; q < in.length; q++) {
+      if (q != rank()) {
+        buf[q] = in[q];
+      }
+    }
+  }
+
+  @Override
+  public void copyRows(float[] src, int srcRow0, float[] dst, int dstRow0, int rows, int cols) {
+    System.arraycopy(src, srcRow0 * cols, dst, dstRow0 * cols, rows * cols);
+  }
+
+  @Override
+  public void toWire(Plan plan, float[] x, int rows, int cols, float[] wire) {
+    if (plan.layout() == WireLayout.PERMUTED) {
+      permute(x, wire, plan.permutation(), rows, cols, false);
+    } else if (plan.layout() == WireLayout.TOKEN_AXIS) {
+      transpose(x, wire, rows, cols);
+    } else {
+      System.arraycopy(x, 0, wire, 0, rows * cols);
+    }
+  }
+
+  @Override
+  public void fromWire(Plan plan, float[] wire, int rows, int cols, float[] x) {
+    if (plan.layout() == WireLayout.PERMUTED) {
+      permute(wire, x, plan.permutation(), rows, cols, true);
+    } else if (plan.layout() == WireLayout.TOKEN_AXIS) {
+      transpose(wire, x, cols, rows);
+    } else {
+      System.arraycopy(wire, 0, x, 0, rows * cols);
+    }
+  }
+
+  /** {@code dst (cols x rows) = src (rows x cols)^T}. */
+  static void transpose(float[] src, float[] dst, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+      for (int j = 0; j < cols; j++) {
+        dst[j * rows + r] = src[r * cols + j];
+      }
+    }
+  }
+
+  /** {@code dst[r, j] = src[r, perm[j]]}, or the inverse {@code dst[r, perm[j]] = src[r, j]}. */
+  static void permute(float[] src, float[] dst, int[] perm, int rows, int cols, boolean inverse) {
+    for (int r = 0; r < rows; r++) {
+      int o = r * cols;
+      for (int j = 0; j < cols; j++) {
+        if (inverse) {
+          dst[o + perm[j]] = src[o + j];
+        } else {
+          dst[o + j] = src[o + perm[j]];
+        }
+      }
+    }
+  }
+
+  /** The chunk {@code rows x cols}: {@code realRows} rows of {@code x} from {@code row0}, then zero rows. */
+  private static float[] chunk(float[] x, int row0, int realRows, int rows, int cols) {
+    float[] c = new float[rows * cols];
+    System.arraycopy(x, row0 * cols, c, 0, realRows * cols);
+    return c;
+  }
+
+  private static byte[] encodeChunk(Plan plan, float[] chunk, int rows, int cols) {
+    byte[] p = new byte[payloadBytes(plan, rows, cols)];
+    if (plan.exact()) {
+      floats(p).put(chunk);
+    } else {
+      plan.codec().encode(chunk, 0, rows, cols, p, 0);
+    }
+    return p;
+  }
+
+  /** Own chunk + the peers' payloads (every slot but this rank's), as {@link Wire#reduce} says. */
+  private float[] reduceChunk(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv) {
+    float[] own = chunk(x, row0, realRows, rows, cols);
+    byte[][] peers = new byte[recv.length][];
+    for (int q = 0; q < recv.length; q++) {
+      peers[q] = q == rank() ? null : checked(plan, recv[q], q, rows, cols);
+    }
+    if (!plan.exact()) {
+      try {
+        plan.codec().decodeReduce(peers, rows, cols, own, 0, own, 0);
+      } catch (MalformedPayloadException e) {
+        throw new MalformedPayloadException("rank " + rank() + " decompress-reduce: " + e.getMessage());
+      }
+      return own;
+    }
+    float[] sum = new float[rows * cols];
+    for (byte[] p : peers) {
+      if (p != null) {
+        java.nio.FloatBuffer f = floats(p);
+        for (int i = 0; i < sum.length; i++) {
+          sum[i] += f.get(i);
+        }
+      }
+    }
+    for (int i = 0; i < sum.length; i++) {
+      own[i] = sum[i] + own[i];
+    }
+    return own;
+  }
+
+  /** The payload from rank {@code src}, if its length is what the plan and shape imply. */
+  private byte[] checked(Plan plan, byte[] p, int src, int rows, int cols) {
+    int expected = payloadBytes(plan, rows, cols);
+    if (p == null || p.length != expected) {
+      throw new MalformedPayloadException("rank " + rank() + ": payload from rank " + src + " for a " + rows + " x "
+          + cols + " chunk (" + plan.describe() + ") has " + (p == null ? "no" : String.valueOf(p.length))
+          + " bytes, expected " + expected);
+    }
+    return p;
+  }
+
+  private static java.nio.FloatBuffer floats(byte[] b) {
+    return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+  }
+}

@@ -1,0 +1,94 @@
+package dev.taco.collective;
+
+import dev.taco.codec.AbstractCodec;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * What one collective site puts on the wire (DESIGN §3.1, §4): a codec, or none for exact float32, and the layout the
+ * tensor is sent in. A plan is a typed value, frozen per site by calibration and shared by every rank; the payload size
+ * of any chunk follows from the plan and the chunk's shape alone, so every exchange has sizes known in advance.
+ *
+ * @param codec the codec every chunk goes through (its header, G, format and transform), or null for exact float32
+ *     (raw little-endian values, no header)
+ * @param layout the wire layout
+ * @param permutation for {@link WireLayout#PERMUTED} only: a permutation of {@code 0..cols-1}, wire slot {@code j}
+ *     holds channel {@code permutation[j]}; null otherwise
+ */
+public record Plan(AbstractCodec codec, WireLayout layout, int[] permutation) {
+
+  /** Exact float32, in order: what the exact transport and the tests' references send. */
+  public static final Plan EXACT = new Plan(null, WireLayout.IN_ORDER, null);
+
+  /**
+   * Validates and copies the permutation.
+   *
+   * @throws IllegalArgumentException if the permutation is missing for PERMUTED, given for another layout, or not a
+   *     permutation
+   */
+  public Plan {
+    Objects.requireNonNull(layout, "layout");
+    if ((layout == WireLayout.PERMUTED) != (permutation != null)) {
+      throw new IllegalArgumentException("a channel permutation goes with the permuted layout only (layout " + layout
+          + ", permutation " + (permutation == null ? "none" : "given") + ")");
+    }
+    if (permutation != null) {
+      permutation = permutation.clone();
+      boolean[] seen = new boolean[permutation.length];
+      for (int p : permutation) {
+        if (p < 0 || p >= seen.length || seen[p]) {
+          throw new IllegalArgumentException("not a permutation of 0.." + (seen.length - 1) + ": "
+              + Arrays.toString(Arrays.copyOf(permutation, Math.min(16, permutation.length))));
+        }
+        seen[p] = true;
+      }
+    }
+  }
+
+  /** {@code codec} in order ({@code null}: exact). */
+  public static Plan of(AbstractCodec codec) {
+    return new Plan(codec, WireLayout.IN_ORDER, null);
+  }
+
+  /** This plan's codec with {@code permutation} ({@link WireLayout#PERMUTED}). */
+  public Plan permuted(int[] permutation) {
+    return new Plan(codec, WireLayout.PERMUTED, permutation);
+  }
+
+  /** This plan's codec along the token axis ({@link WireLayout#TOKEN_AXIS}). */
+  public Plan tokenAxis() {
+    return new Plan(codec, WireLayout.TOKEN_AXIS, null);
+  }
+
+  /** True for exact float32 (no codec). */
+  public boolean exact() {
+    return codec == null;
+  }
+
+  /** The permutation (a copy), or null. */
+  @Override
+  public int[] permutation() {
+    return permutation == null ? null : permutation.clone();
+  }
+
+  /** e.g. {@code taco:e4m3,g=256,alpha=1.0,hadamard=off in-order} or {@code fp32 in-order}. */
+  public String describe() {
+    return (codec == null ? "fp32" : codec.toString()) + " " + layout.label();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Plan p && Objects.equals(String.valueOf(codec), String.valueOf(p.codec))
+        && layout == p.layout && Arrays.equals(permutation, p.permutation);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(String.valueOf(codec), layout, Arrays.hashCode(permutation));
+  }
+
+  @Override
+  public String toString() {
+    return "Plan[" + describe() + "]";
+  }
+}

@@ -1,0 +1,74 @@
+package dev.taco.collective;
+
+/**
+ * The memory-space / transport seam under {@link TwoShot} (DESIGN §4): the few steps the compressed collectives are
+ * made of, on one rank, for tensors {@code T} and payload buffers {@code P} of one memory space. {@link HostWire} runs
+ * them at once on float arrays over a {@link Communicator}; the device wire records them as the nodes of a CUDA task
+ * graph (kernels on a compute stream, exchanges on a communication stream) that runs on the GPU without a host
+ * synchronisation.
+ *
+ * <p>Conventions: a tensor is row-major float32 (device: bf16 or fp32) and steps address rows of it
+ * ({@code row0 .. row0 + rows}, {@code cols} values each). A <em>chunk</em> is {@code rows x cols} values of which the
+ * first {@code realRows} rows come from the tensor and the rest are zero padding (so every rank's chunk has the same
+ * shape and every payload has a size known in advance). A payload buffer holds {@link #worldSize()} slots, slot
+ * {@code q} for rank {@code q}, each one chunk's payload. {@code piece} numbers the pipelined pieces of one collective
+ * ({@code 0 ..}); steps of one piece depend on the piece's earlier steps only, which is what lets a device overlap
+ * piece {@code k+1}'s compression with piece {@code k}'s transfer.
+ *
+ * @param <T> a tensor of this memory space
+ * @param <P> a payload buffer of {@code worldSize()} slots
+ */
+public interface Wire<T, P> {
+
+  /** This rank, in {@code [0, worldSize)}. */
+  int rank();
+
+  /** Number of ranks R. */
+  int worldSize();
+
+  /**
+   * Rows of each rank's chunk per pipelined piece: {@code rowsPerRank} for no pipelining, fewer to cut large
+   * collectives into pieces that overlap (DESIGN §4, "Overlap"). The result does not change any value: every codec
+   * that runs here scales each row on its own.
+   */
+  int pieceRows(Plan plan, int rowsPerRank, int cols);
+
+  /** A payload buffer of {@code worldSize()} slots, each sized for a {@code rows x cols} chunk under {@code plan}. */
+  P payloads(Plan plan, int rows, int cols);
+
+  /** A scratch tensor of {@code rows x cols} values. */
+  T scratch(int rows, int cols);
+
+  /** Compress: the chunk at {@code x} rows {@code row0 ..} (then zero rows) into slot {@code slot} of {@code out}. */
+  void encode(Plan plan, T x, int row0, int realRows, int rows, int cols, P out, int slot, int piece);
+
+  /**
+   * Decompress-reduce (DESIGN §3.5): {@code y} rows {@code yRow0 .. + realRows} = own chunk + the sum of the peers'
+   * payloads in {@code recv} (every slot but {@link #rank()}), fp32 accumulation.
+   */
+  void reduce(Plan plan, T x, int row0, int realRows, int rows, int cols, P recv, T y, int yRow0, int piece);
+
+  /**
+   * Decompress-reduce-recompress: as {@link #reduce}, the sum compressed into slot {@link #rank()} of {@code out}
+   * instead of written to a tensor (the middle of the two-shot all-reduce).
+   */
+  void reduceEncode(Plan plan, T x, int row0, int realRows, int rows, int cols, P recv, P out, int piece);
+
+  /** Decompress slot {@code slot} of {@code in} into {@code out} rows {@code row0 .. + realRows} (padding dropped). */
+  void decode(Plan plan, P in, int slot, int realRows, int rows, int cols, T out, int row0, int piece);
+
+  /** Exchange: slot {@code p} of {@code send} lands in slot {@link #rank()} of rank {@code p}'s {@code recv}. */
+  void allToAll(P send, P recv, int piece);
+
+  /** In-place all-gather: slot {@link #rank()} of {@code buf} lands in the same slot of every rank's {@code buf}. */
+  void allGather(P buf, int piece);
+
+  /** Copies {@code rows} rows of {@code cols} values from {@code src} row {@code srcRow0} to {@code dst} row {@code dstRow0}. */
+  void copyRows(T src, int srcRow0, T dst, int dstRow0, int rows, int cols);
+
+  /** Lays the {@code rows x cols} tensor {@code x} out as {@code plan.layout()} sends it, into {@code wire}. */
+  void toWire(Plan plan, T x, int rows, int cols, T wire);
+
+  /** The inverse of {@link #toWire}: {@code wire} back into {@code x} ({@code rows x cols}, the caller's layout). */
+  void fromWire(Plan plan, T wire, int rows, int cols, T x);
+}
