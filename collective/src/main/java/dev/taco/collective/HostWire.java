@@ -7,19 +7,25 @@ import java.util.Arrays;
 
 /**
  * The host side of the {@link Wire} seam (DESIGN §4): tensors are {@code float[]} (row-major, from index 0), a payload
- * buffer is a {@code byte[][]} of {@code worldSize()} slots, the codec runs on the CPU and the bytes move through a
+ * buffer is {@link Slots} ({@code worldSize()} byte payloads), the codec runs on the CPU and the bytes move through a
  * {@link Communicator}'s {@link Communicator#allToAllBytes} (the {@code local} transport: threads as ranks). Steps run
  * at once, in call order; one piece per collective (no pipelining on the host).
  *
- * <p>Payloads are the codec's self-describing payloads (header, scales, codes; validated on decode), or raw
- * little-endian float32 for the exact plan. A payload that is not what the plan and shape imply (another length or
- * shape, a bad checksum) is rejected with a {@link MalformedPayloadException} naming its source rank before anything is
- * written.
+ * <p>Payloads are the codec's self-describing payloads (header, scales, codes), or raw little-endian float32 for the
+ * exact plan. Every payload that arrives is validated when it arrives, before any step writes to a tensor: one that is
+ * not what the plan and the chunk's shape imply (another length or shape, a bad checksum, a malformed body) is rejected
+ * with a {@link MalformedPayloadException} naming its source rank, and the caller's tensor is left as it was.
  */
-public final class HostWire implements Wire<float[], byte[][]> {
+public final class HostWire implements Wire<float[], HostWire.Slots> {
   private static final byte[] EMPTY = new byte[0];
 
   private final Communicator comm;
+
+  /**
+   * A payload buffer: one payload per rank ({@code slots[q]}, empty until written or received), all for a
+   * {@code rows x cols} chunk under {@code plan}.
+   */
+  public record Slots(Plan plan, int rows, int cols, byte[][] slots) {}
 
   /** @param comm the transport (its rank, world size and byte all-to-all) */
   public HostWire(Communicator comm) {
@@ -48,10 +54,10 @@ public final class HostWire implements Wire<float[], byte[][]> {
   }
 
   @Override
-  public byte[][] payloads(Plan plan, int rows, int cols) {
+  public Slots payloads(Plan plan, int rows, int cols) {
     byte[][] slots = new byte[worldSize()][];
     Arrays.fill(slots, EMPTY);
-    return slots;
+    return new Slots(plan, rows, cols, slots);
   }
 
   @Override
@@ -60,28 +66,35 @@ public final class HostWire implements Wire<float[], byte[][]> {
   }
 
   @Override
-  public void encode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] out, int slot,
+  public void encode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots out, int slot,
       int piece) {
-    out[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
+    try {
+      out.slots()[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
+    } catch (IllegalArgumentException e) { // the codec refused the chunk (NaN/Inf): say where in the tensor it is
+      throw new IllegalArgumentException("chunk of tensor rows " + row0 + ".." + (row0 + realRows) + ", rank "
+          + rank() + ": " + e.getMessage(), e);
+    }
   }
 
   @Override
-  public void reduce(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv, float[] y,
+  public void reduce(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv, float[] y,
       int yRow0, int piece) {
     float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
-    System.arraycopy(sum, 0, y, yRow0 * cols, realRows * cols);
+    if (realRows > 0) {
+      System.arraycopy(sum, 0, y, yRow0 * cols, realRows * cols);
+    }
   }
 
   @Override
-  public void reduceEncode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv,
-      byte[][] out, int piece) {
-    out[rank()] = encodeChunk(plan, reduceChunk(plan, x, row0, realRows, rows, cols, recv), rows, cols);
+  public void reduceEncode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv,
+      Slots out, int piece) {
+    out.slots()[rank()] = encodeChunk(plan, reduceChunk(plan, x, row0, realRows, rows, cols, recv), rows, cols);
   }
 
   @Override
-  public void decode(Plan plan, byte[][] in, int slot, int realRows, int rows, int cols, float[] out, int row0,
+  public void decode(Plan plan, Slots in, int slot, int realRows, int rows, int cols, float[] out, int row0,
       int piece) {
-    byte[] p = checked(plan, in[slot], slot, rows, cols);
+    byte[] p = checked(plan, in.slots()[slot], slot, rows, cols);
     float[] chunk = new float[rows * cols];
     if (plan.exact()) {
       floats(p).get(chunk);
@@ -92,25 +105,41 @@ public final class HostWire implements Wire<float[], byte[][]> {
   }
 
   @Override
-  public void allToAll(byte[][] send, byte[][] recv, int piece) {
-    byte[][] out = send.clone();
+  public void allToAll(Slots send, Slots recv, int piece) {
+    byte[][] out = send.slots().clone();
     out[rank()] = EMPTY;
-    byte[][] in = comm.allToAllBytes(out);
-    for (int q = 0; q < in.length; q++) {
-      if (q != rank()) {
-        recv[q] = in[q];
-      }
-    }
+    received(comm.allToAllBytes(out), recv);
   }
 
   @Override
-  public void allGather(byte[][] buf, int piece) {
+  public void allGather(Slots buf, int piece) {
     byte[][] out = new byte[worldSize()][];
-    Arrays.fill(out, buf[rank()]);
-    byte[][] in = comm.allToAllBytes(out);
+    Arrays.fill(out, buf.slots()[rank()]);
+    received(comm.allToAllBytes(out), buf);
+  }
+
+  /** Validates every peer's payload in {@code in} (length, header, checksums, body), then stores them in {@code to}. */
+  private void received(byte[][] in, Slots to) {
+    for (int q = 0; q < in.length; q++) {
+      if (q == rank()) {
+        continue;
+      }
+      byte[] p = checked(to.plan(), in[q], q, to.rows(), to.cols());
+      if (!to.plan().exact()) {
+        try {
+          var h = to.plan().codec().parse(p, 0, p.length);
+          if (h.rows() != to.rows() || h.cols() != to.cols()) {
+            throw new MalformedPayloadException("holds " + h.rows() + " x " + h.cols());
+          }
+        } catch (MalformedPayloadException e) {
+          throw new MalformedPayloadException("rank " + rank() + ": payload from rank " + q + " for a " + to.rows()
+              + " x " + to.cols() + " chunk (" + to.plan().describe() + "): " + e.getMessage());
+        }
+      }
+    }
     for (int q = 0; q < in.length; q++) {
       if (q != rank()) {
-        buf[q] = in[q];
+        to.slots()[q] = in[q];
       }
     }
   }
@@ -168,7 +197,9 @@ public final class HostWire implements Wire<float[], byte[][]> {
   /** The chunk {@code rows x cols}: {@code realRows} rows of {@code x} from {@code row0}, then zero rows. */
   private static float[] chunk(float[] x, int row0, int realRows, int rows, int cols) {
     float[] c = new float[rows * cols];
-    System.arraycopy(x, row0 * cols, c, 0, realRows * cols);
+    if (realRows > 0) {
+      System.arraycopy(x, row0 * cols, c, 0, realRows * cols);
+    }
     return c;
   }
 
@@ -183,11 +214,11 @@ public final class HostWire implements Wire<float[], byte[][]> {
   }
 
   /** Own chunk + the peers' payloads (every slot but this rank's), as {@link Wire#reduce} says. */
-  private float[] reduceChunk(Plan plan, float[] x, int row0, int realRows, int rows, int cols, byte[][] recv) {
+  private float[] reduceChunk(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv) {
     float[] own = chunk(x, row0, realRows, rows, cols);
-    byte[][] peers = new byte[recv.length][];
-    for (int q = 0; q < recv.length; q++) {
-      peers[q] = q == rank() ? null : checked(plan, recv[q], q, rows, cols);
+    byte[][] peers = new byte[worldSize()][];
+    for (int q = 0; q < peers.length; q++) {
+      peers[q] = q == rank() ? null : checked(plan, recv.slots()[q], q, rows, cols);
     }
     if (!plan.exact()) {
       try {

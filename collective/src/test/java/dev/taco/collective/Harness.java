@@ -95,22 +95,33 @@ final class Harness {
 
   /**
    * The float64 oracle for rank {@code rank}: {@code [0]} the exact result, {@code [1]} the sum of the absolute
-   * values that make up each element (the scale errors are measured against), {@code [2]} the float32 sum in rank
-   * order {@code 0..R-1} (what the exact transport must return bit for bit).
+   * values that make up each element (the scale errors are measured against), {@code [2]} the float32 sum the exact
+   * transport must return bit for bit: the owner of the element adds its peers in rank order from +0, then its own
+   * value ({@link TwoShot}; the all-reduce owner of element j is rank {@code j / ceil(n/R)}).
    */
   static double[][] oracle(Op op, float[][] inputs, int rank, int n) {
     int world = inputs.length;
     int len = op.outLen(world, n);
+    int rp = (n + world - 1) / world;
     double[][] out = new double[3][len];
     for (int j = 0; j < len; j++) {
+      int owner = op == Op.ALL_REDUCE ? j / Math.max(1, rp) : rank;
+      float peers = 0f;
+      float own = 0f;
       for (int q = 0; q < world; q++) {
         int src = source(op, world, n, rank).applyAsInt(q, j);
         if (src >= 0) {
           out[0][j] += inputs[q][src];
           out[1][j] += Math.abs(inputs[q][src]);
-          out[2][j] = (float) out[2][j] + inputs[q][src];
+          if (q == owner) {
+            own = inputs[q][src];
+          } else {
+            peers += inputs[q][src];
+          }
         }
       }
+      boolean reduces = op == Op.ALL_REDUCE || op == Op.REDUCE_SCATTER;
+      out[2][j] = reduces && world > 1 ? peers + own : out[0][j]; // one rank: the identity
     }
     return out;
   }
@@ -127,25 +138,17 @@ final class Harness {
 
   /**
    * Bytes rank {@code rank} puts on the wire for one {@code op} of chunk size {@code n}, given the payload size
-   * {@code size(real, padded)} of one chunk; chunks are {@code ceil(n/R)} (aligned) for all-reduce, {@code n}
-   * otherwise.
+   * {@code size(rows)} of one {@code rows x 1} chunk: the all-reduce sends {@code R-1} chunks of {@code ceil(n/R)} rows
+   * in each of its two phases (padding rows included), the others {@code R-1} chunks of {@code n}.
    */
-  static long wireBytes(Op op, int world, int n, int rank, int chunkAlign, IntBinaryOperator size) {
-    if (n == 0) {
+  static long wireBytes(Op op, int world, int n, java.util.function.IntUnaryOperator size) {
+    if (n == 0 || world == 1) {
       return 0;
     }
     if (op != Op.ALL_REDUCE) {
-      return (long) (world - 1) * size.applyAsInt(n, n);
+      return (long) (world - 1) * size.applyAsInt(n);
     }
-    int c = ChunkedCommunicator.chunkLength(n, world, chunkAlign);
-    long bytes = 0;
-    for (int p = 0; p < world; p++) {
-      int real = ChunkedCommunicator.realLength(n, c, p);
-      if (real > 0) {
-        bytes += p == rank ? (long) (world - 1) * size.applyAsInt(real, c) : size.applyAsInt(real, c);
-      }
-    }
-    return bytes;
+    return 2L * (world - 1) * size.applyAsInt((n + world - 1) / world);
   }
 
   /** Outputs {@code out[size][op][rank]} and bytes sent {@code bytes[size][op][rank]} of {@link #runAll}. */

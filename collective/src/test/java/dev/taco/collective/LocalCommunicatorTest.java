@@ -33,13 +33,13 @@ class LocalCommunicatorTest {
             // float32 sum of R terms in rank order: error <= (R-1) * 2^-24 * sum|x|
             double tol = world * 0x1p-24 * want[1][j];
             assertThat((double) got[j]).as(where + " element " + j).isCloseTo(want[0][j], offset(tol));
-            assertThat(got[j]).as(where + " element " + j + " = float32 sum in rank order")
+            assertThat(got[j]).as(where + " element " + j + " = the owner's float32 sum: peers in rank order, then its own")
                 .isEqualTo((float) want[2][j]);
           }
           if (op.replicated()) {
             assertThat(got).as(where + " bits equal rank 0").isEqualTo(res.out()[s][op.ordinal()][0]);
           }
-          long expectBytes = Harness.wireBytes(op, world, n, r, 1, (real, padded) -> real * Float.BYTES);
+          long expectBytes = Harness.wireBytes(op, world, n, rows -> rows * Float.BYTES);
           assertThat(res.bytes()[s][op.ordinal()][r]).as(where + " bytes").isEqualTo(expectBytes);
         }
       }

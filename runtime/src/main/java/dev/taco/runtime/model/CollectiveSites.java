@@ -226,6 +226,13 @@ public final class CollectiveSites {
     return perm;
   }
 
+  /** Payload bytes of one rank's chunk under candidate plan {@code i} for a {@code rows x cols} tensor. */
+  private long chunkBytes(int i, int rows, int cols) {
+    boolean t = LAYOUTS[i % LAYOUTS.length] == WireLayout.TOKEN_AXIS;
+    int wr = t ? cols : rows, wc = t ? rows : cols;
+    return candidates.get(i / LAYOUTS.length).encodedSize((wr + worldSize() - 1) / worldSize(), wc);
+  }
+
   private static boolean transforms(AbstractCodec c) {
     return c instanceof TacoCodec t && t.hadamard();
   }
@@ -284,28 +291,32 @@ public final class CollectiveSites {
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];
       seen++;
-      if (--calibrating == 0) freeze();
+      if (--calibrating == 0) freeze(rows, cols);
     }
 
-    private void freeze() {
+    private void freeze(int rows, int cols) {
       double min = Double.POSITIVE_INFINITY;
       for (double e : errors) min = Math.min(min, e);
-      // among the plans within 1 % of the lowest error, take the cheapest: largest G, then in order before permuted
-      // before transposed (less data movement), then no Hadamard transform
+      // among the plans within 1 % of the lowest error, take the cheapest: fewest bytes on the wire for this shape, then
+      // in order before permuted before transposed (less data movement), then no Hadamard transform
       int best = -1;
       for (int i = 0; i < errors.length; i++) {
         if (!(errors[i] <= min * 1.01)) continue;
-        if (best < 0 || cheaper(i, best)) best = i;
+        if (best < 0 || cheaper(i, best, rows, cols)) best = i;
       }
       plan = candidate(best, energy);
       relL2 = errors[best] / (seen * exact.worldSize());
     }
   }
 
-  /** True if plan index {@code a} (candidate x layout) costs less than {@code b}. */
-  private boolean cheaper(int a, int b) {
+  /**
+   * True if plan index {@code a} (candidate x layout) costs less than {@code b} for a {@code rows x cols} tensor: fewer
+   * payload bytes per rank chunk (a row shorter than G pads its group, so the largest G is not always the cheapest).
+   */
+  private boolean cheaper(int a, int b, int rows, int cols) {
+    long ba = chunkBytes(a, rows, cols), bb = chunkBytes(b, rows, cols);
+    if (ba != bb) return ba < bb;
     AbstractCodec ca = candidates.get(a / LAYOUTS.length), cb = candidates.get(b / LAYOUTS.length);
-    if (ca.groupSize() != cb.groupSize()) return ca.groupSize() > cb.groupSize();
     if (a % LAYOUTS.length != b % LAYOUTS.length) return a % LAYOUTS.length < b % LAYOUTS.length;
     return !transforms(ca) && transforms(cb);
   }
