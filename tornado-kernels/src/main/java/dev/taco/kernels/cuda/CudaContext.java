@@ -141,6 +141,18 @@ public final class CudaContext implements AutoCloseable {
     }
 
     /**
+     * Creates an event for ordering only ({@code cuEventCreate(CU_EVENT_DISABLE_TIMING)}): cheaper to record and wait
+     * on than a timing event; {@link CudaEvent#elapsedMillisTo} fails on it.
+     *
+     * @return the event
+     * @throws CudaException on failure
+     */
+    public CudaEvent createEventNoTiming() {
+        makeCurrent();
+        return new CudaEvent(this, driver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING));
+    }
+
+    /**
      * Loads a PTX module ({@code cuModuleLoadData}); the driver JIT-compiles it for this device.
      *
      * @param ptx PTX text (as produced by {@link Nvrtc})

@@ -1,0 +1,174 @@
+package dev.taco.collective.device;
+
+import dev.taco.collective.Communicator;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaEvent;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Objects;
+
+/**
+ * The {@code device-local} transport (DESIGN §4): R ranks as threads of this JVM sharing ONE GPU, each rank owning its
+ * buffers and streams; a peer's payload is moved by a device-to-device copy ({@code cuMemcpyDtoDAsync}) ordered with
+ * events. It exists so the device collectives can be tested at R = 2, 4, 8 and TP runs can use a single GPU; it is
+ * never presented as a real link (its "bytes on the wire" cross no link, and its speed says nothing about one).
+ *
+ * <p>One exchange, on each rank's stream: record a <em>ready</em> event (everything this rank enqueued before, its
+ * payloads included, is done when it completes); swap (event, buffer address) with every rank over the host transport
+ * ({@link Communicator#allToAllBytes}, the {@code local} transport's rendezvous: a rank that fails or never comes makes
+ * the others fail with its reason or a timeout); wait on each peer's ready event and copy (pull) the peer's slot into
+ * this rank's buffer; record a <em>pulled</em> event and swap those too; wait on every peer's pulled event, so that no
+ * rank overwrites a payload before its peers have copied it. The host never waits for the GPU.
+ *
+ * <p>Every exchange call uses fresh events from a pool per call site; events are reused only after both swaps of
+ * their exchange, which every rank has passed before any rank can record them again.
+ */
+public final class DeviceLocalTransport implements DeviceTransport {
+  private final CudaContext ctx;
+  private final Communicator host;
+  private final Deque<CudaEvent> free = new ArrayDeque<>();
+  private final Deque<CudaEvent> used = new ArrayDeque<>();
+  private long bytesSent;
+  private boolean closed;
+
+  /**
+   * @param ctx the GPU every rank of the group shares
+   * @param host this rank's communicator of a {@link dev.taco.collective.LocalGroup} (rank and world size come from it)
+   */
+  public DeviceLocalTransport(CudaContext ctx, Communicator host) {
+    this.ctx = Objects.requireNonNull(ctx, "ctx");
+    this.host = Objects.requireNonNull(host, "host");
+  }
+
+  @Override
+  public int rank() {
+    return host.rank();
+  }
+
+  @Override
+  public int worldSize() {
+    return host.worldSize();
+  }
+
+  @Override
+  public CudaContext context() {
+    return ctx;
+  }
+
+  @Override
+  public void allToAll(DeviceBuffer send, DeviceBuffer recv, long slotBytes, CudaStream stream) {
+    exchange(send, recv, slotBytes, stream, false);
+  }
+
+  @Override
+  public void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream) {
+    exchange(buf, buf, slotBytes, stream, true);
+  }
+
+  /**
+   * Pulls, for every peer {@code p}, the slot it sends here: its slot {@link #rank()} ({@code allToAll}) or its slot
+   * {@code p} ({@code allGather}) into this rank's slot {@code p}.
+   */
+  private void exchange(DeviceBuffer src, DeviceBuffer dst, long slotBytes, CudaStream stream, boolean gather) {
+    check(src, slotBytes, "send");
+    check(dst, slotBytes, "receive");
+    int world = worldSize();
+    int me = rank();
+    CudaEvent ready = event();
+    ready.record(stream);
+    long[][] peers = swap(ready.handle(), src.pointer());
+    ctx.makeCurrent();
+    for (int p = 0; p < world; p++) {
+      if (p == me) {
+        continue;
+      }
+      ctx.driver().streamWaitEvent(stream.handle(), peers[p][0]);
+      long from = peers[p][1] + (gather ? p : me) * slotBytes;
+      ctx.driver().memcpyDtoDAsync(dst.pointer() + p * slotBytes, from, slotBytes, stream.handle());
+    }
+    CudaEvent pulled = event();
+    pulled.record(stream);
+    long[][] done = swap(pulled.handle(), 0);
+    for (int p = 0; p < world; p++) {
+      if (p != me) {
+        ctx.driver().streamWaitEvent(stream.handle(), done[p][0]);
+      }
+    }
+    bytesSent += (world - 1) * slotBytes;
+    recycle();
+  }
+
+  /** Gives every rank this rank's (event, address); returns every rank's, by rank. */
+  private long[][] swap(long event, long address) {
+    int world = worldSize();
+    byte[][] out = new byte[world][];
+    for (int p = 0; p < world; p++) {
+      out[p] = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(event).putLong(address).array();
+    }
+    byte[][] in = host.allToAllBytes(out);
+    long[][] got = new long[world][2];
+    for (int q = 0; q < world; q++) {
+      ByteBuffer b = ByteBuffer.wrap(in[q]).order(ByteOrder.LITTLE_ENDIAN);
+      got[q][0] = b.getLong();
+      got[q][1] = b.getLong();
+    }
+    return got;
+  }
+
+  private CudaEvent event() {
+    if (closed) {
+      throw new IllegalStateException("device-local transport of rank " + rank() + " is closed");
+    }
+    CudaEvent e = free.isEmpty() ? ctx.createEventNoTiming() : free.pop();
+    used.push(e);
+    return e;
+  }
+
+  /** Both swaps of the exchange are done on every rank: its events may be recorded again by the next one. */
+  private void recycle() {
+    while (!used.isEmpty()) {
+      free.push(used.pop());
+    }
+  }
+
+  private void check(DeviceBuffer b, long slotBytes, String what) {
+    if (slotBytes <= 0 || b.bytes() < slotBytes * worldSize()) {
+      throw new IllegalArgumentException("device-local: " + what + " buffer of " + b.bytes() + " bytes cannot hold "
+          + worldSize() + " slots of " + slotBytes + " bytes");
+    }
+    if (b.context() != ctx) {
+      throw new IllegalArgumentException("device-local: " + what + " buffer belongs to another CUDA context");
+    }
+  }
+
+  @Override
+  public boolean capturable() {
+    return false;
+  }
+
+  @Override
+  public long bytesSent() {
+    return bytesSent;
+  }
+
+  @Override
+  public String name() {
+    return "device-local";
+  }
+
+  /** Destroys this rank's events (the host communicator is the caller's). Idempotent. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    recycle();
+    free.forEach(CudaEvent::close);
+    free.clear();
+  }
+}

@@ -1,0 +1,55 @@
+package dev.taco.collective.device;
+
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+
+/**
+ * How one rank's payload bytes move between GPUs (DESIGN §4, "Transports"): the two exchanges of the two-shot
+ * collectives, enqueued on a CUDA stream without a host synchronisation. A payload buffer holds {@code worldSize()}
+ * slots of {@code slotBytes} each, slot {@code q} at byte offset {@code q * slotBytes} (16-byte aligned).
+ *
+ * <p>Implementations: {@code nccl} ({@link NcclTransport}: grouped send/recv and an in-place all-gather, one GPU per
+ * rank) and {@code device-local} ({@link DeviceLocalTransport}: ranks as threads sharing one GPU, for tests and TP runs
+ * on a single GPU; never a real link).
+ */
+public interface DeviceTransport extends AutoCloseable {
+
+  /** This rank, in {@code [0, worldSize)}. */
+  int rank();
+
+  /** Number of ranks R. */
+  int worldSize();
+
+  /** The rank's device (its primary context). */
+  CudaContext context();
+
+  /**
+   * Enqueues the exchange of an all-to-all on {@code stream}: slot {@code p} of this rank's {@code send} lands in slot
+   * {@link #rank()} of rank {@code p}'s {@code recv}; this rank's own slots are not moved. Every rank calls it with
+   * buffers of the same {@code slotBytes}.
+   *
+   * @throws dev.taco.collective.CollectiveException if the exchange cannot be set up (a peer failed, a timeout)
+   */
+  void allToAll(DeviceBuffer send, DeviceBuffer recv, long slotBytes, CudaStream stream);
+
+  /**
+   * Enqueues an in-place all-gather on {@code stream}: slot {@link #rank()} of this rank's {@code buf} lands in the same
+   * slot of every rank's {@code buf}.
+   *
+   * @throws dev.taco.collective.CollectiveException if the exchange cannot be set up
+   */
+  void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream);
+
+  /** Whether the exchanges can be captured into a CUDA graph (NCCL calls can; host coordination cannot). */
+  boolean capturable();
+
+  /** Bytes this rank has put on the wire for other ranks (payload slots sent). */
+  long bytesSent();
+
+  /** A short name for reports and errors: {@code nccl} or {@code device-local}. */
+  String name();
+
+  @Override
+  void close();
+}
