@@ -1,7 +1,11 @@
 package dev.taco.collective;
 
-/** A collective could not complete: a peer rank failed, the group was aborted, or the operation timed out. */
-public final class CollectiveException extends RuntimeException {
+/**
+ * A collective could not complete: a peer rank failed, the group was aborted, or the operation timed out.
+ *
+ * <p>Not final: transports refine it (e.g. {@code dev.taco.collective.nccl.NcclException} for a failed NCCL call).
+ */
+public class CollectiveException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   /**
