@@ -511,6 +511,8 @@ public final class NcclCommunicator implements AutoCloseable {
   /**
    * All-to-all of bytes as grouped {@code ncclSend}/{@code ncclRecv} ({@code ncclUint8}) with every peer, this
    * rank included (NCCL allows send/recv to self): {@code send[p]} goes to rank p, {@code recv[q]} comes from rank q.
+   * A rank whose {@code send} and {@code recv} pointers are both 0 is skipped (no send or receive for that pair; every
+   * rank must skip symmetrically, e.g. each one its own slot).
    *
    * @param send      one device pointer per rank, {@code bytesEach} bytes each
    * @param recv      one device pointer per rank, {@code bytesEach} bytes each
@@ -662,6 +664,9 @@ public final class NcclCommunicator implements AutoCloseable {
     NcclException first = null;
     try {
       for (int p = 0; p < worldSize; p++) {
+        if (send[p] == 0 && recv[p] == 0) {
+          continue;
+        }
         nccl.send(send[p], bytes, NcclDataType.UINT8, p, c, stream);
         nccl.recv(recv[p], bytes, NcclDataType.UINT8, p, c, stream);
       }

@@ -1,0 +1,85 @@
+package dev.taco.collective.device;
+
+import dev.taco.collective.nccl.NcclCommunicator;
+import dev.taco.collective.nccl.NcclDataType;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import java.util.Objects;
+
+/**
+ * The {@code nccl} transport (DESIGN §4): the two-shot exchanges as NCCL calls on one GPU per rank, the all-to-all as
+ * grouped {@code ncclSend}/{@code ncclRecv} of every peer's slot ({@code ncclUint8}; the own slot is not sent), the
+ * all-gather as NCCL's in-place {@code ncclAllGather} ({@code sendbuff = recvbuff + rank * slotBytes}). Every call is
+ * watched by the communicator's watchdog (a call not complete within its timeout, or an asynchronous error, aborts
+ * it); NCCL calls can be captured into a CUDA graph.
+ */
+public final class NcclTransport implements DeviceTransport {
+  private final NcclCommunicator comm;
+  private long bytesSent;
+
+  /** @param comm this rank's NCCL communicator (owned by the caller, who closes it) */
+  public NcclTransport(NcclCommunicator comm) {
+    this.comm = Objects.requireNonNull(comm, "comm");
+  }
+
+  /** The communicator. */
+  public NcclCommunicator communicator() {
+    return comm;
+  }
+
+  @Override
+  public int rank() {
+    return comm.rank();
+  }
+
+  @Override
+  public int worldSize() {
+    return comm.worldSize();
+  }
+
+  @Override
+  public CudaContext context() {
+    return comm.context();
+  }
+
+  @Override
+  public void allToAll(DeviceBuffer send, DeviceBuffer recv, long slotBytes, CudaStream stream) {
+    int world = worldSize();
+    long[] to = new long[world];
+    long[] from = new long[world];
+    for (int p = 0; p < world; p++) {
+      if (p != rank()) {
+        to[p] = send.pointer() + p * slotBytes;
+        from[p] = recv.pointer() + p * slotBytes;
+      }
+    }
+    comm.allToAll(to, from, slotBytes, stream);
+    bytesSent += (world - 1) * slotBytes;
+  }
+
+  @Override
+  public void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream) {
+    comm.allGather(buf.pointer() + rank() * slotBytes, buf.pointer(), slotBytes, NcclDataType.UINT8, stream);
+    bytesSent += (worldSize() - 1) * slotBytes;
+  }
+
+  @Override
+  public boolean capturable() {
+    return true;
+  }
+
+  @Override
+  public long bytesSent() {
+    return bytesSent;
+  }
+
+  @Override
+  public String name() {
+    return "nccl";
+  }
+
+  /** Nothing of its own to release: the communicator is the caller's. */
+  @Override
+  public void close() {}
+}
