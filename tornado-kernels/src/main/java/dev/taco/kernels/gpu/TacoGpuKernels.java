@@ -437,11 +437,13 @@ public final class TacoGpuKernels {
    */
   static void loadRow(short[] xb, float[] xf, int rowBase, int col, int cols, boolean real, float[] v, float[] t,
       boolean bf16) {
-    if (real && col + V <= cols && vectorRows(cols, bf16)) {
-      load(xb, xf, rowBase + col, v, t, bf16);
+    int n = real ? cols - col : 0; // values of the row this lane holds (compared as j < n, not col + j < cols: the
+    int e = rowBase + col;         // wrapping int sum would keep nvcc from folding the bounds, ~40 more registers)
+    if (n >= V && vectorRows(cols, bf16)) {
+      load(xb, xf, e, v, t, bf16);
     } else {
       for (int j = 0; j < V; j++) {
-        v[j] = real && col + j < cols ? (bf16 ? Bf16.decode(xb[rowBase + col + j]) : xf[rowBase + col + j]) : 0f;
+        v[j] = j < n ? (bf16 ? Bf16.decode(xb[e + j]) : xf[e + j]) : 0f;
       }
     }
   }
@@ -454,10 +456,12 @@ public final class TacoGpuKernels {
    */
   static void storeRow(short[] yb, float[] yf, int rowBase, int col, int cols, float[] v, float[] t, boolean bf16,
       boolean saturate) {
-    if (col + V <= cols && vectorRows(cols, bf16)) {
+    int n = cols - col; // as in loadRow
+    int e = rowBase + col;
+    if (n >= V && vectorRows(cols, bf16)) {
       if (bf16) {
         for (int i = 0; i < V; i += 8) {
-          Vec16.storeShortPairs8(yb, rowBase + col + i, bf16x2(v[i], v[i + 1], saturate),
+          Vec16.storeShortPairs8(yb, e + i, bf16x2(v[i], v[i + 1], saturate),
               bf16x2(v[i + 2], v[i + 3], saturate), bf16x2(v[i + 4], v[i + 5], saturate),
               bf16x2(v[i + 6], v[i + 7], saturate));
         }
@@ -466,16 +470,16 @@ public final class TacoGpuKernels {
           for (int q = 0; q < 4; q++) {
             t[q] = v[i + q];
           }
-          Vec16.storeFloat4(yf, rowBase + col + i, t);
+          Vec16.storeFloat4(yf, e + i, t);
         }
       }
     } else {
       for (int j = 0; j < V; j++) {
-        if (col + j < cols) {
+        if (j < n) {
           if (bf16) {
-            yb[rowBase + col + j] = saturate ? Bf16.encodeSaturating(v[j]) : Bf16.encode(v[j]);
+            yb[e + j] = saturate ? Bf16.encodeSaturating(v[j]) : Bf16.encode(v[j]);
           } else {
-            yf[rowBase + col + j] = v[j];
+            yf[e + j] = v[j];
           }
         }
       }
