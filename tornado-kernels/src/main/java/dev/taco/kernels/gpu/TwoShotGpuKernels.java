@@ -22,8 +22,9 @@ import java.util.Map;
  *
  * <h2>Shapes and buffers</h2>
  * A tensor is row-major bf16 ({@code short[]}, the {@code xb}/{@code yb}/{@code outB} parameters) or fp32
- * ({@code float[]}, {@code xf}/{@code yf}/{@code outF}) from element 0, chosen by {@code @Constant bf16}; the other
- * array of the pair is not touched (pass the same buffer twice). A <em>chunk</em> is {@code rows x cols}: rows
+ * ({@code float[]}, {@code xf}/{@code yf}/{@code outF}) from element 0, chosen by {@code @Constant bf16} (the input and
+ * output tensors of one launch have the same dtype); the other array of the pair is not touched (pass the same buffer
+ * twice). A <em>chunk</em> is {@code rows x cols}: rows
  * {@code row0 .. row0 + realRows} of the tensor, then {@code rows - realRows} zero rows. Its TACO payload is the
  * <em>body</em> of {@code new TacoCodec(G, format, 1f, hadamard)} for the chunk (no header): {@code rows} float32 coarse
  * scales, {@code rows * ng} fine-exponent bytes, {@code rows * ng * G} FP8 codes, {@code ng = ceil(cols / G)}
@@ -76,7 +77,10 @@ import java.util.Map;
 public final class TwoShotGpuKernels {
   private TwoShotGpuKernels() {}
 
-  /** Largest {@code cols}: 512 threads of 32 values (the decompress kernels need about 72 registers a thread). */
+  /**
+   * Largest {@code cols}: 512 threads of 32 values. A 512-thread block needs at most 128 registers a thread (64 K per
+   * SM); ptxas gives the row kernels 40 to 88 (sm_90, CUDA 13), and {@code TwoShotGpuCudaTest} fails above 128.
+   */
   public static final int MAX_COLS = 16384;
 
   /** Group sizes the TACO kernels take. */
