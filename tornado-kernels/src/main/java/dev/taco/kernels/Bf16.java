@@ -41,6 +41,21 @@ public final class Bf16 {
     return c;
   }
 
+  /**
+   * {@link #encodeSaturating} of two values packed as {@link #encode2} packs them: on the GPU one
+   * {@code cvt.rn.bf16x2.f32} and a fix-up of each half that became an infinity from a finite input.
+   */
+  public static int encodeSaturating2(float lo, float hi) {
+    int p = encode2(lo, hi);
+    if ((p & 0x7FFF) == 0x7F80 && Float.isFinite(lo)) {
+      p = p & 0xFFFF8000 | MAX_CODE;
+    }
+    if ((p & 0x7FFF0000) == 0x7F800000 && Float.isFinite(hi)) {
+      p = p & 0x8000FFFF | MAX_CODE << 16;
+    }
+    return p;
+  }
+
   /** Decodes bf16 bits to the exact float value. */
   public static float decode(short c) {
     return Float.intBitsToFloat(c << 16);

@@ -63,4 +63,18 @@ class Bf16Test {
     assertThat(Bf16.isNonFinite(Bf16.encode(Float.NaN))).isTrue();
     assertThat(Bf16.isNonFinite(Bf16.MAX_CODE)).isFalse();
   }
+
+  @Test
+  void encodeSaturating2PacksTwoSaturatingCodes() {
+    SplittableRandom rnd = new SplittableRandom(11);
+    float[] edge = {Float.MAX_VALUE, -Float.MAX_VALUE, 3.3895e38f, 3.3896e38f, -3.3897e38f, Float.POSITIVE_INFINITY,
+        Float.NEGATIVE_INFINITY, Float.intBitsToFloat(0x7F812345), Float.intBitsToFloat(0xFFC00001), 0f, -0f,
+        Float.MIN_VALUE, 1f};
+    for (int i = 0; i < 200_000; i++) {
+      float lo = i < edge.length * edge.length ? edge[i % edge.length] : Float.intBitsToFloat(rnd.nextInt());
+      float hi = i < edge.length * edge.length ? edge[i / edge.length] : Float.intBitsToFloat(rnd.nextInt());
+      assertThat(Bf16.encodeSaturating2(lo, hi)).as("%s %s", lo, hi)
+          .isEqualTo((Bf16.encodeSaturating(lo) & 0xFFFF) | Bf16.encodeSaturating(hi) << 16);
+    }
+  }
 }

@@ -73,7 +73,17 @@ public final class TacoCudaSources {
    * @throws IllegalStateException if there is neither a file nor a JDK compiler and kernel sources to translate
    */
   public static String source(int groupSize, boolean hadamard, int format, boolean bf16, boolean reduce) {
-    String key = key(groupSize, hadamard, format, bf16, reduce);
+    return source(key(groupSize, hadamard, format, bf16, reduce), requests(groupSize, hadamard, format, bf16, reduce));
+  }
+
+  /**
+   * The CUDA C of the unit {@code key} holding {@code requests} (kernels of {@link TacoGpuKernels} or
+   * {@link TwoShotGpuKernels}, e.g. one of {@link TwoShotGpuKernels#units()}): {@code <cudaDir>/<key>.cu}, else a
+   * fresh translation.
+   *
+   * @throws IllegalStateException if there is neither a file nor a JDK compiler and kernel sources to translate
+   */
+  public static String source(String key, List<KernelRequest> requests) {
     Path file = cudaDir().resolve(key + ".cu");
     if (Files.isRegularFile(file)) {
       try {
@@ -87,7 +97,7 @@ public final class TacoCudaSources {
         .filter(p -> Files.isRegularFile(p.resolve(kernelFile()))).findFirst()
         .orElseThrow(() -> new IllegalStateException("no " + file + " and no kernel sources to translate: run "
             + "bench/gpu-codec-prepare.sh on the CPU machine (or set -Dtaco.cuda.dir / -Dtaco.kernel.sources)"));
-    return translator(root).translate(requests(groupSize, hadamard, format, bf16, reduce));
+    return translator(root).translate(requests);
   }
 
   private static String kernelFile() {
@@ -97,14 +107,17 @@ public final class TacoCudaSources {
   /** A translator over the kernel file and the dev.taco.kernels sources it calls. */
   static KernelTranslator translator(Path root) {
     Path k = root.resolve("dev/taco/kernels");
-    return new KernelTranslator(List.of(root.resolve(kernelFile()), k.resolve("Fp8.java"), k.resolve("Bf16.java"),
+    return new KernelTranslator(List.of(root.resolve(kernelFile()),
+        root.resolve(TwoShotGpuKernels.class.getName().replace('.', '/') + ".java"), k.resolve("Fp8.java"),
+        k.resolve("Bf16.java"),
         k.resolve("Bytes.java"), k.resolve("Hadamard.java"), k.resolve("TacoKernels.java"),
         k.resolve("Vec16.java"), k.resolve("KernelContext.java")));
   }
 
   /**
    * Build step: {@code TacoCudaSources <source-root> <out-dir>} writes every unit ({@link #GROUP_SIZES} x Hadamard
-   * on/off x E4M3/E5M2 x bf16/fp32, plus the reduce units) as {@code <out-dir>/<key>.cu}.
+   * on/off x E4M3/E5M2 x bf16/fp32, plus the reduce units, plus {@link TwoShotGpuKernels#units()}) as
+   * {@code <out-dir>/<key>.cu}.
    */
   public static void main(String[] args) throws IOException {
     KernelTranslator t = translator(Path.of(args[0]));
@@ -120,6 +133,10 @@ public final class TacoCudaSources {
           }
         }
       }
+    }
+    for (Map.Entry<String, List<KernelRequest>> u : TwoShotGpuKernels.units().entrySet()) {
+      Files.writeString(out.resolve(u.getKey() + ".cu"), t.translate(u.getValue()));
+      written.add(u.getKey());
     }
     System.out.println("TacoCudaSources: wrote " + written.size() + " CUDA units to " + out);
   }

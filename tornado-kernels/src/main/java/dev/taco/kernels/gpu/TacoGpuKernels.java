@@ -37,6 +37,11 @@ import dev.taco.kernels.Vec16;
  * ({@code rows * (4 + cols/G) % 8 == 0}), the launch {@code rows} blocks of {@code cols / V} threads. Dual scale is
  * always on, alpha is 1 (the CPU codec's default). Non-finite input is not encoded: its row gets a NaN coarse scale
  * (see {@link #rowScale}); the CPU codec refuses such input by default.
+ *
+ * <p>The helpers are shared with {@link TwoShotGpuKernels}, whose kernels take any {@code cols} up to 16384 and G = 32
+ * as well: they address bodies by explicit offsets ({@link #fineAt}, {@link #codeAt}), lanes past a row's last group
+ * write nothing ({@link #writeCodes}, {@link #decodeLane}), and row tails use scalar accesses ({@link #loadRow},
+ * {@link #storeRow}). For the shapes above they take the same paths as before (same bytes).
  */
 public final class TacoGpuKernels {
   private TacoGpuKernels() {}
@@ -61,14 +66,9 @@ public final class TacoGpuKernels {
     int[] warpMax = ctx.allocateIntLocalArray(32);
     float[] v = new float[V];
     float[] t = new float[8];
-    int base = ctx.groupIdx * cols + ctx.localIdx * V;
-    load(xb, xf, base, v, t, bf16);
-    int a = maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V);
-    float c = rowScale(ctx, warpMax, a, groupSize / V, body, groupSize, format, hadamard);
-    int k = preScaleExponent(a);
-    float hs = deferredScale(groupSize, hadamard);
-    preScaleAndTransform(ctx, v, k, groupSize, hadamard, hs == 1f);
-    writeCodes(ctx, v, body, rows, cols, a == 0, c, k, groupSize, format, hs);
+    int col = ctx.localIdx * V;
+    load(xb, xf, ctx.groupIdx * cols + col, v, t, bf16);
+    encodeRow(ctx, warpMax, v, body, rows, cols / groupSize, col, groupSize, hadamard, format);
   }
 
   /**
@@ -85,54 +85,19 @@ public final class TacoGpuKernels {
       @Constant boolean accumulate) {
     float[] v = new float[V];
     float[] t = new float[4];
-    int base = ctx.groupIdx * cols + ctx.localIdx * V;
-    float c = Bytes.getFloat(body, 4 * ctx.groupIdx);
-    int f = body[4 * rows + base / groupSize] & 0xFF;
-    int codeOff = 4 * rows + rows * (cols / groupSize);
-    for (int i = 0; i < V; i += 8) {
-      long w = Vec16.loadBytes8(body, codeOff + base + i);
-      Fp8.decode4((int) w, v, i, format);
-      Fp8.decode4((int) (w >>> 32), v, i + 4, format);
-    }
-    float hs = deferredScale(groupSize, hadamard);
-    if (hadamard) {
-      wht(ctx, v, groupSize, hs == 1f);
-    }
-    float s = TacoKernels.decodeScale(c, f);
-    float sv = s * hs; // exact when normal; the transform's sums of FP8 values times hs are exact too
-    if (sv >= Float.MIN_NORMAL) {
-      for (int j = 0; j < V; j++) {
-        v[j] = v[j] * sv;
-      }
-    } else {
-      for (int j = 0; j < V; j++) { // an all-zero row decodes to +0 whatever its codes, as the CPU
-        v[j] = c == 0f ? 0f : TacoKernels.decodeValue(v[j] * hs, s, c, f);
-      }
-    }
-    if (s > Float.MAX_VALUE / (Fp8.maxValue(format) * groupSize)) { // rows near the float32 max: clamp as the CPU
-      for (int j = 0; j < V; j++) {
-        v[j] = Float.isInfinite(v[j]) ? Math.copySign(Float.MAX_VALUE, v[j]) : v[j];
-      }
-    }
-    if (bf16) {
-      for (int i = 0; i < V; i += 8) {
-        Vec16.storeShortPairs8(outB, base + i, Bf16.encode2(v[i], v[i + 1]), Bf16.encode2(v[i + 2], v[i + 3]),
-            Bf16.encode2(v[i + 4], v[i + 5]), Bf16.encode2(v[i + 6], v[i + 7]));
-      }
-    } else {
+    int col = ctx.localIdx * V;
+    int base = ctx.groupIdx * cols + col;
+    float c = decodeLane(ctx, body, 0, rows, cols / groupSize, ctx.groupIdx, col, v, groupSize, hadamard, format);
+    if (accumulate) {
       for (int i = 0; i < V; i += 4) {
-        if (accumulate) {
-          Vec16.loadFloat4(outF, base + i, t);
-          for (int q = 0; q < 4; q++) {
-            t[q] = c == 0f ? t[q] : t[q] + v[i + q]; // as the CPU: an all-zero row leaves out (even -0) as is
-          }
-        } else {
-          for (int q = 0; q < 4; q++) {
-            t[q] = v[i + q];
-          }
+        Vec16.loadFloat4(outF, base + i, t);
+        for (int q = 0; q < 4; q++) {
+          t[q] = c == 0f ? t[q] : t[q] + v[i + q]; // as the CPU: an all-zero row leaves out (even -0) as is
         }
         Vec16.storeFloat4(outF, base + i, t);
       }
+    } else {
+      storeRow(outB, outF, ctx.groupIdx * cols, col, cols, v, t, bf16, false);
     }
   }
 
@@ -196,7 +161,8 @@ public final class TacoGpuKernels {
     }
     float a = groupMax[base / groupSize];
     int k = preScaleExponent(Float.floatToRawIntBits(a));
-    writeCodes(ctx, v, body, rows, cols, a == 0f, Bytes.getFloat(body, 4 * ctx.groupIdx), k, groupSize, format, 1f);
+    writeCodes(ctx, v, body, rows, cols / groupSize, ctx.localIdx * V, a == 0f, Bytes.getFloat(body, 4 * ctx.groupIdx),
+        k, groupSize, format, 1f);
   }
 
   /**
@@ -356,7 +322,9 @@ public final class TacoGpuKernels {
    * Encodes the thread's transformed values {@code v} (still to be multiplied by {@code hs}, see
    * {@link #deferredScale}; 1 if not): the group's transformed absmax (shuffles), its fine exponent
    * ({@link TacoKernels#fineExponent}), one fine byte per group (written by the group's first lane) and V FP8 codes
-   * {@code fp8(v * hs * s)} with {@link TacoKernels#encodeScale} {@code s}, in 8-byte stores. {@code zero}: the group
+   * {@code fp8(v * hs * s)} with {@link TacoKernels#encodeScale} {@code s}, in 8-byte stores, for row
+   * {@code ctx.groupIdx} of a body of {@code rows} rows of {@code ng} groups; this lane holds columns {@code col ..
+   * col + V} (a lane with {@code col >= ng * G} holds no group of the row and writes nothing). {@code zero}: the group
    * is all zeros (sent as zero codes, fine byte 0); {@code c} the row's coarse scale, {@code k} the pre-scale
    * exponent. Every lane calls.
    *
@@ -365,10 +333,9 @@ public final class TacoGpuKernels {
    * below 2^-100 (the group's max is in [2^-4, 2^5] at alpha = 1, so {@code s < 2^20}) and encode to zero of the same
    * sign.
    */
-  static void writeCodes(KernelContext ctx, float[] v, byte[] body, int rows, int cols, boolean zero, float c, int k,
-      int groupSize, int format, float hs) {
+  static void writeCodes(KernelContext ctx, float[] v, byte[] body, int rows, int ng, int col, boolean zero, float c,
+      int k, int groupSize, int format, float hs) {
     float m = Float.intBitsToFloat(maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V)) * hs;
-    int base = ctx.groupIdx * cols + ctx.localIdx * V;
     float inv = TacoKernels.inverseMantissa(c);
     int f = zero ? 0 : TacoKernels.fineExponent(m, c, inv, k, format);
     float s = zero ? 0f : TacoKernels.encodeScale(m, c, inv, f, k, format);
@@ -379,14 +346,152 @@ public final class TacoGpuKernels {
       }
       sv = s;
     }
-    if ((base & (groupSize - 1)) == 0) {
-      body[4 * rows + base / groupSize] = (byte) f;
+    if (col >= ng * groupSize) {
+      return;
     }
-    int codeOff = 4 * rows + rows * (cols / groupSize);
+    int fine = fineAt(0, rows, ng, ctx.groupIdx, col, groupSize);
+    if ((col & (groupSize - 1)) == 0) {
+      body[fine] = (byte) f;
+    }
+    int at = codeAt(0, rows, ng, ctx.groupIdx, col, groupSize);
     for (int i = 0; i < V; i += 8) {
       int lo = Fp8.encode4(v[i] * sv, v[i + 1] * sv, v[i + 2] * sv, v[i + 3] * sv, format);
       int hi = Fp8.encode4(v[i + 4] * sv, v[i + 5] * sv, v[i + 6] * sv, v[i + 7] * sv, format);
-      Vec16.storeBytes8(body, codeOff + base + i, zero ? 0L : (lo & 0xFFFFFFFFL) | (long) hi << 32);
+      Vec16.storeBytes8(body, at + i, zero ? 0L : (lo & 0xFFFFFFFFL) | (long) hi << 32);
     }
+  }
+
+  /**
+   * The whole compress of this lane's values {@code v} (row {@code ctx.groupIdx}, columns {@code col ..}, zeros past
+   * the row): the row's coarse scale into {@code body} ({@link #rowScale}), ASH pre-scale, WHT and the codes
+   * ({@link #writeCodes}) of a body of {@code rows} rows of {@code ng} groups. {@code warpMax}: the kernel's shared
+   * array of 32 ints. Every thread of the block calls (barrier inside).
+   */
+  static void encodeRow(KernelContext ctx, int[] warpMax, float[] v, byte[] body, int rows, int ng, int col,
+      int groupSize, boolean hadamard, int format) {
+    int a = maxOverLanes(ctx, absMaxBits(v), 1, groupSize / V);
+    float c = rowScale(ctx, warpMax, a, groupSize / V, body, groupSize, format, hadamard);
+    int k = preScaleExponent(a);
+    float hs = deferredScale(groupSize, hadamard);
+    preScaleAndTransform(ctx, v, k, groupSize, hadamard, hs == 1f);
+    writeCodes(ctx, v, body, rows, ng, col, a == 0, c, k, groupSize, format, hs);
+  }
+
+  /**
+   * Decodes this lane's V codes of row {@code row} of the body at {@code body[base ..]} ({@code rows} rows of
+   * {@code ng} groups; the lane holds columns {@code col .. col + V}) into {@code v}: the values of
+   * {@link TacoKernels#decodeGroups}, bit for bit (padding columns included). A lane with {@code col >= ng * G} reads
+   * nothing and gives zeros; every lane calls (the inverse WHT shuffles). Returns the row's coarse scale.
+   */
+  static float decodeLane(KernelContext ctx, byte[] body, int base, int rows, int ng, int row, int col, float[] v,
+      int groupSize, boolean hadamard, int format) {
+    boolean inRow = col < ng * groupSize;
+    float c = Bytes.getFloat(body, base + 4 * row);
+    int f = inRow ? body[fineAt(base, rows, ng, row, col, groupSize)] & 0xFF : 0;
+    if (inRow) {
+      int at = codeAt(base, rows, ng, row, col, groupSize);
+      for (int i = 0; i < V; i += 8) {
+        long w = Vec16.loadBytes8(body, at + i);
+        Fp8.decode4((int) w, v, i, format);
+        Fp8.decode4((int) (w >>> 32), v, i + 4, format);
+      }
+    }
+    float hs = deferredScale(groupSize, hadamard);
+    if (hadamard) {
+      wht(ctx, v, groupSize, hs == 1f);
+    }
+    float s = TacoKernels.decodeScale(c, f);
+    float sv = s * hs; // exact when normal; the transform's sums of FP8 values times hs are exact too
+    if (sv >= Float.MIN_NORMAL) {
+      for (int j = 0; j < V; j++) {
+        v[j] = v[j] * sv;
+      }
+    } else {
+      for (int j = 0; j < V; j++) { // an all-zero row decodes to +0 whatever its codes, as the CPU
+        v[j] = c == 0f ? 0f : TacoKernels.decodeValue(v[j] * hs, s, c, f);
+      }
+    }
+    if (s > Float.MAX_VALUE / (Fp8.maxValue(format) * groupSize)) { // rows near the float32 max: clamp as the CPU
+      for (int j = 0; j < V; j++) {
+        v[j] = Float.isInfinite(v[j]) ? Math.copySign(Float.MAX_VALUE, v[j]) : v[j];
+      }
+    }
+    return c;
+  }
+
+  /** Byte offset of the fine exponent of the group holding column {@code col} of row {@code row} (body at {@code base}). */
+  static int fineAt(int base, int rows, int ng, int row, int col, int groupSize) {
+    return base + 4 * rows + row * ng + col / groupSize;
+  }
+
+  /** Byte offset of the FP8 code of column {@code col} of row {@code row} (body at {@code base}, 8-aligned for lanes). */
+  static int codeAt(int base, int rows, int ng, int row, int col, int groupSize) {
+    return base + 4 * rows + rows * ng + row * ng * groupSize + col;
+  }
+
+  /**
+   * {@code v[j]} = element {@code rowBase + col + j} of the input (bf16 widened exactly, or fp32) for
+   * {@code col + j < cols} of a {@code real} row, else +0 (padding rows and the row's tail). A lane whose V values lie
+   * inside the row reads them with 16-byte loads when they are aligned, i.e. when {@code rowBase} is a multiple of 8
+   * (bf16) / 4 (fp32), which the callers know from {@code cols} ({@link #vectorRows}); the rest with scalar loads.
+   */
+  static void loadRow(short[] xb, float[] xf, int rowBase, int col, int cols, boolean real, float[] v, float[] t,
+      boolean bf16) {
+    int n = real ? cols - col : 0; // values of the row this lane holds (compared as j < n, not col + j < cols: the
+    int e = rowBase + col;         // wrapping int sum would keep nvcc from folding the bounds, ~40 more registers)
+    if (n >= V && vectorRows(cols, bf16)) {
+      load(xb, xf, e, v, t, bf16);
+    } else {
+      for (int j = 0; j < V; j++) {
+        v[j] = j < n ? (bf16 ? Bf16.decode(xb[e + j]) : xf[e + j]) : 0f;
+      }
+    }
+  }
+
+  /**
+   * Element {@code rowBase + col + j} of the output = {@code v[j]} for {@code col + j < cols}: fp32, or bf16 rounded to
+   * nearest even ({@link Bf16#encode}: overflow to Inf; {@code saturate}: {@link Bf16#encodeSaturating}, finite
+   * values beyond bf16's max to +-max, as the {@code none} codec sends them). 16-byte stores as in {@link #loadRow}.
+   * {@code t}: 4 floats of scratch.
+   */
+  static void storeRow(short[] yb, float[] yf, int rowBase, int col, int cols, float[] v, float[] t, boolean bf16,
+      boolean saturate) {
+    int n = cols - col; // as in loadRow
+    int e = rowBase + col;
+    if (n >= V && vectorRows(cols, bf16)) {
+      if (bf16) {
+        for (int i = 0; i < V; i += 8) {
+          Vec16.storeShortPairs8(yb, e + i, bf16x2(v[i], v[i + 1], saturate),
+              bf16x2(v[i + 2], v[i + 3], saturate), bf16x2(v[i + 4], v[i + 5], saturate),
+              bf16x2(v[i + 6], v[i + 7], saturate));
+        }
+      } else {
+        for (int i = 0; i < V; i += 4) {
+          for (int q = 0; q < 4; q++) {
+            t[q] = v[i + q];
+          }
+          Vec16.storeFloat4(yf, e + i, t);
+        }
+      }
+    } else {
+      for (int j = 0; j < V; j++) {
+        if (j < n) {
+          if (bf16) {
+            yb[e + j] = saturate ? Bf16.encodeSaturating(v[j]) : Bf16.encode(v[j]);
+          } else {
+            yf[e + j] = v[j];
+          }
+        }
+      }
+    }
+  }
+
+  static int bf16x2(float lo, float hi, boolean saturate) {
+    return saturate ? Bf16.encodeSaturating2(lo, hi) : Bf16.encode2(lo, hi);
+  }
+
+  /** Whether every row of a {@code cols}-wide row-major tensor starts 16-byte aligned (bf16: 8 | cols, fp32: 4 | cols). */
+  static boolean vectorRows(int cols, boolean bf16) {
+    return (cols & (bf16 ? 7 : 3)) == 0;
   }
 }
