@@ -11,15 +11,20 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Exercises the JNA marshalling of the whole backend without a GPU: a C mock of libcuda and libnvrtc
  * ({@code mock_cuda.c} next to this class: host memory for device memory, kernels run on the CPU by name, stream
  * capture and graph replay, a log of the stream-ordered calls) is built with {@code cc}, and programs run against it
- * in a child JVM (so this JVM's {@link Cuda} stays the real answer): {@link GpuSelfCheck}. It checks argument passing (handles as 64-bit values, {@code size_t},
+ * in child JVMs (so this JVM's {@link Cuda} stays the real answer): {@link GpuSelfCheck}, and the
+ * {@link ExecutionPlan} scenarios of {@link MockDriverScenarios} (lanes and cross-lane events, capture and replay,
+ * refusals), each reported as a test of its own. It checks argument passing (handles as 64-bit values, {@code size_t},
  * out-parameters, string arrays, kernel parameter packing), status checking, error strings and call order, not CUDA
  * itself. Skipped where there is no C compiler.
  */
@@ -60,7 +65,8 @@ class MockDriverTest {
     List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
         "-Dtaco.libcuda=" + so, "-Dtaco.libnvrtc=" + so, "-Dtaco.cache=" + dir.resolve("cache"),
-        mainClass));
+        "-Dtaco.cuda.dir=" + dir.resolve("cuda"),
+        "-Dtaco.kernel.sources=src/test/java" + File.pathSeparator + "src/main/java", mainClass));
     cmd.addAll(List.of(args));
     Process run = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     String out = new String(run.getInputStream().readAllBytes());
@@ -73,9 +79,16 @@ class MockDriverTest {
   @Test
   void selfCheckRunsAgainstMockDriver() throws Exception {
     String out = runAgainstMock("dev.taco.kernels.cuda.GpuSelfCheck", "--only",
-        "device,round-trip,nvrtc-cache,nvrtc-error,vector-add,task-graph,launch-overhead,launch-error");
-    assertThat(out).as(out).contains("8 passed, 0 failed");
+        "device,round-trip,nvrtc-cache,nvrtc-error,vector-add,task-graph,cuda-graph,launch-overhead,launch-error");
+    assertThat(out).as(out).contains("9 passed, 0 failed");
     assertThat(out).contains("PASS device: Mock GPU, sm_90, 132 SMs")
         .contains("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument");
+  }
+
+  @TestFactory
+  Stream<DynamicTest> executionPlanScenariosAgainstMockDriver() throws Exception {
+    String out = runAgainstMock(MockDriverScenarios.class.getName());
+    return MockDriverScenarios.scenarios().keySet().stream().map(name -> DynamicTest.dynamicTest(name,
+        () -> assertThat(out).as(out).contains("PASS " + name + "\n")));
   }
 }
