@@ -111,14 +111,6 @@ final class MockDriverScenarios {
 
   // ------------------------------------------------------------------ graphs
 
-  /** A step on the communication lane standing in for a collective: copies {@code src} to {@code dst}. */
-  record Wire(String name, DeviceBuffer src, DeviceBuffer dst, boolean capturable) implements TaskGraph.Step {
-    @Override
-    public void enqueue(CudaStream stream, boolean first) {
-      dst.copyFromAsync(src, src.bytes(), stream);
-    }
-  }
-
   /** Device buffers of {@code N} floats, closed together. */
   static final class Buffers implements AutoCloseable {
     final DeviceBuffer x;
@@ -155,7 +147,7 @@ final class MockDriverScenarios {
     return new TaskGraph("pipeline")
         .transferToDevice(DataTransferMode.EVERY_EXECUTION, x, b.x)
         .task("scale", LaneKernels::scale, KERNEL_CONTEXT, b.x, b.y, 3f, N).grid(GRID)
-        .step(new Wire("wire", b.y, b.z, true)).onLane(COMMUNICATION_LANE).after("scale")
+        .step(new CopyStep("wire", b.y, b.z, true)).onLane(COMMUNICATION_LANE).after("scale")
         .task("add", LaneKernels::add, KERNEL_CONTEXT, b.z, b.x, b.c, N).grid(GRID).after("wire")
         .transferToHost(DataTransferMode.EVERY_EXECUTION, b.c, c)
         .snapshot();
@@ -303,7 +295,7 @@ final class MockDriverScenarios {
     try (Buffers b = new Buffers(ctx)) {
       ImmutableTaskGraph barrier = new TaskGraph("barrier")
           .task("scale", LaneKernels::scale, KERNEL_CONTEXT, b.x, b.y, 3f, N).grid(GRID)
-          .step(new Wire("barrier", b.y, b.z, false)).onLane(COMMUNICATION_LANE).after("scale")
+          .step(new CopyStep("barrier", b.y, b.z, false)).onLane(COMMUNICATION_LANE).after("scale")
           .snapshot();
       try (ExecutionPlan plan = new ExecutionPlan(ctx, barrier)) {
         assertThatThrownBy(plan::withCudaGraph).isInstanceOf(IllegalStateException.class)
@@ -317,7 +309,7 @@ final class MockDriverScenarios {
         assertThatThrownBy(plan::withCudaGraph).hasMessageContaining("FIRST_EXECUTION device→host transfer 'toHost0'");
       }
       ImmutableTaskGraph late = new TaskGraph("late")
-          .step(new Wire("w", b.x, b.y, true))
+          .step(new CopyStep("w", b.x, b.y, true))
           .transferToDevice(DataTransferMode.FIRST_EXECUTION, new float[N], b.x).after("w").snapshot();
       try (ExecutionPlan plan = new ExecutionPlan(ctx, late)) {
         assertThatThrownBy(plan::withCudaGraph).hasMessageContaining("cannot run after [w]");
@@ -375,7 +367,7 @@ final class MockDriverScenarios {
       b.x.copyFrom(x);
       ImmutableTaskGraph device = new TaskGraph("device")
           .task("scale", LaneKernels::scale, KERNEL_CONTEXT, b.x, b.y, 3f, N).grid(GRID)
-          .step(new Wire("wire", b.y, b.z, true)).onLane(COMMUNICATION_LANE).after("scale")
+          .step(new CopyStep("wire", b.y, b.z, true)).onLane(COMMUNICATION_LANE).after("scale")
           .task("add", LaneKernels::add, KERNEL_CONTEXT, b.z, b.x, b.c, N).grid(GRID).after("wire")
           .snapshot();
       for (boolean graph : new boolean[] {false, true}) {
