@@ -286,8 +286,9 @@ public final class ExecutionPlan implements AutoCloseable {
     boolean first = executions == 0;
     for (Node n : nodes) {
       if (n.runs(first) && (n.op() instanceof ToHost || (n.op() instanceof ToDevice && !first))) {
-        throw new IllegalStateException("enqueue() cannot run '" + n.name() + "' of graph '" + graph.name() + "': a "
-            + "transfer to host arrays needs execute()");
+        throw new IllegalStateException("enqueue() cannot run '" + n.name() + "' of graph '" + graph.name() + "': "
+            + "transfers between host arrays and the device need execute() (enqueue() stages inputs only at the "
+            + "first execution)");
       }
     }
     begin();

@@ -387,7 +387,7 @@ final class MockDriverScenarios {
       }
       try (ExecutionPlan plan = new ExecutionPlan(ctx, pipeline(b, x, c))) {
         assertThatThrownBy(plan::enqueue).isInstanceOf(IllegalStateException.class)
-            .hasMessageContaining("enqueue() cannot run 'toHost0'").hasMessageContaining("needs execute()");
+            .hasMessageContaining("enqueue() cannot run 'toHost0'").hasMessageContaining("need execute()");
       }
       try (ExecutionPlan plan = new ExecutionPlan(ctx, new TaskGraph("in")
           .transferToDevice(DataTransferMode.EVERY_EXECUTION, x, b.x).snapshot())) {
