@@ -8,7 +8,7 @@
 #
 # Prints one "PASS name: detail" or "FAIL name: error" line per check and "N passed, M failed"; exits
 # non-zero if any check failed (2 when CUDA itself is unavailable). Checks: device, round-trip, nvrtc-cache,
-# nvrtc-error, vector-add, headers-bf16-fp8, task-graph, copy-bandwidth, launch-overhead, launch-error.
+# nvrtc-error, vector-add, headers-bf16-fp8, task-graph, cuda-graph, copy-bandwidth, launch-overhead, launch-error.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 [ -f .device/env.sh ] || { echo "FAIL bundle: no .device/env.sh here; run ../shared/tools/device-bundle.sh on the CPU machine first" >&2; exit 2; }

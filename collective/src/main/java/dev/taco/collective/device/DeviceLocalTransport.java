@@ -123,7 +123,7 @@ public final class DeviceLocalTransport implements DeviceTransport {
     if (closed) {
       throw new IllegalStateException("device-local transport of rank " + rank() + " is closed");
     }
-    CudaEvent e = free.isEmpty() ? ctx.createEventNoTiming() : free.pop();
+    CudaEvent e = free.isEmpty() ? ctx.createSyncEvent() : free.pop();
     used.push(e);
     return e;
   }

@@ -1,6 +1,9 @@
 package dev.taco.kernels.cuda;
 
+import dev.taco.kernels.compiler.KernelRequest;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -12,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * current on the calling thread; {@link #close()} releases that retain. Objects made from a context
  * call {@link #makeCurrent()} before driver calls, so they may be used from any thread (the current
  * context is per thread in CUDA). Closing the context does not close objects made from it: close them
- * first (try-with-resources in reverse order does that).
+ * first (try-with-resources in reverse order does that). The exception: the modules of Java kernels loaded by
+ * {@link #kernel(KernelRequest)}, which the context caches and unloads at close.
  *
  * <p>Reference: CUDA Driver API, "Primary Context Management", "Context Management",
  * "Device Management" ({@code cuDeviceGetAttribute}).
@@ -32,6 +36,7 @@ public final class CudaContext implements AutoCloseable {
     private final int maxThreadsPerBlock;
     private final int maxSharedBytesPerBlockOptin;
     private final long totalMemoryBytes;
+    private final Map<String, CudaModule> kernels = new HashMap<>();
     private volatile boolean closed;
 
     private CudaContext(CudaDriver driver, int ordinal) {
@@ -141,13 +146,13 @@ public final class CudaContext implements AutoCloseable {
     }
 
     /**
-     * Creates an event for ordering only ({@code cuEventCreate(CU_EVENT_DISABLE_TIMING)}): cheaper to record and wait
-     * on than a timing event; {@link CudaEvent#elapsedMillisTo} fails on it.
+     * Creates an event without timing for ordering work across streams
+     * ({@code cuEventCreate(CU_EVENT_DISABLE_TIMING)}, the cheaper kind for {@link CudaStream#waitEvent}).
      *
-     * @return the event
+     * @return the event ({@link CudaEvent#elapsedMillisTo} fails on it)
      * @throws CudaException on failure
      */
-    public CudaEvent createEventNoTiming() {
+    public CudaEvent createSyncEvent() {
         makeCurrent();
         return new CudaEvent(this, driver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING));
     }
@@ -178,6 +183,34 @@ public final class CudaContext implements AutoCloseable {
     public CudaModule compileModule(String source, String programName, String... extraOptions) {
         String ptx = Nvrtc.compileCached(source, programName, computeArch(), List.of(extraOptions), PtxCache.defaultCache());
         return CudaModule.load(this, ptx);
+    }
+
+    /**
+     * A Java kernel on this device, loaded once per context: its CUDA C from {@link KernelSources#defaults()} (a
+     * pre-translated file, else translated here), NVRTC for {@link #computeArch()} through the default
+     * {@link PtxCache}, one module per kernel cached under the request's {@link KernelSources#key key} until
+     * {@link #close()}.
+     *
+     * @param request the kernel and its specialisation
+     * @return the entry point, named like the Java method
+     * @throws IllegalStateException  if there is no CUDA C for it and it cannot be translated here
+     * @throws dev.taco.kernels.compiler.KernelCompileException if the translator rejects the kernel
+     * @throws NvrtcException         if NVRTC rejects the CUDA C
+     * @throws CudaException          if loading fails
+     */
+    public CudaFunction kernel(KernelRequest request) {
+        KernelSources sources = KernelSources.defaults();
+        String key = sources.key(request);
+        CudaModule m;
+        synchronized (kernels) {
+            makeCurrent();
+            m = kernels.get(key);
+            if (m == null) {
+                m = compileModule(sources.cudaSource(request), sources.file(request).getFileName().toString());
+                kernels.put(key, m);
+            }
+        }
+        return m.function(request.methodName());
     }
 
     /** @return the driver binding this context uses */
@@ -223,13 +256,18 @@ public final class CudaContext implements AutoCloseable {
     public boolean isClosed() { return closed; }
 
     /**
-     * Releases the primary-context retain ({@code cuDevicePrimaryCtxRelease_v2}); idempotent.
+     * Unloads the modules of {@link #kernel(KernelRequest)} and releases the primary-context retain
+     * ({@code cuDevicePrimaryCtxRelease_v2}); idempotent.
      *
      * @throws CudaException on failure
      */
     @Override
     public void close() {
         if (closed) return;
+        synchronized (kernels) {
+            kernels.values().forEach(CudaModule::close);
+            kernels.clear();
+        }
         closed = true;
         long[] cur = CURRENT.get();
         if (cur[0] == handle) cur[0] = 0;

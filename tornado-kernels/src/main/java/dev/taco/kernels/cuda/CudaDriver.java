@@ -28,16 +28,17 @@ import org.slf4j.LoggerFactory;
  * A {@code CUdevice} is an {@code int}. The stream handle 0 is the legacy default stream.
  *
  * <p>Two mappings: the hot calls ({@code cuLaunchKernel}, the async copies, {@code cuEventRecord},
- * {@code cuStreamSynchronize}) use JNA direct mapping ({@link Native#register(Class, NativeLibrary)}),
- * about 5–6 µs per launch against 7.4 µs through an interface (DESIGN §5); the rest use an interface
- * mapping, whose symbols are resolved lazily, so a driver lacking a rarely used entry point still loads.
+ * {@code cuStreamWaitEvent}, {@code cuStreamSynchronize}, {@code cuGraphLaunch}) use JNA direct mapping
+ * ({@link Native#register(Class, NativeLibrary)}), about 5–6 µs per launch against 7.4 µs through an interface
+ * (DESIGN §5); the rest use an interface mapping, whose symbols are resolved lazily, so a driver lacking a rarely
+ * used entry point still loads.
  *
  * <p>The library is searched as the system property {@code taco.libcuda} or {@code $TACO_LIBCUDA} if set, then {@code libcuda.so.1}, {@code cuda}.
  * Use {@link Cuda#available()} before {@link #get()} when a GPU may be absent.
  *
  * <p>Reference: NVIDIA CUDA Driver API (CUDA 13.0), modules "Initialization", "Device Management",
  * "Primary Context Management", "Context Management", "Memory Management", "Module Management",
- * "Execution Control", "Stream Management", "Event Management", "Error Handling".
+ * "Execution Control", "Stream Management", "Event Management", "Graph Management", "Error Handling".
  */
 public final class CudaDriver {
     private static final Logger LOG = LoggerFactory.getLogger(CudaDriver.class);
@@ -60,6 +61,14 @@ public final class CudaDriver {
     public static final int EVENT_DEFAULT = 0x0;
     /** {@code CU_EVENT_DISABLE_TIMING}. */
     public static final int EVENT_DISABLE_TIMING = 0x2;
+    /** {@code CU_STREAM_CAPTURE_MODE_GLOBAL}: no thread may make a capture-unsafe call while this capture runs. */
+    public static final int CAPTURE_MODE_GLOBAL = 0;
+    /** {@code CU_STREAM_CAPTURE_MODE_THREAD_LOCAL}: only the capturing thread is barred from capture-unsafe calls. */
+    public static final int CAPTURE_MODE_THREAD_LOCAL = 1;
+    /** {@code CU_STREAM_CAPTURE_MODE_RELAXED}: no thread is barred (the caller takes care). */
+    public static final int CAPTURE_MODE_RELAXED = 2;
+    /** {@code CU_STREAM_CAPTURE_STATUS_ACTIVE}, from {@link #streamIsCapturing(long)}. */
+    public static final int CAPTURE_STATUS_ACTIVE = 1;
 
     /** Interface-mapped entry points (resolved lazily at first call). */
     interface Api extends Library {
@@ -102,6 +111,13 @@ public final class CudaDriver {
         int cuGetErrorString(int error, PointerByReference pStr);
         int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int sharedMemBytes,
                 long hStream, Pointer kernelParams, Pointer extra);
+        int cuStreamBeginCapture_v2(long hStream, int mode);
+        int cuStreamEndCapture(long hStream, LongByReference phGraph);
+        int cuStreamIsCapturing(long hStream, IntByReference captureStatus);
+        int cuGraphInstantiateWithFlags(LongByReference phGraphExec, long hGraph, long flags);
+        int cuGraphGetNodes(long hGraph, Pointer nodes, LongByReference numNodes);
+        int cuGraphExecDestroy(long hGraphExec);
+        int cuGraphDestroy(long hGraph);
     }
 
     /** Direct-mapped hot entry points (bound once by {@link Native#register(Class, NativeLibrary)}). */
@@ -115,6 +131,7 @@ public final class CudaDriver {
         static native int cuEventRecord(long hEvent, long hStream);
         static native int cuStreamSynchronize(long hStream);
         static native int cuStreamWaitEvent(long hStream, long hEvent, int flags);
+        static native int cuGraphLaunch(long hGraphExec, long hStream);
     }
 
     private static volatile CudaDriver instance;
@@ -791,5 +808,107 @@ public final class CudaDriver {
      */
     public void eventDestroy(long event) {
         check("cuEventDestroy_v2", api.cuEventDestroy_v2(event));
+    }
+
+    // ---------------------------------------------------------------- stream capture and graphs
+
+    /**
+     * {@code cuStreamBeginCapture_v2} ({@code cuda.h} maps {@code cuStreamBeginCapture} to it): work enqueued on
+     * {@code stream} afterwards, and on streams that wait on events recorded in the capture, is recorded into a graph
+     * instead of running.
+     *
+     * @param stream a {@code CUstream}, not the legacy default stream
+     * @param mode   {@link #CAPTURE_MODE_GLOBAL}, {@link #CAPTURE_MODE_THREAD_LOCAL} or {@link #CAPTURE_MODE_RELAXED}
+     * @throws CudaException e.g. {@code CUDA_ERROR_INVALID_VALUE} for the legacy stream or a stream already capturing
+     */
+    public void streamBeginCapture(long stream, int mode) {
+        check("cuStreamBeginCapture_v2", api.cuStreamBeginCapture_v2(stream, mode));
+    }
+
+    /**
+     * {@code cuStreamEndCapture}: ends the capture begun on {@code stream} (from the same thread unless relaxed).
+     *
+     * @param stream the {@code CUstream} the capture began on
+     * @return the captured {@code CUgraph} (destroy with {@link #graphDestroy(long)})
+     * @throws CudaException e.g. {@code CUDA_ERROR_STREAM_CAPTURE_UNJOINED} (a forked stream was not joined back),
+     *                       {@code CUDA_ERROR_STREAM_CAPTURE_INVALIDATED} (an illegal call during the capture),
+     *                       {@code CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD}; the stream has left capture mode either way
+     */
+    public long streamEndCapture(long stream) {
+        LongByReference g = new LongByReference();
+        check("cuStreamEndCapture", api.cuStreamEndCapture(stream, g));
+        return g.getValue();
+    }
+
+    /**
+     * {@code cuStreamIsCapturing}.
+     *
+     * @param stream a {@code CUstream}
+     * @return {@code CU_STREAM_CAPTURE_STATUS_NONE} (0), {@link #CAPTURE_STATUS_ACTIVE} (1) or
+     *         {@code CU_STREAM_CAPTURE_STATUS_INVALIDATED} (2)
+     * @throws CudaException on failure
+     */
+    public int streamIsCapturing(long stream) {
+        IntByReference st = new IntByReference();
+        check("cuStreamIsCapturing", api.cuStreamIsCapturing(stream, st));
+        return st.getValue();
+    }
+
+    /**
+     * {@code cuGraphInstantiateWithFlags} with flags 0 ({@code cuda.h} maps {@code cuGraphInstantiate} to it).
+     *
+     * @param graph a {@code CUgraph}
+     * @return the executable {@code CUgraphExec} (destroy with {@link #graphExecDestroy(long)})
+     * @throws CudaException e.g. {@code CUDA_ERROR_INVALID_VALUE}
+     */
+    public long graphInstantiate(long graph) {
+        LongByReference e = new LongByReference();
+        check("cuGraphInstantiateWithFlags", api.cuGraphInstantiateWithFlags(e, graph, 0L));
+        return e.getValue();
+    }
+
+    /**
+     * {@code cuGraphGetNodes} with a null array: the number of nodes in a graph.
+     *
+     * @param graph a {@code CUgraph}
+     * @return its node count
+     * @throws CudaException on failure
+     */
+    public long graphNodeCount(long graph) {
+        LongByReference n = new LongByReference();
+        check("cuGraphGetNodes", api.cuGraphGetNodes(graph, null, n));
+        return n.getValue();
+    }
+
+    /**
+     * {@code cuGraphLaunch} (direct mapping): one call enqueues every node of the instantiated graph on {@code stream}.
+     *
+     * @param graphExec a {@code CUgraphExec}
+     * @param stream    a {@code CUstream}
+     * @throws CudaException on failure
+     */
+    public void graphLaunch(long graphExec, long stream) {
+        int s = Direct.cuGraphLaunch(graphExec, stream);
+        if (s != 0) throw exception("cuGraphLaunch", s);
+    }
+
+    /**
+     * {@code cuGraphExecDestroy}.
+     *
+     * @param graphExec a {@code CUgraphExec}
+     * @throws CudaException on failure
+     */
+    public void graphExecDestroy(long graphExec) {
+        check("cuGraphExecDestroy", api.cuGraphExecDestroy(graphExec));
+    }
+
+    /**
+     * {@code cuGraphDestroy}.
+     *
+     * @param graph a {@code CUgraph}
+     * @throws CudaException on failure
+     */
+    public void graphDestroy(long graph) {
+        check("cuGraphDestroy", api.cuGraphDestroy(graph));
     }
 }

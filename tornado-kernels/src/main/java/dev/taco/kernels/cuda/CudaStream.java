@@ -4,7 +4,8 @@ package dev.taco.kernels.cuda;
  * A CUDA stream: an ordered queue of copies, kernels and event records on one device.
  *
  * <p>Reference: CUDA Driver API, "Stream Management": {@code cuStreamCreate},
- * {@code cuStreamSynchronize}, {@code cuStreamDestroy_v2}.
+ * {@code cuStreamSynchronize}, {@code cuStreamWaitEvent}, {@code cuStreamBeginCapture_v2},
+ * {@code cuStreamEndCapture}, {@code cuStreamIsCapturing}, {@code cuStreamDestroy_v2}.
  */
 public final class CudaStream implements AutoCloseable {
     private final CudaContext ctx;
@@ -45,6 +46,41 @@ public final class CudaStream implements AutoCloseable {
     public boolean query() {
         ctx.makeCurrent();
         return ctx.driver().streamQuery(handle());
+    }
+
+    /**
+     * Starts capturing this stream into a CUDA graph ({@code cuStreamBeginCapture_v2}): work enqueued on it from now
+     * on, and on other streams once they wait on an event recorded here during the capture, is recorded instead of
+     * run, until {@link #endCapture()}.
+     *
+     * @param mode what other calls are barred meanwhile
+     * @throws CudaException e.g. {@code CUDA_ERROR_INVALID_VALUE} if the stream is already capturing
+     */
+    public void beginCapture(CudaGraph.CaptureMode mode) {
+        ctx.makeCurrent();
+        ctx.driver().streamBeginCapture(handle(), mode.value);
+    }
+
+    /**
+     * Ends the capture begun on this stream ({@code cuStreamEndCapture}); every stream forked into it must have been
+     * joined back (this stream waits on an event recorded on it after its last captured work).
+     *
+     * @return the captured graph (not yet instantiated)
+     * @throws CudaException e.g. {@code CUDA_ERROR_STREAM_CAPTURE_UNJOINED},
+     *                       {@code CUDA_ERROR_STREAM_CAPTURE_INVALIDATED}; the stream has left capture mode either way
+     */
+    public CudaGraph endCapture() {
+        ctx.makeCurrent();
+        return new CudaGraph(ctx, ctx.driver().streamEndCapture(handle()));
+    }
+
+    /**
+     * @return whether the stream is capturing ({@code cuStreamIsCapturing}: active or invalidated)
+     * @throws CudaException on a driver error
+     */
+    public boolean isCapturing() {
+        ctx.makeCurrent();
+        return ctx.driver().streamIsCapturing(handle()) != 0;
     }
 
     /**

@@ -73,6 +73,7 @@ public final class GpuSelfCheck {
         m.put("vector-add", GpuSelfCheck::vectorAdd);
         m.put("headers-bf16-fp8", GpuSelfCheck::headersBf16Fp8);
         m.put("task-graph", GpuSelfCheck::taskGraph);
+        m.put("cuda-graph", GpuSelfCheck::cudaGraph);
         m.put("copy-bandwidth", GpuSelfCheck::copyBandwidth);
         m.put("launch-overhead", GpuSelfCheck::launchOverhead);
         m.put("launch-error", GpuSelfCheck::launchError);
@@ -359,8 +360,9 @@ public final class GpuSelfCheck {
     }
 
     /**
-     * Vector add through a {@link TaskGraph}: a FIRST_EXECUTION input, an EVERY_EXECUTION input changed
-     * between executions, an EVERY_EXECUTION output, and per-task event timing.
+     * Vector add through a two-lane {@link TaskGraph} run by an {@link ExecutionPlan}: a FIRST_EXECUTION input on
+     * lane 0, an EVERY_EXECUTION input changed between executions on lane 1, the add on lane 0 after it (a cross-lane
+     * event), an EVERY_EXECUTION output, and per-task event timing.
      *
      * @param ctx the context
      * @return executions and task time
@@ -374,26 +376,76 @@ public final class GpuSelfCheck {
         float ms;
         try (CudaModule m = ctx.compileModule(VECTOR_ADD_SRC, "vector_add.cu");
              DeviceBuffer da = ctx.alloc(4L * n); DeviceBuffer db = ctx.alloc(4L * n); DeviceBuffer dc = ctx.alloc(4L * n);
-             TaskGraph g = new TaskGraph("vadd")
-                     .transferToDevice(TaskGraph.DataTransferMode.FIRST_EXECUTION, a, da)
-                     .transferToDevice(TaskGraph.DataTransferMode.EVERY_EXECUTION, b, db)
-                     .task("add", m.function("vector_add"), Dim3.cover(n, 128), Dim3.of(128), 0, da, db, dc, n)
-                     .transferToHost(TaskGraph.DataTransferMode.EVERY_EXECUTION, dc, c)
-                     .snapshot()) {
+             ExecutionPlan plan = new ExecutionPlan(ctx, new TaskGraph("vadd")
+                     .transferToDevice(DataTransferMode.FIRST_EXECUTION, a, da)
+                     .transferToDevice(DataTransferMode.EVERY_EXECUTION, b, db).onLane(TaskGraph.COMMUNICATION_LANE)
+                     .prebuiltTask("add", m.function("vector_add"), da, db, dc, n).grid(WorkerGrid.cover(n, 128))
+                     .after("toDevice1")
+                     .transferToHost(DataTransferMode.EVERY_EXECUTION, dc, c)
+                     .snapshot())) {
             for (int round = 0; round < 3; round++) {
                 for (int i = 0; i < n; i++) b[i] = round * 1000f + i % 7;
                 if (round == 1) Arrays.fill(a, -1f); // FIRST_EXECUTION: the device keeps the first a
-                g.execute();
+                plan.execute();
                 for (int i = 0; i < n; i++) {
                     float want = i * 0.5f + (round * 1000f + i % 7);
                     if (c[i] != want) throw new AssertionError("round " + round + " element " + i + ": " + c[i] + " != " + want);
                 }
             }
-            ms = g.taskMillis("add");
+            ms = plan.taskMillis("add");
             require(ms > 0, "task time not positive: " + ms);
-            require(g.executions() == 3, "executions");
+            require(plan.executions() == 3 && plan.launches() == 3, "executions/launches " + plan.executions() + "/" + plan.launches());
         }
-        return String.format(Locale.ROOT, "3 executions correct, FIRST_EXECUTION honoured, task 'add' %.3f ms", ms);
+        return String.format(Locale.ROOT, "3 executions on 2 lanes correct, FIRST_EXECUTION honoured, task 'add' %.3f ms", ms);
+    }
+
+    /**
+     * A chain of 16 small vector adds ({@code x += b}, ping-pong between two buffers) run eagerly and captured into a
+     * CUDA graph ({@link ExecutionPlan#withCudaGraph()}): the same results, one {@code cuGraphLaunch} per execution
+     * instead of 16 {@code cuLaunchKernel}, and the host time per execution of each.
+     *
+     * @param ctx the context
+     * @return host µs per execution, eager and replayed
+     */
+    public static String cudaGraph(CudaContext ctx) {
+        int n = 4096;
+        int chain = 16;
+        int reps = 200;
+        float[] b = new float[n];
+        for (int i = 0; i < n; i++) b[i] = i % 5;
+        try (CudaModule m = ctx.compileModule(VECTOR_ADD_SRC, "vector_add.cu");
+             DeviceBuffer db = ctx.alloc(4L * n); DeviceBuffer x0 = ctx.alloc(4L * n); DeviceBuffer x1 = ctx.alloc(4L * n)) {
+            CudaFunction add = m.function("vector_add");
+            float[][] out = new float[2][n];
+            double[] micros = new double[2];
+            for (int mode = 0; mode < 2; mode++) {
+                TaskGraph g = new TaskGraph("chain").transferToDevice(DataTransferMode.FIRST_EXECUTION, b, db);
+                x0.memset((byte) 0);
+                for (int k = 0; k < chain; k++) {
+                    g.prebuiltTask("add" + k, add, k % 2 == 0 ? x0 : x1, db, k % 2 == 0 ? x1 : x0, n).grid(WorkerGrid.cover(n, 256));
+                }
+                g.transferToHost(DataTransferMode.EVERY_EXECUTION, x0, out[mode]);
+                try (ExecutionPlan plan = new ExecutionPlan(ctx, g.snapshot())) {
+                    if (mode == 1) plan.withCudaGraph();
+                    plan.execute();
+                    long launchesBefore = plan.launches();
+                    long t0 = System.nanoTime();
+                    for (int r = 0; r < reps; r++) plan.execute();
+                    micros[mode] = (System.nanoTime() - t0) / 1e3 / reps;
+                    long perExecution = (plan.launches() - launchesBefore) / reps;
+                    require(perExecution == (mode == 0 ? chain : 1), "launches per execution " + perExecution);
+                    if (mode == 1) require(plan.cudaGraphNodes() >= chain, "captured " + plan.cudaGraphNodes() + " nodes");
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                float want = (1 + reps) * chain * (float) (i % 5);
+                if (out[0][i] != want || out[1][i] != want) {
+                    throw new AssertionError("element " + i + ": eager " + out[0][i] + ", replayed " + out[1][i] + ", want " + want);
+                }
+            }
+            return String.format(Locale.ROOT, "%d chained adds: eager %d launches, %.1f µs/execution; CUDA graph 1 launch, "
+                    + "%.1f µs/execution (host), same results", chain, chain, micros[0], micros[1]);
+        }
     }
 
     /**

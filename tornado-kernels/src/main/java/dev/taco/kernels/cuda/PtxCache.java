@@ -97,8 +97,13 @@ public final class PtxCache {
         }
     }
 
-    private static void field(MessageDigest md, String s) {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    /** Adds a length-prefixed UTF-8 field to a digest (also {@link KernelSources}' keys). */
+    static void field(MessageDigest md, String s) {
+        field(md, s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Adds length-prefixed bytes to a digest. */
+    static void field(MessageDigest md, byte[] b) {
         md.update(new byte[] {(byte) (b.length >>> 24), (byte) (b.length >>> 16), (byte) (b.length >>> 8), (byte) b.length});
         md.update(b);
     }

@@ -1,393 +1,501 @@
 package dev.taco.kernels.cuda;
 
+import dev.taco.kernels.KernelContext;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.Custom;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.Kernel;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.Node;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.Op;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.ToDevice;
+import dev.taco.kernels.cuda.ImmutableTaskGraph.ToHost;
+import dev.taco.kernels.cuda.TaskFunctions.*;
+import java.io.Serializable;
 import java.util.ArrayList;
-import java.util.Collections;
+import java.util.Arrays;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * A TornadoVM-style task graph on one CUDA stream: host→device transfers, kernel launches and
- * device→host transfers, built once, frozen with {@link #snapshot()}, then run any number of times with
- * {@link #execute()}.
+ * A TornadoVM-style task graph (TornadoVM's {@code TaskGraph}): host→device transfers, kernel tasks given as method
+ * references to Java kernels, custom steps (collectives) and device→host transfers, on one or more lanes. Built once,
+ * frozen with {@link #snapshot()} into an {@link ImmutableTaskGraph}, run by an {@link ExecutionPlan} (TornadoVM's
+ * {@code TornadoExecutionPlan}), which owns the grids ({@link GridScheduler}), the CUDA context, the streams and the
+ * events.
  *
  * <pre>{@code
- * TaskGraph g = new TaskGraph("vadd")
- *     .transferToDevice(DataTransferMode.FIRST_EXECUTION, a, da)      // a: float[] → da
- *     .transferToDevice(DataTransferMode.EVERY_EXECUTION, b, db)
- *     .task("add", vadd, Dim3.cover(n, 256), Dim3.of(256), 0, da, db, dc, n)
- *     .transferToHost(DataTransferMode.EVERY_EXECUTION, dc, c)
+ * WorkerGrid rows = WorkerGrid.of(rowCount, cols / TacoGpuKernels.V);  // one block per row
+ * ImmutableTaskGraph g = new TaskGraph("exchange")
+ *     .transferToDevice(DataTransferMode.EVERY_EXECUTION, x, dx)            // node "toDevice0", lane 0
+ *     .task("compress", TacoGpuKernels::compress, KERNEL_CONTEXT, dx, dx, body, rowCount, cols,
+ *           64, true, Fp8.E4M3, false).grid(rows)                         // @Constant: G, Hadamard, format, bf16
+ *     .step(exchange).onLane(COMMUNICATION_LANE).after("compress")       // a Step "exchange": body → peer,
+ *     .task("decompress", TacoGpuKernels::decompress, KERNEL_CONTEXT, received, dy, dy, rowCount, cols,
+ *           64, true, Fp8.E4M3, false, false).grid(rows).after("exchange")  // the peer's body → received
+ *     .transferToHost(DataTransferMode.EVERY_EXECUTION, dy, y)
  *     .snapshot();
- * g.execute();                          // blocks until c holds the result
- * float ms = g.taskMillis("add");       // device time of the kernel, from events around it
+ * try (ExecutionPlan plan = new ExecutionPlan(ctx, g).withCudaGraph()) {
+ *   plan.execute();                      // captures, then replays one cuGraphLaunch per execution
+ * }
  * }</pre>
  *
- * <p>Transfers stage through pinned buffers allocated at the first execution, so the copies are
- * asynchronous on the graph's stream; {@code execute()} synchronises the stream once at the end and then
- * copies device→host results into the Java arrays. Construction checks what it can without a GPU: host
- * array types, sizes against buffer sizes, kernel argument types, unique task names, that every buffer
- * and function belongs to the same context, that nothing is added after {@code snapshot()} and that
- * {@code execute()} comes after it.
+ * <h2>Kernel tasks</h2>
+ * {@link #task(String, Task1, Object...) task(name, Class::kernel, values...)} takes a method reference to a static
+ * Java kernel ({@link TaskFunctions}, one interface per arity up to 16) and one value per Java parameter:
+ * {@link #KERNEL_CONTEXT} for the {@link KernelContext} of a SIMT kernel (the GPU supplies the real one),
+ * the compile-time value of each {@code @Constant} parameter (it specialises the kernel: a
+ * {@link dev.taco.kernels.compiler.KernelRequest}), a {@link DeviceBuffer} for each array parameter and the boxed
+ * value of exactly the parameter's type for the others; a mistyped value is refused at once, naming the task, the
+ * parameter's index and name. The kernel is compiled behind the scenes at the plan's first execution
+ * ({@link CudaContext#kernel}: CUDA C from {@link KernelSources}, NVRTC through {@link PtxCache}, one module per
+ * kernel cached by the context). {@link #prebuiltTask} takes a {@link CudaFunction} of hand-written CUDA C instead
+ * (TornadoVM's {@code prebuiltTask}).
  *
- * <p>Extension point: {@link #step(Step)} adds any {@link Step}, which is handed the graph's stream at
- * execution. A collective (e.g. an NCCL all-reduce on device buffers) is meant to plug in there, after the
- * compress kernel and before the decompress kernel, without the graph knowing about it.
+ * <h2>Lanes and dependencies</h2>
+ * Every node runs on a lane, one CUDA stream of the plan: lane {@link #COMPUTE_LANE} (0) unless {@link #onLane} says
+ * otherwise, e.g. {@link #COMMUNICATION_LANE}. Nodes of one lane run in insertion order; {@link #after} names earlier
+ * nodes a node must run after, which on another lane costs an event recorded after the producer and a
+ * {@code cuStreamWaitEvent} before the consumer, only where the order is not already implied (see
+ * {@link LaneSchedule}). That is how a compressed all-reduce pipelines chunks: compress chunk i+1 on lane 0 while
+ * chunk i is on the wire on lane 1. {@link #onLane}, {@link #after} and {@link #grid} apply to the node added last.
  *
- * <p>Not thread-safe: build and execute from one thread at a time.
+ * <h2>Steps</h2>
+ * {@link #step} adds a {@link Step}, the extension point for collectives: it is handed its lane's stream and must
+ * only enqueue work there; whether it may be captured into a CUDA graph it says itself ({@link Step#capturable()}).
  *
- * <p>Reference: TornadoVM {@code TaskGraph}/{@code ImmutableTaskGraph}/{@code DataTransferMode};
- * CUDA Driver API {@code cuMemcpyHtoDAsync_v2}, {@code cuLaunchKernel}, {@code cuEventRecord},
- * {@code cuEventElapsedTime_v2}, {@code cuStreamSynchronize}.
+ * <p>Checked at once, without a GPU: host array types and sizes against buffer sizes, kernel argument types, unique
+ * names, that {@code after} names earlier nodes. Not thread-safe.
+ *
+ * <p>Reference: TornadoVM {@code TaskGraph}, {@code ImmutableTaskGraph}, {@code TornadoExecutionPlan},
+ * {@code GridScheduler}, {@code DataTransferMode}, {@code TornadoFunctions}; CUDA Driver API
+ * {@code cuStreamWaitEvent}, {@code cuEventRecord}.
  */
-public final class TaskGraph implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(TaskGraph.class);
+public final class TaskGraph {
+  /** The lane of compute kernels (lane 0: executions begin and end on it). */
+  public static final int COMPUTE_LANE = 0;
+  /** The lane of collectives, so that communication overlaps compute. */
+  public static final int COMMUNICATION_LANE = 1;
+  /** Lanes are 0 to {@code MAX_LANES - 1}. */
+  public static final int MAX_LANES = 8;
 
-    /** When a transfer runs. */
-    public enum DataTransferMode {
-        /** Only at the first {@link #execute()} (read-only inputs, e.g. weights). */
-        FIRST_EXECUTION,
-        /** At every {@link #execute()}. */
-        EVERY_EXECUTION
-    }
-
-    /**
-     * A custom step enqueued on the graph's stream, in order with the others: the extension point for
-     * collectives (NCCL) and any other stream work.
-     */
-    public interface Step {
-        /** @return a name, unique in the graph, used in logs and errors */
-        String name();
-
-        /**
-         * Enqueues the step's work on {@code stream}; must not block on the host.
-         *
-         * @param stream the graph's stream
-         * @param first  whether this is the graph's first execution
-         */
-        void enqueue(CudaStream stream, boolean first);
-    }
-
-    private sealed interface Node permits ToDevice, Launch, ToHost, Custom {}
-
-    private record ToDevice(DataTransferMode mode, Object host, DeviceBuffer dst) implements Node {}
-
-    private record ToHost(DataTransferMode mode, DeviceBuffer src, Object host) implements Node {}
-
-    private record Custom(Step step) implements Node {}
-
-    private static final class Launch implements Node {
-        final String name;
-        final CudaFunction function;
-        final Dim3 grid;
-        final Dim3 block;
-        final int sharedBytes;
-        final Object[] args;
-        KernelArgs packed;
-        CudaEvent start;
-        CudaEvent end;
-
-        Launch(String name, CudaFunction function, Dim3 grid, Dim3 block, int sharedBytes, Object[] args) {
-            this.name = name;
-            this.function = function;
-            this.grid = grid;
-            this.block = block;
-            this.sharedBytes = sharedBytes;
-            this.args = args;
-        }
-    }
-
-    private final String name;
-    private final List<Node> nodes = new ArrayList<>();
-    private final Set<String> names = new HashSet<>();
-    private final Map<String, Float> lastTaskMillis = new LinkedHashMap<>();
-    private boolean frozen;
-    private boolean closed;
-    private long executions;
-    private CudaContext ctx;
-    private CudaStream stream;
-    private final List<PinnedBuffer> pinned = new ArrayList<>();
-    private PinnedBuffer[] staging; // per node index, for transfers
-
-    /**
-     * @param name the graph's name, for logs
-     */
-    public TaskGraph(String name) {
-        this.name = Objects.requireNonNull(name, "name");
-    }
-
-    /** @return the graph's name */
-    public String name() { return name; }
-
-    private void checkMutable() {
-        if (closed) throw new IllegalStateException("task graph '" + name + "' is closed");
-        if (frozen) throw new IllegalStateException("task graph '" + name + "' is frozen by snapshot(); build a new one to change it");
-    }
-
-    private static void checkFits(Object host, DeviceBuffer buf, String what) {
-        long hb = HostArrays.byteSize(host);
-        if (hb > buf.bytes()) {
-            throw new IllegalArgumentException("mismatched sizes in " + what + ": host array of " + HostArrays.length(host)
-                    + " elements (" + hb + " bytes) does not fit device buffer of " + buf.bytes() + " bytes");
-        }
-        if (hb == 0) throw new IllegalArgumentException("empty host array in " + what);
-    }
-
-    /**
-     * Adds a host→device copy of the whole array to the start of {@code dst}.
-     *
-     * @param mode when it runs
-     * @param host a {@code float[]}, {@code short[]}, {@code byte[]}, {@code int[]}, {@code long[]} or {@code double[]}
-     * @param dst  the destination (at least as large as the array)
-     * @return this graph
-     * @throws IllegalArgumentException for an unsupported array or mismatched sizes
-     * @throws IllegalStateException    after {@link #snapshot()}
-     */
-    public TaskGraph transferToDevice(DataTransferMode mode, Object host, DeviceBuffer dst) {
-        checkMutable();
-        Objects.requireNonNull(mode, "mode");
-        Objects.requireNonNull(dst, "dst");
-        checkFits(host, dst, "transferToDevice");
-        nodes.add(new ToDevice(mode, host, dst));
-        return this;
-    }
-
-    /**
-     * Adds a kernel launch, with events recorded before and after it for {@link #taskMillis(String)}.
-     *
-     * @param taskName    a name unique in the graph
-     * @param function    the kernel
-     * @param grid        blocks per grid
-     * @param block       threads per block
-     * @param sharedBytes dynamic shared memory per block, bytes
-     * @param args        kernel arguments (see {@link KernelArgs}); packed at {@link #snapshot()}
-     * @return this graph
-     * @throws IllegalArgumentException for a duplicate name, negative shared size or an unsupported argument
-     * @throws IllegalStateException    after {@link #snapshot()}
-     */
-    public TaskGraph task(String taskName, CudaFunction function, Dim3 grid, Dim3 block, int sharedBytes, Object... args) {
-        checkMutable();
-        Objects.requireNonNull(function, "function");
-        Objects.requireNonNull(grid, "grid");
-        Objects.requireNonNull(block, "block");
-        if (sharedBytes < 0) throw new IllegalArgumentException("sharedBytes < 0 in task " + taskName);
-        for (int i = 0; i < args.length; i++) KernelArgs.check(i, args[i]);
-        claimName(taskName);
-        nodes.add(new Launch(taskName, function, grid, block, sharedBytes, args.clone()));
-        return this;
-    }
-
-    /**
-     * Adds a device→host copy from the start of {@code src} into the whole array; the array holds the data
-     * when {@link #execute()} returns.
-     *
-     * @param mode when it runs
-     * @param src  the source buffer (at least as large as the array)
-     * @param host the destination array
-     * @return this graph
-     * @throws IllegalArgumentException for an unsupported array or mismatched sizes
-     * @throws IllegalStateException    after {@link #snapshot()}
-     */
-    public TaskGraph transferToHost(DataTransferMode mode, DeviceBuffer src, Object host) {
-        checkMutable();
-        Objects.requireNonNull(mode, "mode");
-        Objects.requireNonNull(src, "src");
-        checkFits(host, src, "transferToHost");
-        nodes.add(new ToHost(mode, src, host));
-        return this;
-    }
-
-    /**
-     * Adds a custom step (the extension point, e.g. for an NCCL collective).
-     *
-     * @param step the step
-     * @return this graph
-     * @throws IllegalArgumentException for a duplicate name
-     * @throws IllegalStateException    after {@link #snapshot()}
-     */
-    public TaskGraph step(Step step) {
-        checkMutable();
-        Objects.requireNonNull(step, "step");
-        claimName(step.name());
-        nodes.add(new Custom(step));
-        return this;
-    }
-
-    private void claimName(String n) {
-        if (n == null || n.isBlank()) throw new IllegalArgumentException("task name must not be blank");
-        if (!names.add(n)) throw new IllegalArgumentException("duplicate task name '" + n + "' in graph '" + name + "'");
-    }
-
-    /**
-     * Freezes the graph: no more steps; checks that it is not empty and that all buffers and kernels
-     * belong to one context; packs kernel arguments. Idempotent.
-     *
-     * @return this graph
-     * @throws IllegalStateException    if empty or closed
-     * @throws IllegalArgumentException if buffers or kernels come from different contexts
-     */
-    public TaskGraph snapshot() {
-        if (closed) throw new IllegalStateException("task graph '" + name + "' is closed");
-        if (frozen) return this;
-        if (nodes.isEmpty()) throw new IllegalStateException("task graph '" + name + "' is empty");
-        CudaContext found = null;
-        boolean any = false;
-        for (Node n : nodes) {
-            List<CudaContext> cs = new ArrayList<>();
-            switch (n) {
-                case ToDevice t -> cs.add(t.dst().context());
-                case ToHost t -> cs.add(t.src().context());
-                case Launch l -> {
-                    cs.add(l.function.context());
-                    for (Object a : l.args) if (a instanceof DeviceBuffer b) cs.add(b.context());
-                }
-                case Custom c -> { }
-            }
-            for (CudaContext x : cs) {
-                if (!any) {
-                    found = x;
-                    any = true;
-                } else if (x != found) {
-                    throw new IllegalArgumentException("task graph '" + name + "' mixes buffers or kernels of different CUDA contexts");
-                }
-            }
-        }
-        for (Node n : nodes) if (n instanceof Launch l) l.packed = new KernelArgs(l.args);
-        this.ctx = found;
-        this.frozen = true;
-        return this;
-    }
-
-    /** @return whether {@link #snapshot()} has been called */
-    public boolean isFrozen() { return frozen; }
-
-    /** @return the number of completed {@link #execute()} calls */
-    public long executions() { return executions; }
-
-    /**
-     * Runs the graph on its stream and waits for it: transfers due in this execution, kernels with events
-     * around them, custom steps; then synchronises and copies results into the host arrays.
-     *
-     * @throws IllegalStateException if {@link #snapshot()} has not been called, or the graph is closed or has
-     *                               no CUDA context (only custom steps)
-     * @throws CudaException         from any driver call, including errors of the kernels themselves
-     */
-    public void execute() {
-        if (closed) throw new IllegalStateException("task graph '" + name + "' is closed");
-        if (!frozen) throw new IllegalStateException("task graph '" + name + "' must be frozen with snapshot() before execute()");
-        if (ctx == null) throw new IllegalStateException("task graph '" + name + "' has no CUDA buffer or kernel to take a context from");
-        boolean first = executions == 0;
-        if (first) prepare();
-        ctx.makeCurrent();
-        CudaDriver d = ctx.driver();
-        for (int i = 0; i < nodes.size(); i++) {
-            Node n = nodes.get(i);
-            switch (n) {
-                case ToDevice t -> {
-                    if (first || t.mode() == DataTransferMode.EVERY_EXECUTION) {
-                        PinnedBuffer p = staging[i];
-                        p.write(0, t.host());
-                        t.dst().copyFromAsync(p, 0, 0, HostArrays.byteSize(t.host()), stream);
-                    }
-                }
-                case Launch l -> {
-                    l.start.record(stream);
-                    l.function.launch(l.grid, l.block, l.sharedBytes, stream, l.packed);
-                    l.end.record(stream);
-                }
-                case ToHost t -> {
-                    if (first || t.mode() == DataTransferMode.EVERY_EXECUTION) {
-                        t.src().copyToAsync(staging[i], 0, 0, HostArrays.byteSize(t.host()), stream);
-                    }
-                }
-                case Custom c -> c.step().enqueue(stream, first);
-            }
-        }
-        stream.synchronize();
-        for (int i = 0; i < nodes.size(); i++) {
-            if (nodes.get(i) instanceof ToHost t && (first || t.mode() == DataTransferMode.EVERY_EXECUTION)) {
-                staging[i].read(0, t.host());
-            }
-        }
-        lastTaskMillis.clear();
-        for (Node n : nodes) {
-            if (n instanceof Launch l) lastTaskMillis.put(l.name, d.eventElapsedTime(l.start.handle(), l.end.handle()));
-        }
-        executions++;
-    }
-
-    private void prepare() {
-        stream = ctx.createStream();
-        staging = new PinnedBuffer[nodes.size()];
-        for (int i = 0; i < nodes.size(); i++) {
-            switch (nodes.get(i)) {
-                case ToDevice t -> staging[i] = pin(HostArrays.byteSize(t.host()));
-                case ToHost t -> staging[i] = pin(HostArrays.byteSize(t.host()));
-                case Launch l -> {
-                    l.start = ctx.createEvent();
-                    l.end = ctx.createEvent();
-                }
-                case Custom c -> { }
-            }
-        }
-        LOG.debug("task graph '{}' prepared: {} steps, {} pinned staging buffers", name, nodes.size(), pinned.size());
-    }
-
-    private PinnedBuffer pin(long bytes) {
-        PinnedBuffer p = ctx.allocPinned(bytes);
-        pinned.add(p);
-        return p;
-    }
-
-    /**
-     * Device time of a kernel in the last execution, from the events recorded around it.
-     *
-     * @param taskName a task's name
-     * @return milliseconds
-     * @throws IllegalStateException    before the first execution
-     * @throws IllegalArgumentException for an unknown task
-     */
-    public float taskMillis(String taskName) {
-        if (executions == 0) throw new IllegalStateException("task graph '" + name + "' has not been executed");
-        Float ms = lastTaskMillis.get(taskName);
-        if (ms == null) throw new IllegalArgumentException("no kernel task '" + taskName + "' in graph '" + name + "'");
-        return ms;
-    }
-
-    /** @return kernel name → device milliseconds of the last execution, in graph order (empty before one) */
-    public Map<String, Float> taskMillis() { return Collections.unmodifiableMap(lastTaskMillis); }
-
-    /**
-     * @return the graph's stream (created at the first execution)
-     * @throws IllegalStateException before the first execution
-     */
-    public CudaStream stream() {
-        if (stream == null) throw new IllegalStateException("task graph '" + name + "' has no stream before its first execution");
-        return stream;
-    }
-
-    /**
-     * Frees the stream, events and pinned staging buffers (not the device buffers or kernels, which the
-     * caller owns). Idempotent.
-     *
-     * @throws CudaException on a driver error
-     */
+  /**
+   * The value to give for a SIMT kernel's {@link KernelContext} parameter (as TornadoVM's {@code new KernelContext()}):
+   * a placeholder the graph drops; on the GPU every thread gets its own ids. Calling it throws.
+   */
+  public static final KernelContext KERNEL_CONTEXT = new KernelContext(0, 0, 1, 1) {
     @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        for (Node n : nodes) {
-            if (n instanceof Launch l) {
-                if (l.start != null) l.start.close();
-                if (l.end != null) l.end.close();
-            }
-        }
-        for (PinnedBuffer p : pinned) p.close();
-        pinned.clear();
-        if (stream != null) stream.close();
+    public void barrier() {
+      throw placeholder();
     }
+
+    @Override
+    public float[] allocateFloatLocalArray(int n) {
+      throw placeholder();
+    }
+
+    @Override
+    public int[] allocateIntLocalArray(int n) {
+      throw placeholder();
+    }
+
+    @Override
+    public float shflXor(float v, int laneMask) {
+      throw placeholder();
+    }
+
+    @Override
+    public int shflXor(int v, int laneMask) {
+      throw placeholder();
+    }
+
+    private UnsupportedOperationException placeholder() {
+      return new UnsupportedOperationException("TaskGraph.KERNEL_CONTEXT is a placeholder for a task's KernelContext "
+          + "parameter; run the kernel on the JVM with SimtEmulator");
+    }
+  };
+
+  /**
+   * A custom step enqueued on its lane's stream, in order with the other nodes: the extension point for collectives
+   * (NCCL) and any other stream work.
+   */
+  public interface Step {
+    /** @return a name, unique in the graph, used by {@link TaskGraph#after}, in logs and errors */
+    String name();
+
+    /**
+     * @return whether the step's work can be captured into a CUDA graph and replayed: true for work that is only
+     *     stream-ordered device work (an NCCL collective, copies, kernels), false for a step that coordinates host
+     *     threads or must run host code at every execution
+     */
+    boolean capturable();
+
+    /**
+     * Enqueues the step's work on {@code stream}; must not block on the host. Under CUDA-graph capture it is called
+     * once, during the capture, and what it enqueued is replayed at every execution.
+     *
+     * @param stream its lane's stream
+     * @param first  whether this is the plan's first execution (true during a capture)
+     */
+    void enqueue(CudaStream stream, boolean first);
+  }
+
+  private final String name;
+  private final List<Node> nodes = new ArrayList<>();
+  private final Set<String> names = new HashSet<>();
+  private int toDevice;
+  private int toHost;
+
+  /**
+   * @param name the graph's name, for logs
+   */
+  public TaskGraph(String name) {
+    this.name = Objects.requireNonNull(name, "name");
+  }
+
+  /** @return the graph's name */
+  public String name() {
+    return name;
+  }
+
+  private static void checkFits(Object host, DeviceBuffer buf, String what) {
+    long hb = HostArrays.byteSize(host);
+    if (hb > buf.bytes()) {
+      throw new IllegalArgumentException("mismatched sizes in " + what + ": host array of " + HostArrays.length(host)
+          + " elements (" + hb + " bytes) does not fit device buffer of " + buf.bytes() + " bytes");
+    }
+    if (hb == 0) {
+      throw new IllegalArgumentException("empty host array in " + what);
+    }
+  }
+
+  /**
+   * Adds a host→device copy of the whole array to the start of {@code dst}, named {@code toDevice<k>} (k counts
+   * these transfers from 0), staged through a pinned buffer.
+   *
+   * @param mode when it runs
+   * @param host a {@code float[]}, {@code short[]}, {@code byte[]}, {@code int[]}, {@code long[]} or {@code double[]}
+   * @param dst  the destination (at least as large as the array)
+   * @return this graph
+   * @throws IllegalArgumentException for an unsupported array or mismatched sizes
+   */
+  public TaskGraph transferToDevice(DataTransferMode mode, Object host, DeviceBuffer dst) {
+    Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(dst, "dst");
+    checkFits(host, dst, "transferToDevice");
+    return add("toDevice" + toDevice++, new ToDevice(mode, host, dst));
+  }
+
+  /**
+   * Adds a device→host copy from the start of {@code src} into the whole array, named {@code toHost<k>}; the array
+   * holds the data when {@link ExecutionPlan#execute()} returns.
+   *
+   * @param mode when it runs
+   * @param src  the source buffer (at least as large as the array)
+   * @param host the destination array
+   * @return this graph
+   * @throws IllegalArgumentException for an unsupported array or mismatched sizes
+   */
+  public TaskGraph transferToHost(DataTransferMode mode, DeviceBuffer src, Object host) {
+    Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(src, "src");
+    checkFits(host, src, "transferToHost");
+    return add("toHost" + toHost++, new ToHost(mode, src, host));
+  }
+
+  /**
+   * Adds a kernel task (class doc, "Kernel tasks"): {@code kernel} is a reference {@code Class::method} to a static
+   * Java kernel, {@code values} one per Java parameter. Give its grid with {@link #grid} or the plan's
+   * {@link GridScheduler}.
+   *
+   * @param taskName a name unique in the graph
+   * @param kernel   the kernel, a method reference (the overloads for 2 to 16 parameters read alike)
+   * @param values   one per Java parameter: {@link #KERNEL_CONTEXT}, {@code @Constant} values, {@link DeviceBuffer}s
+   *                 for arrays, boxed primitives of the parameters' types
+   * @param <T1>     the kernel's parameter type
+   * @return this graph
+   * @throws IllegalArgumentException for a lambda or an overloaded kernel, a wrong number of values, a mistyped value
+   *                                  (naming the task, the parameter's index and name), or a duplicate name
+   * @throws IllegalStateException    if the kernel's class was compiled without {@code javac -parameters}
+   */
+  public <T1> TaskGraph task(String taskName, Task1<T1> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 2-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2> TaskGraph task(String taskName, Task2<T1, T2> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 3-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3> TaskGraph task(String taskName, Task3<T1, T2, T3> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 4-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4> TaskGraph task(String taskName, Task4<T1, T2, T3, T4> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 5-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5> TaskGraph task(String taskName, Task5<T1, T2, T3, T4, T5> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 6-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6> TaskGraph task(String taskName,
+      Task6<T1, T2, T3, T4, T5, T6> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 7-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7> TaskGraph task(String taskName,
+      Task7<T1, T2, T3, T4, T5, T6, T7> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 8-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8> TaskGraph task(String taskName,
+      Task8<T1, T2, T3, T4, T5, T6, T7, T8> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 9-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9> TaskGraph task(String taskName,
+      Task9<T1, T2, T3, T4, T5, T6, T7, T8, T9> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 10-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10> TaskGraph task(String taskName,
+      Task10<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 11-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11> TaskGraph task(String taskName,
+      Task11<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 12-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12> TaskGraph task(String taskName,
+      Task12<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 13-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13> TaskGraph task(String taskName,
+      Task13<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 14-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14> TaskGraph task(String taskName,
+      Task14<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 15-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> TaskGraph task(String taskName,
+      Task15<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 16-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16> TaskGraph task(String taskName,
+      Task16<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  private TaskGraph javaTask(String taskName, Serializable kernel, Object[] values) {
+    Objects.requireNonNull(kernel, "kernel");
+    checkName(taskName);
+    KernelMethod.Binding b = KernelMethod.of(taskName, kernel).bind(taskName, values);
+    return add(taskName, new Kernel(b.request(), null, b.launchArgs(), null));
+  }
+
+  /**
+   * Adds a task of a prebuilt kernel (hand-written CUDA C loaded as a {@link CudaFunction}; TornadoVM's
+   * {@code prebuiltTask}). Give its grid with {@link #grid} or the plan's {@link GridScheduler}.
+   *
+   * @param taskName a name unique in the graph
+   * @param function the kernel, of the plan's context
+   * @param args     its arguments in parameter order ({@link KernelArgs} types)
+   * @return this graph
+   * @throws IllegalArgumentException for a duplicate name or an unsupported argument
+   */
+  public TaskGraph prebuiltTask(String taskName, CudaFunction function, Object... args) {
+    Objects.requireNonNull(function, "function");
+    checkName(taskName);
+    for (int i = 0; i < args.length; i++) {
+      KernelArgs.check(i, args[i]);
+    }
+    return add(taskName, new Kernel(null, function, Arrays.asList(args), null));
+  }
+
+  /**
+   * Adds a custom step (class doc, "Steps").
+   *
+   * @param step the step, named by {@link Step#name()}
+   * @return this graph
+   * @throws IllegalArgumentException for a duplicate name
+   */
+  public TaskGraph step(Step step) {
+    Objects.requireNonNull(step, "step");
+    return add(step.name(), new Custom(step));
+  }
+
+  /**
+   * Puts the node added last on a lane.
+   *
+   * @param lane 0 ({@link #COMPUTE_LANE}) to {@link #MAX_LANES} − 1
+   * @return this graph
+   * @throws IllegalArgumentException for a lane out of range
+   * @throws IllegalStateException    if no node has been added
+   */
+  public TaskGraph onLane(int lane) {
+    if (lane < 0 || lane >= MAX_LANES) {
+      throw new IllegalArgumentException("lane " + lane + " out of range 0.." + (MAX_LANES - 1));
+    }
+    Node n = last();
+    nodes.set(nodes.size() - 1, new Node(n.name(), lane, n.after(), n.op()));
+    return this;
+  }
+
+  /**
+   * Makes the node added last run after the named nodes (class doc, "Lanes and dependencies").
+   *
+   * @param nodeNames names of nodes added before it (tasks, steps, {@code toDevice<k>}, {@code toHost<k>})
+   * @return this graph
+   * @throws IllegalArgumentException for a name of no earlier node
+   * @throws IllegalStateException    if no node has been added
+   */
+  public TaskGraph after(String... nodeNames) {
+    Node n = last();
+    List<String> after = new ArrayList<>(n.after());
+    for (String a : nodeNames) {
+      if (!names.contains(a) || a.equals(n.name())) {
+        throw new IllegalArgumentException("'" + n.name() + "' cannot run after '" + a + "': no such node was added "
+            + "before it in graph '" + name + "'");
+      }
+      after.add(a);
+    }
+    nodes.set(nodes.size() - 1, new Node(n.name(), n.lane(), after, n.op()));
+    return this;
+  }
+
+  /**
+   * Gives the kernel task added last its default grid (a plan's {@link GridScheduler} may override it).
+   *
+   * @param grid the launch shape
+   * @return this graph
+   * @throws IllegalStateException if the node added last is not a kernel task
+   */
+  public TaskGraph grid(WorkerGrid grid) {
+    Objects.requireNonNull(grid, "grid");
+    Node n = last();
+    if (!(n.op() instanceof Kernel k)) {
+      throw new IllegalStateException("grid(...) follows a kernel task; '" + n.name() + "' is not one");
+    }
+    nodes.set(nodes.size() - 1, new Node(n.name(), n.lane(), n.after(),
+        new Kernel(k.request(), k.prebuilt(), k.args(), grid)));
+    return this;
+  }
+
+  /**
+   * Freezes the graph as it is now; the builder may be changed further and snapshot again, which does not change
+   * this snapshot.
+   *
+   * @return the immutable graph
+   * @throws IllegalStateException if no node has been added
+   */
+  public ImmutableTaskGraph snapshot() {
+    if (nodes.isEmpty()) {
+      throw new IllegalStateException("task graph '" + name + "' is empty");
+    }
+    return new ImmutableTaskGraph(name, nodes);
+  }
+
+  private TaskGraph add(String nodeName, Op op) {
+    checkName(nodeName);
+    names.add(nodeName);
+    nodes.add(new Node(nodeName, COMPUTE_LANE, List.of(), op));
+    return this;
+  }
+
+  private void checkName(String n) {
+    if (n == null || n.isBlank()) {
+      throw new IllegalArgumentException("task name must not be blank");
+    }
+    if (names.contains(n)) {
+      throw new IllegalArgumentException("duplicate task name '" + n + "' in graph '" + name + "'");
+    }
+  }
+
+  private Node last() {
+    if (nodes.isEmpty()) {
+      throw new IllegalStateException("task graph '" + name + "' has no node yet");
+    }
+    return nodes.get(nodes.size() - 1);
+  }
 }

@@ -2,19 +2,18 @@ package dev.taco.kernels.gpu;
 
 import dev.taco.kernels.Fp8;
 import dev.taco.kernels.KernelContext;
+import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaFunction;
-import dev.taco.kernels.cuda.CudaModule;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.Dim3;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
- * The TACO codec on the GPU (issue C part 6, DESIGN §3-§5): {@link TacoGpuKernels} translated to CUDA C
- * ({@link TacoCudaSources}), compiled by NVRTC through the PTX cache and loaded at first use of each
- * specialisation. Every method only enqueues work on the given stream: no host synchronisation inside.
+ * The TACO codec on the GPU (issue C part 6, DESIGN §3-§5): {@link TacoGpuKernels} specialised
+ * ({@link TacoCudaSources}) and loaded at first use of each specialisation by {@link CudaContext#kernel} (CUDA C
+ * from {@code KernelSources}, NVRTC through the PTX cache, modules cached by the context). Every method only enqueues
+ * work on the given stream: no host synchronisation inside.
  *
  * <p>Shapes: a {@code rows x cols} row-major tensor, bf16 ({@code short}) or fp32; {@code cols} a multiple of 1024
  * and at most {@link #MAX_COLS} (16384), {@code G} in {64, 128, 256}, {@code rows * (4 + cols/G)} a multiple of 8 (keeps the FP8 codes
@@ -34,7 +33,6 @@ public final class GpuTacoCodec implements AutoCloseable {
   private final int groupSize;
   private final boolean hadamard;
   private final int format;
-  private final Map<String, CudaModule> modules = new HashMap<>();
 
   /**
    * @param format {@link Fp8#E4M3} or {@link Fp8#E5M2}
@@ -102,7 +100,7 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public void compress(DeviceBuffer x, boolean bf16, int rows, int cols, DeviceBuffer body, CudaStream stream) {
     check(rows, cols, x, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(unit(bf16, false), "compress", rows, cols, stream, x, x, body, rows, cols);
+    launch(TacoCudaSources.compress(groupSize, hadamard, format, bf16), rows, cols, stream, x, x, body, rows, cols);
   }
 
   /**
@@ -118,22 +116,24 @@ public final class GpuTacoCodec implements AutoCloseable {
     long gm = groupMaxBytes(rows, cols, groupSize);
     DeviceBuffer groupMax = scratch.slice(0, gm);
     DeviceBuffer work = scratch.slice(gm, 4L * rows * cols);
-    CudaModule m = unit(bf16, false);
-    launch(m, "unfusedStats", rows, cols, stream, x, x, body, groupMax, rows, cols);
-    launch(m, "unfusedTransform", rows, cols, stream, x, x, groupMax, work, cols);
-    launch(m, "unfusedEncode", rows, cols, stream, work, groupMax, body, rows, cols);
+    launch(TacoCudaSources.unfusedStats(groupSize, hadamard, format, bf16), rows, cols, stream, x, x, body, groupMax,
+        rows, cols);
+    launch(TacoCudaSources.unfusedTransform(groupSize, hadamard, bf16), rows, cols, stream, x, x, groupMax, work, cols);
+    launch(TacoCudaSources.unfusedEncode(groupSize, format), rows, cols, stream, work, groupMax, body, rows, cols);
   }
 
   /** Decompress the body into {@code out} ({@code rows x cols}, bf16 (rounded to nearest even) or fp32). */
   public void decompress(DeviceBuffer body, int rows, int cols, DeviceBuffer out, boolean bf16, CudaStream stream) {
     check(rows, cols, out, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(unit(bf16, false), "decompress", rows, cols, stream, body, out, out, rows, cols);
+    launch(TacoCudaSources.decompress(groupSize, hadamard, format, bf16, false), rows, cols, stream, body, out, out,
+        rows, cols);
   }
 
   /** Decompress-reduce (DESIGN §4): {@code out += decoded body}, {@code out} fp32 {@code rows x cols}. */
   public void decompressReduce(DeviceBuffer body, int rows, int cols, DeviceBuffer out, CudaStream stream) {
     check(rows, cols, out, 4L * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(unit(false, true), "decompress", rows, cols, stream, body, out, out, rows, cols);
+    launch(TacoCudaSources.decompress(groupSize, hadamard, format, false, true), rows, cols, stream, body, out, out,
+        rows, cols);
   }
 
   private void check(int rows, int cols, DeviceBuffer data, long dataBytes, DeviceBuffer body, long bodyBytes) {
@@ -148,21 +148,15 @@ public final class GpuTacoCodec implements AutoCloseable {
     }
   }
 
-  private CudaModule unit(boolean bf16, boolean reduce) {
-    String key = TacoCudaSources.key(groupSize, hadamard, format, bf16, reduce);
-    return modules.computeIfAbsent(key, k -> ctx.compileModule(
-        TacoCudaSources.source(groupSize, hadamard, format, bf16, reduce), k + ".cu"));
-  }
-
-  private static void launch(CudaModule m, String kernel, int rows, int cols, CudaStream stream, Object... args) {
-    CudaFunction f = m.function(kernel);
+  private void launch(KernelRequest kernel, int rows, int cols, CudaStream stream, Object... args) {
+    CudaFunction f = ctx.kernel(kernel);
     f.launch(Dim3.of(rows), Dim3.of(cols / TacoGpuKernels.V), 0, stream, args);
   }
 
-  /** Unloads the modules. */
+  /**
+   * Nothing to release: the kernels' modules belong to the context ({@link CudaContext#kernel}), which unloads them
+   * when it closes. Kept so a codec can sit in try-with-resources next to the buffers it works on.
+   */
   @Override
-  public void close() {
-    modules.values().forEach(CudaModule::close);
-    modules.clear();
-  }
+  public void close() {}
 }

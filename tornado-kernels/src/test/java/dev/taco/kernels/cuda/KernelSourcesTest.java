@@ -1,0 +1,113 @@
+package dev.taco.kernels.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.taco.kernels.Fp8;
+import dev.taco.kernels.compiler.KernelRequest;
+import dev.taco.kernels.gpu.TacoCudaSources;
+import dev.taco.kernels.gpu.TacoGpuKernels;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link KernelSources}: keys deterministic per request and changed by any source a kernel may call, a pre-translated
+ * file preferred to translating, a clear error when there is neither, and the build step writing the files that a
+ * runtime without sources or {@code jdk.compiler} then reads.
+ */
+class KernelSourcesTest {
+  static final KernelRequest COMPRESS = TacoCudaSources.compress(64, true, Fp8.E4M3, true);
+  static final List<Path> MAIN = List.of(Path.of("src/main/java"));
+
+  @TempDir Path dir;
+
+  @Test
+  void theSourceSetIsWhatTheKernelCanCall() {
+    List<String> set = new KernelSources(dir, MAIN).sourceSet(TacoGpuKernels.class.getName());
+    System.out.println("source set of TacoGpuKernels: " + set);
+    assertThat(set).contains(TacoGpuKernels.class.getName(), "dev.taco.kernels.TacoKernels", "dev.taco.kernels.Fp8",
+        "dev.taco.kernels.Bf16", "dev.taco.kernels.KernelContext", "dev.taco.kernels.Vec16", "dev.taco.kernels.Constant")
+        .doesNotContain("dev.taco.kernels.gpu.GpuTacoCodec", "dev.taco.kernels.cpu.SimtEmulator",
+            "dev.taco.kernels.cuda.TaskGraph");
+  }
+
+  @Test
+  void keysAreDeterministicPerRequest() {
+    KernelSources fromFiles = new KernelSources(dir, MAIN);
+    KernelSources fromJar = new KernelSources(dir.resolve("elsewhere"), List.of()); // the sources the jar carries
+    String key = fromFiles.key(COMPRESS);
+    assertThat(key).matches("[0-9a-f]{64}").isEqualTo(fromJar.key(COMPRESS))
+        .isEqualTo(new KernelSources(dir, MAIN).key(TacoCudaSources.compress(64, true, Fp8.E4M3, true)));
+    assertThat(fromFiles.key(TacoCudaSources.compress(128, true, Fp8.E4M3, true))).isNotEqualTo(key);
+    assertThat(fromFiles.key(TacoCudaSources.compress(64, true, Fp8.E4M3, false))).isNotEqualTo(key);
+    assertThat(fromFiles.file(COMPRESS)).isEqualTo(dir.resolve("TacoGpuKernels.compress-" + key + ".cu"));
+  }
+
+  @Test
+  void keysChangeWhenASourceTheKernelMayCallChanges() throws Exception {
+    Path root = dir.resolve("src");
+    for (String c : new KernelSources(dir, MAIN).sourceSet(TacoGpuKernels.class.getName())) {
+      String rel = c.replace('.', '/') + ".java";
+      Files.createDirectories(root.resolve(rel).getParent());
+      Files.copy(MAIN.get(0).resolve(rel), root.resolve(rel));
+    }
+    String key = new KernelSources(dir, List.of(root)).key(COMPRESS);
+    assertThat(key).isEqualTo(new KernelSources(dir, MAIN).key(COMPRESS));
+    Files.writeString(root.resolve("dev/taco/kernels/Fp8.java"), "// edited\n", StandardOpenOption.APPEND);
+    String edited = new KernelSources(dir, List.of(root)).key(COMPRESS);
+    assertThat(edited).isNotEqualTo(key);
+    Files.writeString(root.resolve("dev/taco/kernels/gpu/TacoGpuKernels.java"), "// edited\n",
+        StandardOpenOption.APPEND);
+    assertThat(new KernelSources(dir, List.of(root)).key(COMPRESS)).isNotEqualTo(key).isNotEqualTo(edited);
+  }
+
+  @Test
+  void aPreTranslatedFileIsPreferred() throws Exception {
+    KernelSources ks = new KernelSources(dir, MAIN);
+    Files.writeString(ks.file(COMPRESS), "// pre-translated\n");
+    assertThat(ks.cudaSource(COMPRESS)).isEqualTo("// pre-translated\n");
+  }
+
+  @Test
+  void withoutFileOrTranslationTheErrorSaysWhatToDo() {
+    KernelSources ks = new KernelSources(dir, List.of());
+    assertThatThrownBy(() -> ks.cudaSource(COMPRESS)).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("no pre-translated CUDA C for TacoGpuKernels.compress{bf16=true, format=1, groupSize=64, "
+            + "hadamard=true}")
+        .hasMessageContaining(ks.file(COMPRESS).toString())
+        .hasMessageContaining("is not a file under the source roots []")
+        .hasMessageContaining("KernelSources <source-roots> <directory>");
+    assertThatThrownBy(() -> ks.key(KernelRequest.of(LaneKernels.class, "scale")))
+        .isInstanceOf(IllegalStateException.class).hasMessageContaining("no source of dev.taco.kernels.cuda.LaneKernels");
+  }
+
+  /** The build step's input: a class with {@code static List<KernelRequest> kernels()}. */
+  public static final class Specs {
+    private Specs() {}
+
+    /** @return two TACO kernels */
+    public static List<KernelRequest> kernels() {
+      return List.of(COMPRESS, TacoCudaSources.unfusedEncode(64, Fp8.E4M3), COMPRESS);
+    }
+  }
+
+  @Test
+  void theBuildStepWritesWhatARuntimeWithoutSourcesReads() throws Exception {
+    Path out = dir.resolve("cuda");
+    assertThat(KernelSources.run(new String[] {"src/main/java", out.toString(), Specs.class.getName()})).isZero();
+    KernelSources gpuMachine = new KernelSources(out, List.of());
+    try (var files = Files.list(out)) {
+      assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder(
+          gpuMachine.file(COMPRESS).getFileName().toString(),
+          gpuMachine.file(TacoCudaSources.unfusedEncode(64, Fp8.E4M3)).getFileName().toString());
+    }
+    String cuda = gpuMachine.cudaSource(COMPRESS);
+    assertThat(cuda).contains("extern \"C\" __global__ void compress(").contains("// Kernels: " + TacoGpuKernels.class
+        .getName() + ".compress {bf16=true, format=1, groupSize=64, hadamard=true}");
+    assertThat(KernelSources.run(new String[] {"src/main/java"})).isEqualTo(2);
+  }
+}
