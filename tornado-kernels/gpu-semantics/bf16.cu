@@ -36,7 +36,7 @@ static __device__ __forceinline__ short Bf16_encodeSaturating(float v) {
   return c;
 }
 
-// Java: dev.taco.kernels.Bf16.decode (src/main/java/dev/taco/kernels/Bf16.java:45)
+// Java: dev.taco.kernels.Bf16.decode (src/main/java/dev/taco/kernels/Bf16.java:60)
 static __device__ __forceinline__ float Bf16_decode(short c) {
   return __int_as_float(j_shl((int)(c), 16));
 }

@@ -92,16 +92,23 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
   }
 
   @Override
-  public void decode(Plan plan, Slots in, int slot, int realRows, int rows, int cols, float[] out, int row0,
-      int piece) {
-    byte[] p = checked(plan, in.slots()[slot], slot, rows, cols);
-    float[] chunk = new float[rows * cols];
-    if (plan.exact()) {
-      floats(p).get(chunk);
-    } else {
-      plan.codec().decode(p, 0, p.length, chunk, 0, false);
+  public void decodeAll(Plan plan, Slots in, int rowsTotal, int rowsPerRank, int pieceRow0, int pieceRows, int cols,
+      float[] out, int piece) {
+    for (int q = 0; q < worldSize(); q++) {
+      int row0 = q * rowsPerRank + pieceRow0;
+      int realRows = Math.max(0, Math.min(pieceRows, rowsTotal - row0));
+      if (realRows == 0) {
+        continue;
+      }
+      byte[] p = checked(plan, in.slots()[q], q, pieceRows, cols);
+      float[] chunk = new float[pieceRows * cols];
+      if (plan.exact()) {
+        floats(p).get(chunk);
+      } else {
+        plan.codec().decode(p, 0, p.length, chunk, 0, false);
+      }
+      System.arraycopy(chunk, 0, out, row0 * cols, realRows * cols);
     }
-    System.arraycopy(chunk, 0, out, row0 * cols, realRows * cols);
   }
 
   @Override

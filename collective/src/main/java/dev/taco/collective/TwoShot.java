@@ -84,13 +84,7 @@ public final class TwoShot {
       w.allGather(cast(gathered[k]), k);
     }
     for (int k = 0; k < pieces; k++) {
-      int sk = Math.min(s, rp - k * s);
-      for (int q = 0; q < world; q++) {
-        int realRows = real(rows, rp, q, k, s, sk);
-        if (realRows > 0) {
-          w.decode(plan, cast(gathered[k]), q, realRows, sk, cols, x, q * rp + k * s, k);
-        }
-      }
+      w.decodeAll(plan, cast(gathered[k]), rows, rp, k * s, Math.min(s, rp - k * s), cols, x, k);
     }
   }
 
@@ -129,10 +123,8 @@ public final class TwoShot {
       w.allGather(cast(buf[k]), k);
     }
     for (int k = 0; k < pieces; k++) {
-      int sk = Math.min(s, shardRows - k * s);
-      for (int q = 0; q < world; q++) {
-        w.decode(plan, cast(buf[k]), q, sk, sk, cols, dst, q * shardRows + k * s, k);
-      }
+      w.decodeAll(plan, cast(buf[k]), world * shardRows, shardRows, k * s, Math.min(s, shardRows - k * s), cols, dst,
+          k);
     }
     if (dst != out) {
       w.fromWire(plan, dst, world * shardRows, cols, out);

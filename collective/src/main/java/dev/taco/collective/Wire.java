@@ -54,8 +54,14 @@ public interface Wire<T, P> {
    */
   void reduceEncode(Plan plan, T x, int row0, int realRows, int rows, int cols, P recv, P out, int piece);
 
-  /** Decompress slot {@code slot} of {@code in} into {@code out} rows {@code row0 .. + realRows} (padding dropped). */
-  void decode(Plan plan, P in, int slot, int realRows, int rows, int cols, T out, int row0, int piece);
+  /**
+   * Decompress every slot of {@code in} (one piece of every rank's chunk) into {@code out}: payload row {@code r} of
+   * slot {@code q} goes to row {@code q * rowsPerRank + pieceRow0 + r} for {@code r < pieceRows} while that row is below
+   * {@code rowsTotal}; padding rows are dropped. The own slot is decoded too, from its payload, so every rank gets the
+   * same bits.
+   */
+  void decodeAll(Plan plan, P in, int rowsTotal, int rowsPerRank, int pieceRow0, int pieceRows, int cols, T out,
+      int piece);
 
   /** Exchange: slot {@code p} of {@code send} lands in slot {@link #rank()} of rank {@code p}'s {@code recv}. */
   void allToAll(P send, P recv, int piece);

@@ -1,5 +1,6 @@
 package dev.taco.collective.device;
 
+import dev.taco.collective.CollectiveException;
 import dev.taco.collective.Communicator;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaEvent;
@@ -80,7 +81,14 @@ public final class DeviceLocalTransport implements DeviceTransport {
     int me = rank();
     CudaEvent ready = event();
     ready.record(stream);
-    long[][] peers = swap(ready.handle(), src.pointer());
+    long[][] peers = swap(ready.handle(), src.pointer(), slotBytes);
+    for (int p = 0; p < world; p++) {
+      if (peers[p][2] != slotBytes) { // every rank sees every size: all of them fail here, none copies
+        throw new CollectiveException("device-local " + (gather ? "all-gather" : "all-to-all") + " on rank " + me
+            + ": rank " + p + " exchanges payload slots of " + peers[p][2] + " bytes, this rank of " + slotBytes
+            + ": the ranks called the collective with different shapes or plans");
+      }
+    }
     ctx.makeCurrent();
     for (int p = 0; p < world; p++) {
       if (p == me) {
@@ -92,7 +100,7 @@ public final class DeviceLocalTransport implements DeviceTransport {
     }
     CudaEvent pulled = event();
     pulled.record(stream);
-    long[][] done = swap(pulled.handle(), 0);
+    long[][] done = swap(pulled.handle(), 0, slotBytes);
     for (int p = 0; p < world; p++) {
       if (p != me) {
         ctx.driver().streamWaitEvent(stream.handle(), done[p][0]);
@@ -102,21 +110,39 @@ public final class DeviceLocalTransport implements DeviceTransport {
     recycle();
   }
 
-  /** Gives every rank this rank's (event, address); returns every rank's, by rank. */
-  private long[][] swap(long event, long address) {
+  /** Gives every rank this rank's (event, address, slot size); returns every rank's, by rank. */
+  private long[][] swap(long event, long address, long slotBytes) {
+    return swapLongs(event, address, slotBytes);
+  }
+
+  private long[][] swapLongs(long... values) {
     int world = worldSize();
     byte[][] out = new byte[world][];
-    for (int p = 0; p < world; p++) {
-      out[p] = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(event).putLong(address).array();
+    ByteBuffer mine = ByteBuffer.allocate(8 * values.length).order(ByteOrder.LITTLE_ENDIAN);
+    for (long v : values) {
+      mine.putLong(v);
     }
+    java.util.Arrays.fill(out, mine.array());
     byte[][] in = host.allToAllBytes(out);
-    long[][] got = new long[world][2];
+    long[][] got = new long[world][values.length];
     for (int q = 0; q < world; q++) {
       ByteBuffer b = ByteBuffer.wrap(in[q]).order(ByteOrder.LITTLE_ENDIAN);
-      got[q][0] = b.getLong();
-      got[q][1] = b.getLong();
+      for (int i = 0; i < values.length; i++) {
+        got[q][i] = b.getLong();
+      }
     }
     return got;
+  }
+
+  @Override
+  public void agree(String what, long fingerprint) {
+    long[][] all = swapLongs(fingerprint);
+    for (int q = 0; q < all.length; q++) {
+      if (all[q][0] != fingerprint) {
+        throw new CollectiveException("device-local: rank " + q + " called a different collective than rank " + rank()
+            + " (" + what + "): the ranks disagree on the operation, plan, shape or element type");
+      }
+    }
   }
 
   private CudaEvent event() {

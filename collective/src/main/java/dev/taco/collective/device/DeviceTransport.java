@@ -41,8 +41,27 @@ public interface DeviceTransport extends AutoCloseable {
    */
   void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream);
 
+  /**
+   * The check mode of plain collectives (like {@code TORCH_DISTRIBUTED_DEBUG=DETAIL}): every rank gives the fingerprint
+   * of the collective it is about to run; if any two differ, every rank throws before anything is enqueued. Costs a
+   * small exchange (and, for NCCL, a host synchronisation).
+   *
+   * @param what this rank's description of the call, for the message
+   * @throws dev.taco.collective.CollectiveException naming a rank whose call differs
+   */
+  void agree(String what, long fingerprint);
+
   /** Whether the exchanges can be captured into a CUDA graph (NCCL calls can; host coordination cannot). */
   boolean capturable();
+
+  /**
+   * Watches the work enqueued on {@code stream} so far (a replayed CUDA graph holding this transport's exchanges): the
+   * NCCL transport hands it to its communicator's watchdog, which aborts the communicator if it does not complete in
+   * time. The default does nothing.
+   *
+   * @param op what the work is, for the failure message
+   */
+  default void watch(String op, CudaStream stream) {}
 
   /** Bytes this rank has put on the wire for other ranks (payload slots sent). */
   long bytesSent();

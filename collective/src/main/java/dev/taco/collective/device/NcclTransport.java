@@ -64,6 +64,30 @@ public final class NcclTransport implements DeviceTransport {
     bytesSent += (worldSize() - 1) * slotBytes;
   }
 
+  /** Gathers the fingerprints with {@code ncclAllGather} on a stream of its own and waits for them (check mode). */
+  @Override
+  public void agree(String what, long fingerprint) {
+    int world = worldSize();
+    try (DeviceBuffer buf = comm.context().alloc(8L * world); CudaStream s = comm.context().createStream()) {
+      buf.copyFromHost(new long[] {fingerprint}, 0, 1, 8L * rank());
+      comm.allGather(buf.pointer() + 8L * rank(), buf.pointer(), 8, NcclDataType.UINT8, s);
+      comm.synchronize(s);
+      long[] all = new long[world];
+      buf.copyToHost(all, 0, world, 0);
+      for (int q = 0; q < world; q++) {
+        if (all[q] != fingerprint) {
+          throw new dev.taco.collective.CollectiveException("nccl: rank " + q + " called a different collective than"
+              + " rank " + rank() + " (" + what + "): the ranks disagree on the operation, plan, shape or element type");
+        }
+      }
+    }
+  }
+
+  @Override
+  public void watch(String op, CudaStream stream) {
+    comm.watch(op, stream);
+  }
+
   @Override
   public boolean capturable() {
     return true;

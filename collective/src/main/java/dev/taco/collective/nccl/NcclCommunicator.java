@@ -642,10 +642,28 @@ public final class NcclCommunicator implements AutoCloseable {
     LOG.info("{}: NCCL communicator finalized and destroyed", label);
   }
 
-  /** Runs one enqueueing call, settles it, and hands its completion event to the watchdog. */
+  /**
+   * Runs one enqueueing call, settles it, and hands its completion event to the watchdog. While {@code stream} is
+   * being captured into a CUDA graph the call is only recorded, not run, so there is nothing to watch yet: whoever
+   * launches the graph watches the launch ({@link #watch}).
+   */
   private void enqueue(String op, CudaStream stream, Op launch) {
     long s = requireStream(stream);
     if (locked(op, c -> launch.run(c, s))) awaitSettled(op);
+    if (stream.isCapturing()) {
+      return;
+    }
+    watch(op, stream);
+  }
+
+  /**
+   * Hands the watchdog a completion event recorded on {@code stream} now: work enqueued there so far (a replayed CUDA
+   * graph holding this communicator's calls, say) must complete within the timeout, or the communicator is aborted.
+   *
+   * @param op what the work is, for the failure message
+   * @throws CollectiveException if the event cannot be recorded (the communicator is then failed)
+   */
+  public void watch(String op, CudaStream stream) {
     CudaEvent done = events.take();
     try {
       ctx.makeCurrent();

@@ -66,6 +66,8 @@ public final class ExecutionPlan implements AutoCloseable {
   private final ImmutableTaskGraph graph;
   private final List<Node> nodes;
   private final CudaStream[] lanes;
+  /** Lanes {@code 0 .. borrowed-1} are the caller's streams: not closed here. */
+  private final int borrowed;
   private final List<AutoCloseable> resources = new ArrayList<>();
   private GridScheduler scheduler = new GridScheduler();
   private CudaGraph.CaptureMode captureMode;
@@ -95,16 +97,36 @@ public final class ExecutionPlan implements AutoCloseable {
    * @throws CudaException            on a driver error
    */
   public ExecutionPlan(CudaContext ctx, ImmutableTaskGraph graph) {
+    this(ctx, graph, new CudaStream[0]);
+  }
+
+  /**
+   * A plan whose first lanes are the caller's streams, borrowed (not closed by the plan): work the caller enqueues on
+   * {@code streams[0]} before {@link #enqueue()} runs before the graph, and work it enqueues there after runs after,
+   * so several plans that share lane streams (the collectives of one rank, say) run in the order they were enqueued.
+   * Lanes beyond {@code streams.length} get streams of their own.
+   *
+   * @param streams streams of {@code ctx} for lanes {@code 0 .. streams.length-1}
+   * @throws IllegalArgumentException for more streams than lanes, a stream of another context, or as above
+   * @throws CudaException            on a driver error
+   */
+  public ExecutionPlan(CudaContext ctx, ImmutableTaskGraph graph, CudaStream... streams) {
     this.ctx = Objects.requireNonNull(ctx, "ctx");
     this.graph = Objects.requireNonNull(graph, "graph");
     this.nodes = graph.nodes();
     for (Node n : nodes) {
       checkContext(n);
     }
-    lanes = new CudaStream[graph.lanes()];
+    lanes = new CudaStream[Math.max(graph.lanes(), streams.length)];
+    borrowed = streams.length;
+    for (CudaStream st : streams) {
+      if (Objects.requireNonNull(st, "stream").context() != ctx) {
+        throw new IllegalArgumentException("task graph '" + graph.name() + "': a lane stream of another context");
+      }
+    }
     try {
       for (int l = 0; l < lanes.length; l++) {
-        lanes[l] = ctx.createStream();
+        lanes[l] = l < streams.length ? streams[l] : ctx.createStream();
       }
     } catch (RuntimeException e) {
       close();
@@ -543,9 +565,9 @@ public final class ExecutionPlan implements AutoCloseable {
       all.add(cudaGraph);
     }
     all.addAll(resources);
-    for (CudaStream s : lanes) {
-      if (s != null) {
-        all.add(s);
+    for (int l = borrowed; l < lanes.length; l++) {
+      if (lanes[l] != null) {
+        all.add(lanes[l]);
       }
     }
     RuntimeException failure = null;

@@ -310,4 +310,126 @@ public final class TaskFunctions {
     void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
         T14 a14, T15 a15, T16 a16);
   }
+
+  /**
+   * A kernel of 17 parameters.
+   *
+   * @param <T1> parameter 1
+   * @param <T2> parameter 2
+   * @param <T3> parameter 3
+   * @param <T4> parameter 4
+   * @param <T5> parameter 5
+   * @param <T6> parameter 6
+   * @param <T7> parameter 7
+   * @param <T8> parameter 8
+   * @param <T9> parameter 9
+   * @param <T10> parameter 10
+   * @param <T11> parameter 11
+   * @param <T12> parameter 12
+   * @param <T13> parameter 13
+   * @param <T14> parameter 14
+   * @param <T15> parameter 15
+   * @param <T16> parameter 16
+   * @param <T17> parameter 17
+   */
+  @FunctionalInterface
+  public interface Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17>
+      extends Serializable {
+    /** The kernel (never called by the graph). */
+    void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
+        T14 a14, T15 a15, T16 a16, T17 a17);
+  }
+
+  /**
+   * A kernel of 18 parameters.
+   *
+   * @param <T1> parameter 1
+   * @param <T2> parameter 2
+   * @param <T3> parameter 3
+   * @param <T4> parameter 4
+   * @param <T5> parameter 5
+   * @param <T6> parameter 6
+   * @param <T7> parameter 7
+   * @param <T8> parameter 8
+   * @param <T9> parameter 9
+   * @param <T10> parameter 10
+   * @param <T11> parameter 11
+   * @param <T12> parameter 12
+   * @param <T13> parameter 13
+   * @param <T14> parameter 14
+   * @param <T15> parameter 15
+   * @param <T16> parameter 16
+   * @param <T17> parameter 17
+   * @param <T18> parameter 18
+   */
+  @FunctionalInterface
+  public interface Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18>
+      extends Serializable {
+    /** The kernel (never called by the graph). */
+    void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
+        T14 a14, T15 a15, T16 a16, T17 a17, T18 a18);
+  }
+
+  /**
+   * A kernel of 19 parameters.
+   *
+   * @param <T1> parameter 1
+   * @param <T2> parameter 2
+   * @param <T3> parameter 3
+   * @param <T4> parameter 4
+   * @param <T5> parameter 5
+   * @param <T6> parameter 6
+   * @param <T7> parameter 7
+   * @param <T8> parameter 8
+   * @param <T9> parameter 9
+   * @param <T10> parameter 10
+   * @param <T11> parameter 11
+   * @param <T12> parameter 12
+   * @param <T13> parameter 13
+   * @param <T14> parameter 14
+   * @param <T15> parameter 15
+   * @param <T16> parameter 16
+   * @param <T17> parameter 17
+   * @param <T18> parameter 18
+   * @param <T19> parameter 19
+   */
+  @FunctionalInterface
+  public interface Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19>
+      extends Serializable {
+    /** The kernel (never called by the graph). */
+    void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
+        T14 a14, T15 a15, T16 a16, T17 a17, T18 a18, T19 a19);
+  }
+
+  /**
+   * A kernel of 20 parameters.
+   *
+   * @param <T1> parameter 1
+   * @param <T2> parameter 2
+   * @param <T3> parameter 3
+   * @param <T4> parameter 4
+   * @param <T5> parameter 5
+   * @param <T6> parameter 6
+   * @param <T7> parameter 7
+   * @param <T8> parameter 8
+   * @param <T9> parameter 9
+   * @param <T10> parameter 10
+   * @param <T11> parameter 11
+   * @param <T12> parameter 12
+   * @param <T13> parameter 13
+   * @param <T14> parameter 14
+   * @param <T15> parameter 15
+   * @param <T16> parameter 16
+   * @param <T17> parameter 17
+   * @param <T18> parameter 18
+   * @param <T19> parameter 19
+   * @param <T20> parameter 20
+   */
+  @FunctionalInterface
+  public interface Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20>
+      extends Serializable {
+    /** The kernel (never called by the graph). */
+    void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
+        T14 a14, T15 a15, T16 a16, T17 a17, T18 a18, T19 a19, T20 a20);
+  }
 }

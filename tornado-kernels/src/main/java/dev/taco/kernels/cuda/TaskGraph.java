@@ -367,6 +367,46 @@ public final class TaskGraph {
     return javaTask(taskName, kernel, values);
   }
 
+  /**
+   * Adds a kernel task of a 17-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> TaskGraph task(
+      String taskName, Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 18-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> TaskGraph task(
+      String taskName, Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 19-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> TaskGraph task(
+      String taskName, Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
+  /**
+   * Adds a kernel task of a 20-parameter kernel; see {@link #task(String, Task1, Object...)}.
+   *
+   * @return this graph
+   */
+  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> TaskGraph task(
+      String taskName, Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> kernel, Object... values) {
+    return javaTask(taskName, kernel, values);
+  }
+
   private TaskGraph javaTask(String taskName, Serializable kernel, Object[] values) {
     Objects.requireNonNull(kernel, "kernel");
     checkName(taskName);

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# CPU-machine step before every GPU run (the GPU machine has CUDA, NCCL and NVRTC but no JDK): builds and installs the
+# jars, makes the .device bundle (../shared/tools/device-bundle.sh: a jlink'd Java 25 and the jars), pre-translates
+# every GPU kernel specialisation to CUDA C in .device/cuda/ (the bundle's runtime has no jdk.compiler; NVRTC compiles
+# them there at first use), adds the test classes with the JUnit console launcher and AssertJ (.device/test/, for
+# bench/gpu-tests.sh), and packs the JRE (.device/jre.tar.xz), since the travelling tree must stay under 64 MiB.
+#   bash bench/gpu-prepare.sh        then carry .device; on the GPU machine: source bench/gpu-env.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+export PATH="$JAVA_HOME/bin:$PATH"
+export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+# install, not package: device-bundle.sh's dependency:copy-dependencies resolves the sibling modules from ~/.m2
+mvn -q -B -ntp -DskipTests install
+rm -rf .device/jre.tar.xz
+../shared/tools/device-bundle.sh
+# the GPU programs draw no plots: XChart's PDF/SVG/GIF exporters stay here
+rm -f .device/lib/{pdfbox,pdfbox-io,fontbox,commons-math3,VectorGraphics2D,animated-gif-lib,graphics2d}-*.jar
+rm -rf .device/cache .device/cuda .device/test
+# one file per kernel specialisation, named by a key over the kernel's sources and the translator (KernelSources)
+"$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
+  dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java .device/cuda \
+  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels
+mkdir -p .device/test/lib
+for m in tornado-kernels collective bench; do
+  [ -d "$m/target/test-classes" ] && cp -r "$m/target/test-classes" ".device/test/$m"
+done
+for a in org.junit.platform:junit-platform-console-standalone:1.14.4 org.assertj:assertj-core:3.27.7 \
+         net.bytebuddy:byte-buddy:1.18.3; do
+  mvn -q -B -ntp dependency:copy -Dartifact="$a" -DoutputDirectory="$PWD/.device/test/lib" >/dev/null
+done
+tar -C .device -cJf .device/jre.tar.xz jre
+rm -rf .device/jre
+du -sh .device | awk '{print "bundle: " $1 " (the travelling tree must stay under 64 MiB)"}'

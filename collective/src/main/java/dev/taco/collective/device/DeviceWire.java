@@ -1,0 +1,316 @@
+package dev.taco.collective.device;
+
+import dev.taco.codec.AbstractCodec;
+import dev.taco.codec.Bf16Codec;
+import dev.taco.codec.TacoCodec;
+import dev.taco.collective.Plan;
+import dev.taco.collective.Wire;
+import dev.taco.collective.WireLayout;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.cuda.TaskGraph;
+import dev.taco.kernels.cuda.WorkerGrid;
+import dev.taco.kernels.gpu.TwoShotGpuKernels;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+
+/**
+ * The device side of the {@link Wire} seam (DESIGN §4, §5): instead of running the steps, it records them as the
+ * nodes of a {@link TaskGraph} — the {@link TwoShotGpuKernels} (compress, decompress-reduce-recompress, decompress;
+ * raw packing for the exact and bf16 plans; the layout kernels) on the compute lane, the transport's exchanges on the
+ * communication lane — with each pipelined piece's steps chained by {@link TaskGraph#after}, so that piece {@code k+1}
+ * is compressed while piece {@code k} is on the wire. {@link DeviceCollectives} runs the graph; nothing in it waits on
+ * the host.
+ *
+ * <p>Payload buffers hold {@code worldSize()} slots, each padded to a multiple of 8 payload rows (so the FP8 codes are
+ * 8-byte aligned) and 16 bytes. Only the plans {@link #unsupported} accepts run here.
+ */
+final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
+  /** Rows of a payload on the device are padded to a multiple of this (code alignment, {@link TwoShotGpuKernels}). */
+  static final int ROW_ALIGN = 8;
+
+  /** A payload buffer: {@code worldSize()} slots of {@code slotBytes}, each for a chunk of {@code rows} payload rows. */
+  record Slots(DeviceBuffer buffer, long slotBytes, int rows) {
+    DeviceBuffer slot(int q) {
+      return buffer.slice(q * slotBytes, slotBytes);
+    }
+  }
+
+  private final DeviceTransport transport;
+  private final TaskGraph graph;
+  private final boolean bf16;
+  private final long pieceBytes;
+  private final List<DeviceBuffer> owned;
+  private final Map<Integer, String> lastOfPiece = new HashMap<>();
+  private int nodes;
+
+  /**
+   * @param graph the graph the steps are recorded into
+   * @param bf16 the element type of the collective's tensors
+   * @param pieceBytes target payload bytes of one rank's piece (pipelining granularity); {@code Long.MAX_VALUE}: one
+   *     piece
+   * @param owned receives every buffer this wire allocates (the caller frees them with the graph)
+   */
+  DeviceWire(DeviceTransport transport, TaskGraph graph, boolean bf16, long pieceBytes, List<DeviceBuffer> owned) {
+    this.transport = transport;
+    this.graph = graph;
+    this.bf16 = bf16;
+    this.pieceBytes = pieceBytes;
+    this.owned = owned;
+  }
+
+  /**
+   * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16) and the dual-scale
+   * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload) have
+   * kernels, in every layout.
+   */
+  static String unsupported(Plan plan) {
+    AbstractCodec c = plan.codec();
+    if (c == null || c instanceof Bf16Codec) {
+      return null;
+    }
+    if (c instanceof TacoCodec t) {
+      return t.dualScale() ? null : t.name() + " (single scale) has no GPU kernels";
+    }
+    return c.name() + " has no GPU kernels";
+  }
+
+  @Override
+  public int rank() {
+    return transport.rank();
+  }
+
+  @Override
+  public int worldSize() {
+    return transport.worldSize();
+  }
+
+  /** Bytes of a {@code rows x cols} chunk's device payload (rows padded to {@link #ROW_ALIGN}). */
+  static long payloadBytes(Plan plan, int rows, int cols) {
+    int pr = padRows(rows);
+    if (plan.exact()) {
+      return TwoShotGpuKernels.rawBytes(pr, cols, TwoShotGpuKernels.RAW_FP32);
+    }
+    if (plan.codec() instanceof TacoCodec t) {
+      return TwoShotGpuKernels.bodyBytes(pr, cols, t.groupSize());
+    }
+    return TwoShotGpuKernels.rawBytes(pr, cols, TwoShotGpuKernels.RAW_BF16);
+  }
+
+  static int padRows(int rows) {
+    return (rows + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+  }
+
+  @Override
+  public int pieceRows(Plan plan, int rowsPerRank, int cols) {
+    long perRow = Math.max(1, payloadBytes(plan, ROW_ALIGN, cols) / ROW_ALIGN);
+    long rows = Math.max(ROW_ALIGN, pieceBytes / perRow / ROW_ALIGN * ROW_ALIGN);
+    return (int) Math.min(rowsPerRank, rows);
+  }
+
+  @Override
+  public Slots payloads(Plan plan, int rows, int cols) {
+    long slot = (payloadBytes(plan, rows, cols) + 15) / 16 * 16;
+    TwoShotGpuKernels.checkSlots(worldSize(), slot, payloadBytes(plan, rows, cols));
+    return new Slots(alloc(worldSize() * slot), slot, padRows(rows));
+  }
+
+  @Override
+  public DeviceTensor scratch(int rows, int cols) {
+    return new DeviceTensor(alloc((long) rows * cols * (bf16 ? 2 : 4)), bf16);
+  }
+
+  @Override
+  public void encode(Plan plan, DeviceTensor x, int row0, int realRows, int rows, int cols, Slots out, int slot,
+      int piece) {
+    DeviceBuffer xb = x.buffer();
+    DeviceBuffer body = out.slot(slot);
+    int pr = out.rows();
+    if (plan.codec() instanceof TacoCodec t) {
+      TwoShotGpuKernels.checkShape(pr, cols, t.groupSize());
+      kernel("compress", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
+          (g, n) -> g.task(n, TwoShotGpuKernels::compressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, body,
+              row0, realRows, pr, cols, t.groupSize(), t.hadamard(), t.format().code(), bf16));
+    } else {
+      int w = wireFormat(plan);
+      TwoShotGpuKernels.checkRawShape(pr, cols, w);
+      kernel("pack", piece, WorkerGrid.of(pr, TwoShotGpuKernels.rawThreads(cols)),
+          (g, n) -> g.task(n, TwoShotGpuKernels::packRows, TaskGraph.KERNEL_CONTEXT, xb, xb, body, body,
+              row0, realRows, pr, cols, w, bf16));
+    }
+  }
+
+  @Override
+  public void reduce(Plan plan, DeviceTensor x, int row0, int realRows, int rows, int cols, Slots recv,
+      DeviceTensor y, int yRow0, int piece) {
+    DeviceBuffer xb = x.buffer();
+    DeviceBuffer r = recv.buffer();
+    DeviceBuffer yb = y.buffer();
+    int pr = recv.rows();
+    int slot = (int) recv.slotBytes();
+    int me = rank();
+    int world = worldSize();
+    if (plan.codec() instanceof TacoCodec t) {
+      kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
+          (g, n) -> g.task(n, TwoShotGpuKernels::reduceRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot,
+              me, world, yb, yb, row0, realRows, pr, cols, yRow0, t.groupSize(), t.hadamard(), t.format().code(),
+              bf16));
+    } else {
+      int w = wireFormat(plan);
+      kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.rawThreads(cols)),
+          (g, n) -> g.task(n, TwoShotGpuKernels::reduceRowsRaw, TaskGraph.KERNEL_CONTEXT, xb, xb, r, r,
+              slot, me, world, yb, yb, row0, realRows, pr, cols, yRow0, w, bf16));
+    }
+  }
+
+  @Override
+  public void reduceEncode(Plan plan, DeviceTensor x, int row0, int realRows, int rows, int cols, Slots recv,
+      Slots out, int piece) {
+    DeviceBuffer xb = x.buffer();
+    DeviceBuffer r = recv.buffer();
+    DeviceBuffer body = out.slot(rank());
+    int pr = recv.rows();
+    int slot = (int) recv.slotBytes();
+    int me = rank();
+    int world = worldSize();
+    if (plan.codec() instanceof TacoCodec t) {
+      kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
+          (g, n) -> g.task(n, TwoShotGpuKernels::reduceCompressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r,
+              slot, me, world, body, row0, realRows, pr, cols, t.groupSize(), t.hadamard(), t.format().code(), bf16));
+    } else {
+      int w = wireFormat(plan);
+      kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.rawThreads(cols)),
+          (g, n) -> g.task(n, TwoShotGpuKernels::reducePackRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, r,
+              slot, me, world, body, body, row0, realRows, pr, cols, w, bf16));
+    }
+  }
+
+  @Override
+  public void decodeAll(Plan plan, Slots in, int rowsTotal, int rowsPerRank, int pieceRow0, int pieceRows, int cols,
+      DeviceTensor out, int piece) {
+    DeviceBuffer b = in.buffer();
+    DeviceBuffer ob = out.buffer();
+    int pr = in.rows();
+    int slot = (int) in.slotBytes();
+    int blocks = worldSize() * pr;
+    if (plan.codec() instanceof TacoCodec t) {
+      kernel("decompress", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.threads(cols, t.groupSize())),
+          (g, n) -> g.task(n, TwoShotGpuKernels::decompressRows, TaskGraph.KERNEL_CONTEXT, b, slot,
+              ob, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, t.groupSize(), t.hadamard(),
+              t.format().code(), bf16));
+    } else {
+      int w = wireFormat(plan);
+      kernel("unpack", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.rawThreads(cols)),
+          (g, n) -> g.task(n, TwoShotGpuKernels::unpackRows, TaskGraph.KERNEL_CONTEXT, b, b, slot, ob,
+              ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, w, bf16));
+    }
+  }
+
+  @Override
+  public void allToAll(Slots send, Slots recv, int piece) {
+    step("all-to-all", piece, true, s -> transport.allToAll(send.buffer(), recv.buffer(), send.slotBytes(), s));
+  }
+
+  @Override
+  public void allGather(Slots buf, int piece) {
+    step("all-gather", piece, true, s -> transport.allGather(buf.buffer(), buf.slotBytes(), s));
+  }
+
+  @Override
+  public void copyRows(DeviceTensor src, int srcRow0, DeviceTensor dst, int dstRow0, int rows, int cols) {
+    long eb = src.elementBytes();
+    long bytes = (long) rows * cols * eb;
+    DeviceBuffer from = src.buffer().slice(srcRow0 * cols * eb, bytes);
+    DeviceBuffer to = dst.buffer().slice(dstRow0 * cols * eb, bytes);
+    step("copy", -1, false, s -> to.copyFromAsync(from, bytes, s));
+  }
+
+  @Override
+  public void toWire(Plan plan, DeviceTensor x, int rows, int cols, DeviceTensor wire) {
+    layout(plan, x, rows, cols, wire, false);
+  }
+
+  @Override
+  public void fromWire(Plan plan, DeviceTensor wire, int rows, int cols, DeviceTensor x) {
+    layout(plan, wire, rows, cols, x, true);
+  }
+
+  private void layout(Plan plan, DeviceTensor src, int rows, int cols, DeviceTensor dst, boolean back) {
+    DeviceBuffer s = src.buffer();
+    DeviceBuffer d = dst.buffer();
+    if (plan.layout() == WireLayout.PERMUTED) {
+      int[] perm = plan.permutation();
+      DeviceBuffer p = alloc(4L * perm.length);
+      p.copyFromHost(perm, 0, perm.length, 0);
+      graph.task(name("permute", -1), TwoShotGpuKernels::permuteCols, s, s, d, d, p, rows, cols, back, bf16)
+          .grid(WorkerGrid.cover((long) rows * cols, 256));
+    } else if (plan.layout() == WireLayout.TOKEN_AXIS) {
+      int r = back ? cols : rows;
+      int c = back ? rows : cols;
+      graph.task(name("transpose", -1), TwoShotGpuKernels::transpose, TaskGraph.KERNEL_CONTEXT, s, s, d, d, r, c, bf16)
+          .grid(WorkerGrid.of(TwoShotGpuKernels.transposeBlocks(r, c), TwoShotGpuKernels.TRANSPOSE_THREADS));
+    }
+    graph.onLane(TaskGraph.COMPUTE_LANE);
+  }
+
+  /** The raw wire format of an exact (fp32) or {@code none} (bf16) plan. */
+  private static int wireFormat(Plan plan) {
+    return plan.exact() ? TwoShotGpuKernels.RAW_FP32 : TwoShotGpuKernels.RAW_BF16;
+  }
+
+  private String name(String kind, int piece) {
+    return kind + "." + (piece < 0 ? "" : piece + ".") + nodes++;
+  }
+
+  /** Adds the kernel task {@code add} makes (named {@code kind.piece.n}) on the compute lane, after the piece's last. */
+  private void kernel(String kind, int piece, WorkerGrid grid, BiConsumer<TaskGraph, String> add) {
+    String n = name(kind, piece);
+    add.accept(graph, n);
+    graph.grid(grid).onLane(TaskGraph.COMPUTE_LANE);
+    chain(piece, n);
+  }
+
+  /** Adds a step (an exchange on the communication lane, or a copy on the compute lane). */
+  private void step(String kind, int piece, boolean exchange, Consumer<CudaStream> work) {
+    String n = name(kind, piece);
+    boolean capturable = !exchange || transport.capturable();
+    graph.step(new TaskGraph.Step() {
+      @Override
+      public String name() {
+        return n;
+      }
+
+      @Override
+      public boolean capturable() {
+        return capturable;
+      }
+
+      @Override
+      public void enqueue(CudaStream stream, boolean first) {
+        work.accept(stream);
+      }
+    }).onLane(exchange ? TaskGraph.COMMUNICATION_LANE : TaskGraph.COMPUTE_LANE);
+    chain(piece, n);
+  }
+
+  /** Makes the node {@code added} (just added) run after its piece's previous node; it becomes the piece's last. */
+  private void chain(int piece, String added) {
+    if (piece >= 0) {
+      String prev = lastOfPiece.put(piece, added);
+      if (prev != null) {
+        graph.after(prev);
+      }
+    }
+  }
+
+  private DeviceBuffer alloc(long bytes) {
+    CudaContext ctx = transport.context();
+    DeviceBuffer b = ctx.alloc(Math.max(16, bytes));
+    owned.add(b);
+    return b;
+  }
+}
