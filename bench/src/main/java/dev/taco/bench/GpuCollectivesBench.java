@@ -24,11 +24,15 @@ import java.util.SplittableRandom;
  *
  * <p>For bf16 tensors of 1, 4, 16, 64 and 256 MiB ({@code rows x 4096}) and R = 2, 4, 8, with the default TACO plan
  * (E4M3, G = 64, Hadamard): the kernels rank 0 runs in a compressed all-reduce (compress the R-1 peers' chunks,
- * decompress-reduce-recompress its own, decompress all R; in 4 MiB pipelined pieces), all-gather (of a {@code rows x
- * 4096} shard per rank) and reduce-scatter, timed per kernel by CUDA events ({@link DeviceCollectives#lastTaskMillis});
- * median over 20 samples after 3 warm-ups, inputs rotated over at least 128 MiB so L2 does not hold them. The peers'
- * payloads come from a {@link LoopbackTransport} (local copies of this rank's payloads: the moves a {@code device-local}
- * exchange makes, listed apart as {@code moves_ms}), so no other rank competes for the GPU. Beside each: the HBM
+ * decompress-reduce-recompress its own, decompress all R; in pipelined pieces of at least 16 MiB), all-gather (of a {@code rows x
+ * 4096} shard per rank) and reduce-scatter: {@code kernel_ms} is the GPU time of that rank's whole sequence (CUDA
+ * events around it on its stream, a 5 ms spin kernel ahead of each sample so the host has enqueued every launch before
+ * the GPU gets to it), beside the sum of each kernel's own event times ({@link DeviceCollectives#lastTaskMillis},
+ * which also counts every kernel's launch latency inside the GPU, a few µs each) and its split by kind; median
+ * over 20 samples after 3 warm-ups, inputs rotated over at least 128 MiB so L2 does not hold them. The peers' payloads
+ * come from a {@link LoopbackTransport} (this rank's own payloads, copied once), so no other rank and no copy competes
+ * for the GPU; the copies a {@code device-local} exchange makes ((R-1) slots per exchange) are timed apart as
+ * {@code moves_ms} (back-to-back device-to-device copies of the same sizes). Beside each: the HBM
  * traffic floor of the kernel sequence at the device-to-device copy bandwidth measured in the same run, and a labelled
  * projection ({@link LinkProjection}) of TACO's collective against NCCL's bf16 one over links of the given bus
  * bandwidths. Prints an nccl-tests-style table and writes the JSON of issue D.
@@ -36,12 +40,27 @@ import java.util.SplittableRandom;
 public final class GpuCollectivesBench {
   private GpuCollectivesBench() {}
 
+  private static dev.taco.kernels.cuda.CudaFunction spin;
+
   static final int COLS = 4096;
   static final int SAMPLES = 20;
   static final int WARMUP = 3;
   static final int[] MIBS = {1, 4, 16, 64, 256};
   static final int[] RANKS = {2, 4, 8};
   static final String[] OPS = {"all-reduce", "all-gather", "reduce-scatter"};
+  /**
+   * Spins ~{@code ns} nanoseconds on the GPU: enqueued ahead of each sample so the host has enqueued the whole graph
+   * before the GPU reaches it, and the events around each kernel time the kernel, not the host's launch latency.
+   */
+  static final String SPIN = """
+      extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do {
+          asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        } while (now - start < ns);
+      }
+      """;
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
@@ -59,6 +78,7 @@ public final class GpuCollectivesBench {
     }
     Plan plan = Plan.of(Codecs.byName("taco"));
     try (CudaContext ctx = CudaContext.open(0)) {
+      spin = ctx.compileModule(SPIN, "spin.cu").function("spin");
       double copyGbps = copyBandwidth(ctx);
       System.out.printf(Locale.ROOT, "device: %s, D2D copy %.0f GB/s (256 MiB, read + write); plan %s%n", ctx.name(),
           copyGbps, plan.describe());
@@ -68,14 +88,20 @@ public final class GpuCollectivesBench {
       for (String op : OPS) {
         for (int r : RANKS) {
           for (int mib : MIBS) {
-            rows.add(measure(ctx, plan, op, r, mib, copyGbps, links));
+            rows.add(measure(ctx, plan, op, r, mib, copyGbps, links, DeviceCollectives.DEFAULT_PIECE_BYTES));
           }
         }
+      }
+      System.out.println("the same without pipelining (one piece per rank chunk), and in 4 MiB pieces:");
+      for (int mib : new int[] {64, 256}) {
+        rows.add(measure(ctx, plan, "all-reduce", 2, mib, copyGbps, links, Long.MAX_VALUE));
+        rows.add(measure(ctx, plan, "all-reduce", 2, mib, copyGbps, links, 4L << 20));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"" + command.replace("\"", "'")
           + "\", \"copy_gbps\": " + String.format(Locale.ROOT, "%.1f", copyGbps) + ", \"plan\": \"" + plan.describe()
           + "\", \"cols\": " + COLS + ", \"piece_bytes\": " + DeviceCollectives.DEFAULT_PIECE_BYTES
-          + ", \"note\": \"kernel_ms: one rank's kernels (median of " + SAMPLES + ", CUDA events); moves_ms: the"
+          + ", \"note\": \"kernel_ms: GPU time of one rank's kernel sequence (median of " + SAMPLES + ", CUDA events around"
+          + " it; kernel_sum_ms: the sum of each kernel's own events); moves_ms: the"
           + " device-local copies of its exchanges, apart; floor_ms: the kernels' HBM bytes at copy_gbps; projected: NOT"
           + " measured, bytes per rank over the link's bus bandwidth (nccl-tests definition), TACO serial (kernels +"
           + " wire)\", \"results\": [\n  " + String.join(",\n  ", rows) + "\n]}\n";
@@ -113,13 +139,15 @@ public final class GpuCollectivesBench {
   }
 
   /** One row: op at R ranks on a {@code mib} MiB bf16 tensor; prints it and returns its JSON object. */
-  static String measure(CudaContext ctx, Plan plan, String op, int world, int mib, double copyGbps, double[] links) {
+  static String measure(CudaContext ctx, Plan plan, String op, int world, int mib, double copyGbps, double[] links,
+      long pieceBytes) {
     int rows = mib * 128; // rows x 4096 bf16 = mib MiB (all-gather: one rank's shard)
     long tensor = (long) rows * COLS * 2;
     int nbuf = (int) Math.max(2, Math.min(64, (128L << 20) / tensor));
     List<DeviceBuffer> buffers = new ArrayList<>();
-    try (LoopbackTransport t = new LoopbackTransport(ctx, world); DeviceCollectives dc = new DeviceCollectives(t,
-        DeviceCollectives.DEFAULT_PIECE_BYTES, false, false)) {
+    try (LoopbackTransport t = new LoopbackTransport(ctx, world);
+        DeviceCollectives dc = new DeviceCollectives(t, pieceBytes, false, false);
+        CudaEvent first = ctx.createEvent(); CudaEvent last = ctx.createEvent()) {
       DeviceTensor[] in = new DeviceTensor[nbuf];
       DeviceTensor[] outs = new DeviceTensor[nbuf];
       short[] host = input(rows, mib);
@@ -130,29 +158,42 @@ public final class GpuCollectivesBench {
         outs[i] = outBytes == 0 ? in[i] : new DeviceTensor(track(buffers, ctx.alloc(outBytes)), true);
       }
       double[] kernel = new double[SAMPLES];
+      double[] sequence = new double[SAMPLES];
       double[] moves = new double[SAMPLES];
+      double[][] kinds = new double[3][SAMPLES]; // compress, reduce, decompress
       long bytesBefore = 0;
       for (int s = -WARMUP; s < SAMPLES; s++) {
         int i = Math.floorMod(s, nbuf);
         bytesBefore = dc.bytesSent();
+        spin.launch(dev.taco.kernels.cuda.Dim3.of(1), dev.taco.kernels.cuda.Dim3.of(1), 0, dc.stream(), 5_000_000L);
+        first.record(dc.stream());
         switch (op) {
           case "all-reduce" -> dc.allReduce(plan, in[i], rows, COLS);
           case "all-gather" -> dc.allGather(plan, in[i], rows, COLS, outs[i]);
           default -> dc.reduceScatter(plan, in[i], rows, COLS, outs[i]);
         }
+        last.record(dc.stream());
         dc.synchronize();
         if (s >= 0) {
-          double k = 0, m = 0;
+          sequence[s] = first.elapsedMillisTo(last);
+          double k = 0;
           for (Map.Entry<String, Float> e : dc.lastTaskMillis().entrySet()) {
-            if (e.getKey().startsWith("all-to-all") || e.getKey().startsWith("all-gather")) m += e.getValue();
-            else k += e.getValue();
+            String n = e.getKey();
+            if (n.startsWith("all-to-all") || n.startsWith("all-gather")) {
+              continue; // no-ops after the first execution (LoopbackTransport)
+            }
+            k += e.getValue();
+            kinds[n.startsWith("compress") ? 0 : n.startsWith("reduce") ? 1 : 2][s] += e.getValue();
           }
           kernel[s] = k;
-          moves[s] = m;
         }
       }
       long wire = dc.bytesSent() - bytesBefore;
-      double k = median(kernel);
+      int perCall = t.slotBytes().size() / (SAMPLES + WARMUP);
+      double movesMs = moves(ctx, world, t.slotBytes().subList(0, perCall));
+      Arrays.fill(moves, movesMs);
+      double k = median(sequence);
+      double kernelSum = median(kernel);
       double floor = floorBytes(op, world, rows, plan) / (copyGbps * 1e6);
       StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%-14s %5d %6d %10.4f %10.4f %8.2f %10.4f %12d",
           op, world, mib, k, floor, floor / k, median(moves), wire));
@@ -165,16 +206,45 @@ public final class GpuCollectivesBench {
             p.speedup()));
       }
       System.out.println(line);
-      if (op.equals("all-reduce") && world == 2 && mib == 64) {
+      if (op.equals("all-reduce") && world == 2 && mib == 64 && pieceBytes == DeviceCollectives.DEFAULT_PIECE_BYTES) {
         System.out.printf(Locale.ROOT, "acceptance: all-reduce kernels at 64 MiB, R = 2: %.4f ms per rank (target <= 0.15;"
-            + " floor %.4f)%n", k, floor);
+            + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f, decompress-reduce-recompress %.4f,"
+            + " decompress %.4f%n", k, floor, kernelSum, median(kinds[0]), median(kinds[1]), median(kinds[2]));
       }
-      return String.format(Locale.ROOT, "{\"op\": \"%s\", \"ranks\": %d, \"mib\": %d, \"rows\": %d, \"cols\": %d, "
-          + "\"kernel_ms\": %.5f, \"floor_ms\": %.5f, \"moves_ms\": %.5f, \"wire_bytes_per_rank\": %d, "
-          + "\"nccl_bf16_bytes_per_rank\": %d, \"projected\": [%s]}", op, world, mib, rows, COLS, k, floor,
-          median(moves), wire, LinkProjection.ncclBytesPerRank(op, world, tensor), String.join(", ", proj));
+      return String.format(Locale.ROOT, "{\"op\": \"%s\", \"ranks\": %d, \"mib\": %d, \"piece_bytes\": %s, "
+          + "\"rows\": %d, \"cols\": %d, "
+          + "\"kernel_ms\": %.5f, \"kernel_sum_ms\": %.5f, \"compress_ms\": %.5f, \"reduce_ms\": %.5f, "
+          + "\"decompress_ms\": %.5f, "
+          + "\"floor_ms\": %.5f, \"moves_ms\": %.5f, \"wire_bytes_per_rank\": %d, "
+          + "\"nccl_bf16_bytes_per_rank\": %d, \"projected\": [%s]}", op, world, mib,
+          pieceBytes == Long.MAX_VALUE ? "null" : String.valueOf(pieceBytes), rows, COLS, k, kernelSum, median(kinds[0]),
+          median(kinds[1]), median(kinds[2]), floor, median(moves), wire, LinkProjection.ncclBytesPerRank(op, world,
+          tensor), String.join(", ", proj));
     } finally {
       buffers.forEach(DeviceBuffer::close);
+    }
+  }
+
+  /** Median device time of the copies of one collective's exchanges: (R-1) slots of each size, back to back. */
+  static double moves(CudaContext ctx, int world, List<Long> slots) {
+    long max = slots.stream().mapToLong(Long::longValue).max().orElse(16);
+    try (DeviceBuffer a = ctx.alloc(max); DeviceBuffer b = ctx.alloc(max); CudaStream s = ctx.createStream();
+        CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
+      a.memset((byte) 3);
+      double[] ms = new double[SAMPLES];
+      for (int i = -WARMUP; i < SAMPLES; i++) {
+        spin.launch(dev.taco.kernels.cuda.Dim3.of(1), dev.taco.kernels.cuda.Dim3.of(1), 0, s, 2_000_000L);
+        start.record(s);
+        for (long bytes : slots) {
+          for (int p = 1; p < world; p++) {
+            b.copyFromAsync(a, bytes, s);
+          }
+        }
+        end.record(s);
+        end.synchronize();
+        if (i >= 0) ms[i] = start.elapsedMillisTo(end);
+      }
+      return median(ms);
     }
   }
 

@@ -38,8 +38,13 @@ import org.slf4j.LoggerFactory;
 public final class DeviceCollectives implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DeviceCollectives.class);
 
-  /** Default payload bytes of one rank's pipelined piece: 4 MiB (a 64 MiB bf16 all-reduce at R = 2 makes 4 pieces). */
-  public static final long DEFAULT_PIECE_BYTES = 4L << 20;
+  /**
+   * Default least payload bytes of one rank's pipelined piece: 16 MiB. Smaller pieces overlap more finely but make
+   * kernels too small to fill the GPU: on an H200 the 64 MiB bf16 all-reduce at R = 2 took 0.119 ms of GPU time in one
+   * piece and 0.212 ms in five pieces of 4 MiB (a compress of 824 rows of 4096 reached a quarter of the copy
+   * bandwidth; bench/results/gpu-collectives-1gpu.json). With 16 MiB that all-reduce is one piece and 256 MiB four.
+   */
+  public static final long DEFAULT_PIECE_BYTES = 16L << 20;
 
   private record Key(String op, Plan plan, long x, long y, boolean bf16, int rows, int cols) {}
 
@@ -65,12 +70,13 @@ public final class DeviceCollectives implements AutoCloseable {
 
   /**
    * @param transport this rank's transport (owned by the caller)
-   * @param pieceBytes payload bytes of one rank's pipelined piece; {@code Long.MAX_VALUE} for no pipelining
+   * @param pieceBytes least payload bytes of one rank's pipelined piece; {@code Long.MAX_VALUE} for no pipelining
    * @param cudaGraphs capture each collective's graph once and replay it (only where {@link
    *     DeviceTransport#capturable()})
    * @param checkCalls before every collective, check that all ranks call the same one (operation, plan, shape, element
    *     type; {@link DeviceTransport#agree}), so a mismatch is a clear error on every rank instead of a hang or a wrong
-   *     tensor; costs an exchange per call
+   *     tensor; costs an exchange per call (and a synchronisation for NCCL). Transports whose agreement is cheap
+   *     ({@code device-local}) check every call anyway
    * @throws IllegalArgumentException if {@code pieceBytes < 1}
    */
   public DeviceCollectives(DeviceTransport transport, long pieceBytes, boolean cudaGraphs, boolean checkCalls) {
@@ -188,7 +194,7 @@ public final class DeviceCollectives implements AutoCloseable {
     if (why != null) {
       throw new IllegalArgumentException(key.op() + " with " + key.plan().describe() + " cannot run on the GPU: " + why);
     }
-    if (checkCalls) {
+    if (checkCalls || transport.cheapAgreement()) {
       String what = key.op() + " " + key.plan().describe() + " " + key.rows() + " x " + key.cols() + " "
           + (key.bf16() ? "bf16" : "fp32");
       transport.agree(what, what.hashCode() * 0x9E3779B97F4A7C15L + key.rows() * 31L + key.cols());

@@ -176,6 +176,12 @@ public final class DeviceLocalTransport implements DeviceTransport {
     return false;
   }
 
+  /** True: the agreement is a host exchange among threads, cheap enough for every call. */
+  @Override
+  public boolean cheapAgreement() {
+    return true;
+  }
+
   @Override
   public long bytesSent() {
     return bytesSent;
@@ -186,13 +192,22 @@ public final class DeviceLocalTransport implements DeviceTransport {
     return "device-local";
   }
 
-  /** Destroys this rank's events (the host communicator is the caller's). Idempotent. */
+  /**
+   * Destroys this rank's events once every rank has come to close too (a barrier on the host transport: a peer may
+   * still be enqueueing a wait on this rank's last event); if the group is already aborted, at once. Idempotent. The
+   * host communicator is the caller's.
+   */
   @Override
   public void close() {
     if (closed) {
       return;
     }
     closed = true;
+    try {
+      host.barrier();
+    } catch (CollectiveException e) {
+      // the group failed: the peers are failing too, and no longer need these events
+    }
     recycle();
     free.forEach(CudaEvent::close);
     free.clear();

@@ -51,6 +51,14 @@ public interface DeviceTransport extends AutoCloseable {
    */
   void agree(String what, long fingerprint);
 
+  /**
+   * Whether {@link #agree} is cheap enough to run before every collective even outside the check mode (no device
+   * synchronisation); false by default.
+   */
+  default boolean cheapAgreement() {
+    return false;
+  }
+
   /** Whether the exchanges can be captured into a CUDA graph (NCCL calls can; host coordination cannot). */
   boolean capturable();
 

@@ -105,11 +105,18 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     return (rows + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
   }
 
+  /**
+   * Pieces of at least {@code pieceBytes} of payload each, balanced: {@code K = floor(chunk payload / pieceBytes)}
+   * (at least 1) pieces of {@code ceil(rows/K)} rows rounded up to {@link #ROW_ALIGN}. Large and balanced, because a
+   * kernel of few rows (one block per row) cannot keep enough loads in flight to fill the memory bandwidth (see
+   * {@link DeviceCollectives#DEFAULT_PIECE_BYTES}).
+   */
   @Override
   public int pieceRows(Plan plan, int rowsPerRank, int cols) {
-    long perRow = Math.max(1, payloadBytes(plan, ROW_ALIGN, cols) / ROW_ALIGN);
-    long rows = Math.max(ROW_ALIGN, pieceBytes / perRow / ROW_ALIGN * ROW_ALIGN);
-    return (int) Math.min(rowsPerRank, rows);
+    double perRow = payloadBytes(plan, ROW_ALIGN, cols) / (double) ROW_ALIGN;
+    long pieces = Math.max(1, (long) Math.floor(rowsPerRank * perRow / pieceBytes));
+    long rows = (rowsPerRank + pieces - 1) / pieces;
+    return (int) Math.min(rowsPerRank, (rows + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN);
   }
 
   @Override

@@ -39,6 +39,8 @@ public final class Watchdog implements AutoCloseable {
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
   /** Default poll interval: 10 ms. */
   public static final Duration DEFAULT_POLL = Duration.ofMillis(10);
+  /** How much later than the timeout {@link #await} gives up on its own (the awaited work's own deadline is first). */
+  static final Duration GRACE = Duration.ofMillis(300);
 
   /** What the watchdog guards: a communicator, seen through two calls. */
   public interface Target {
@@ -164,7 +166,9 @@ public final class Watchdog implements AutoCloseable {
    *                             {@code done} throws (then with it as the cause)
    */
   public void await(String op, BooleanSupplier done) {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    // a little later than the timeout: work items awaited here have their own deadline, which should fire first and
+    // name the stuck collective; this one is the backstop for work nobody registered
+    long deadline = System.nanoTime() + timeout.toNanos() + GRACE.toNanos();
     Backoff backoff = new Backoff();
     while (true) {
       check();

@@ -220,19 +220,23 @@ class DeviceCollectivesGpuTest {
     })).hasMessageContaining("rank 2 broke on purpose")
         .satisfies(e -> assertThat(e.getSuppressed()).isNotEmpty().allSatisfy(s ->
             assertThat(s).isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 failed")));
+    long[] failedAfter = new long[1];
     long t0 = System.nanoTime();
     assertThatThrownBy(() -> LocalGroup.run(2, Duration.ofSeconds(2), comm -> {
       if (comm.rank() == 1) {
-        Thread.sleep(6000); // stops mid-collective: never enters it
+        Thread.sleep(4000); // stops: never enters the collective
         return null;
       }
       try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
         DeviceTensor dx = upload(input(SEED, 0, 8, 256), true, 0);
         dc.allReduce(taco, dx, 8, 256);
         return null;
+      } catch (CollectiveException e) {
+        failedAfter[0] = System.nanoTime() - t0;
+        throw e;
       }
     })).isInstanceOf(CollectiveException.class).hasMessageContaining("timed out after 2.0 s");
-    assertThat((System.nanoTime() - t0) / 1e9).as("failed within the timeout, not after the sleeper").isLessThan(5.5);
+    assertThat(failedAfter[0] / 1e9).as("rank 0 failed within the timeout, not after the sleeper").isBetween(1.9, 3.5);
   }
 
   @Test
@@ -250,7 +254,7 @@ class DeviceCollectivesGpuTest {
           return null;
         }
       })).as("check mode " + check).isInstanceOf(CollectiveException.class)
-          .hasMessageContaining(check ? "called a different collective" : "different shapes or plans");
+          .hasMessageContaining("called a different collective"); // device-local checks every call
     }
   }
 
