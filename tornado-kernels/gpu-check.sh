@@ -2,7 +2,7 @@
 # GPU self-check of the CUDA backend (dev.taco.kernels.cuda), for the GPU machine, which has no JDK or Maven.
 #
 # On a CPU machine, from the project root:
-#   mvn -DskipTests package && ../shared/tools/device-bundle.sh
+#   bash bench/gpu-prepare.sh
 # then on the GPU machine, from the project root (the tree with .device/):
 #   bash tornado-kernels/gpu-check.sh [--device N] [--only round-trip,vector-add,...]
 #
@@ -11,10 +11,7 @@
 # nvrtc-error, vector-add, headers-bf16-fp8, task-graph, cuda-graph, copy-bandwidth, launch-overhead, launch-error.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-[ -f .device/env.sh ] || { echo "FAIL bundle: no .device/env.sh here; run ../shared/tools/device-bundle.sh on the CPU machine first" >&2; exit 2; }
 # shellcheck disable=SC1091
-source .device/env.sh
-# PTX cache inside the bundle directory unless the caller chose one (the home directory may be read-only)
-export TACO_CACHE="${TACO_CACHE:-$PWD/.device/cache}"
+source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on the CPU machine first" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 exec java -cp "$CP" dev.taco.kernels.cuda.GpuSelfCheck "$@"

@@ -40,7 +40,8 @@ import java.util.SplittableRandom;
 public final class GpuCollectivesBench {
   private GpuCollectivesBench() {}
 
-  private static dev.taco.kernels.cuda.CudaFunction spin;
+  /** Spins ahead of each sample (so the host has enqueued every launch before the GPU gets to it). */
+  private static dev.taco.kernels.cuda.SpinKernel spin;
 
   static final int COLS = 4096;
   static final int SAMPLES = 20;
@@ -48,19 +49,6 @@ public final class GpuCollectivesBench {
   static final int[] MIBS = {1, 4, 16, 64, 256};
   static final int[] RANKS = {2, 4, 8};
   static final String[] OPS = {"all-reduce", "all-gather", "reduce-scatter"};
-  /**
-   * Spins ~{@code ns} nanoseconds on the GPU: enqueued ahead of each sample so the host has enqueued the whole graph
-   * before the GPU reaches it, and the events around each kernel time the kernel, not the host's launch latency.
-   */
-  static final String SPIN = """
-      extern "C" __global__ void spin(unsigned long long ns) {
-        unsigned long long start, now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-        do {
-          asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        } while (now - start < ns);
-      }
-      """;
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
@@ -78,7 +66,7 @@ public final class GpuCollectivesBench {
     }
     Plan plan = Plan.of(Codecs.byName("taco"));
     try (CudaContext ctx = CudaContext.open(0)) {
-      spin = ctx.compileModule(SPIN, "spin.cu").function("spin");
+      spin = new dev.taco.kernels.cuda.SpinKernel(ctx);
       double copyGbps = copyBandwidth(ctx);
       System.out.printf(Locale.ROOT, "device: %s, D2D copy %.0f GB/s (256 MiB, read + write); plan %s%n", ctx.name(),
           copyGbps, plan.describe());
@@ -165,7 +153,7 @@ public final class GpuCollectivesBench {
       for (int s = -WARMUP; s < SAMPLES; s++) {
         int i = Math.floorMod(s, nbuf);
         bytesBefore = dc.bytesSent();
-        spin.launch(dev.taco.kernels.cuda.Dim3.of(1), dev.taco.kernels.cuda.Dim3.of(1), 0, dc.stream(), 5_000_000L);
+        spin.enqueue(dc.stream(), 5_000_000L);
         first.record(dc.stream());
         switch (op) {
           case "all-reduce" -> dc.allReduce(plan, in[i], rows, COLS);
@@ -233,7 +221,7 @@ public final class GpuCollectivesBench {
       a.memset((byte) 3);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
-        spin.launch(dev.taco.kernels.cuda.Dim3.of(1), dev.taco.kernels.cuda.Dim3.of(1), 0, s, 2_000_000L);
+        spin.enqueue(s, 2_000_000L);
         start.record(s);
         for (long bytes : slots) {
           for (int p = 1; p < world; p++) {

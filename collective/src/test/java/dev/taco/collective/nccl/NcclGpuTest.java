@@ -8,10 +8,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.taco.collective.CollectiveException;
 import dev.taco.kernels.cuda.Cuda;
 import dev.taco.kernels.cuda.CudaContext;
-import dev.taco.kernels.cuda.CudaModule;
 import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.SpinKernel;
 import dev.taco.kernels.cuda.DeviceBuffer;
-import dev.taco.kernels.cuda.Dim3;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,15 +40,6 @@ import org.junit.jupiter.api.TestMethodOrder;
 class NcclGpuTest {
   private static final Duration INIT = Duration.ofSeconds(60);
   private static final int COUNT = 4099; // odd: no power-of-two luck
-  private static final String SPIN = """
-      extern "C" __global__ void spin(unsigned long long ns) {
-        unsigned long long start, now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-        do {
-          asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        } while (now - start < ns);
-      }
-      """;
 
   private static final long SEED = Long.getLong("taco.test.seed", System.nanoTime());
   private static CudaContext ctx;
@@ -219,12 +209,12 @@ class NcclGpuTest {
   @Order(100) // last: the spinning kernel holds the GPU for 3 s
   void theWatchdogAbortsACollectiveStuckBehindASpinningKernel() throws Exception {
     assumeGpu();
-    try (CudaModule m = ctx.compileModule(SPIN, "spin.cu");
-        CudaStream st = ctx.createStream();
+    SpinKernel spin = new SpinKernel(ctx);
+    try (CudaStream st = ctx.createStream();
         DeviceBuffer send = ctx.alloc(1024L * 4);
         DeviceBuffer recv = ctx.alloc(1024L * 4)) {
       try (NcclCommunicator c = single(Duration.ofSeconds(1))) {
-        m.function("spin").launch(Dim3.of(1), Dim3.of(1), 0, st, 3_000_000_000L);
+        spin.enqueue(st, 3_000_000_000L);
         long t0 = System.nanoTime();
         c.allReduce(send, recv, 1024, NcclDataType.FLOAT32, st);
         CollectiveException e = catchThrowableOfType(CollectiveException.class, () -> c.synchronize(st));

@@ -91,6 +91,10 @@ public final class TacoCli {
     @Option(names = "--recalibrate-interval", description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
     int recalibrateInterval = 0;
 
+    @Option(names = "--distributed-timeout-minutes", description = "How long a rank waits in one collective for the"
+        + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
+    int distributedTimeoutMinutes = 2;
+
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json and loss.png. Default: runs/<timestamp>.")
     Path out;
 
@@ -99,7 +103,7 @@ public final class TacoCli {
       GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp);
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
-          calibrationSteps, recalibrateInterval);
+          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
       requireMemory(cfg, microBatch);
       Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);

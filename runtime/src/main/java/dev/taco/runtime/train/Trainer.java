@@ -47,11 +47,16 @@ public final class Trainer {
    * @param evalIters validation micro-batches per evaluation
    * @param calibrationSteps tensors per collective site that calibrate its plan (0: the codec's defaults everywhere)
    * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
+   * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
+   *     the reason (Megatron-LM's {@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
    */
   public record Options(int steps, int microBatch, float lr, long seed, int evalInterval, int evalIters,
-      int calibrationSteps, int recalibrateInterval) {
+      int calibrationSteps, int recalibrateInterval, int distributedTimeoutMinutes) {
     /** @throws IllegalArgumentException naming the flag of a non-positive value */
     public Options {
+      if (distributedTimeoutMinutes <= 0) {
+        throw new IllegalArgumentException("--distributed-timeout-minutes must be positive, got " + distributedTimeoutMinutes);
+      }
       if (calibrationSteps < 0) throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
       if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
       if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
@@ -87,7 +92,7 @@ public final class Trainer {
     log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
     List<Long> wireBytes;
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
-      wireBytes = LocalGroup.run(r, comm -> {
+      wireBytes = LocalGroup.run(r, java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes()), comm -> {
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
         long wire = trainRank(cfg, corpus, opt, comm, sites, history, bar);
         if (comm.rank() == 0) {

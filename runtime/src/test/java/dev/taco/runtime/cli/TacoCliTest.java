@@ -80,6 +80,7 @@ class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--hidden-size", "-16")), "--hidden-size must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--micro-batch-size", "0")), "--micro-batch-size must be positive");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "0")), "--distributed-timeout-minutes must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp", "0")), "must be positive");
   }
 

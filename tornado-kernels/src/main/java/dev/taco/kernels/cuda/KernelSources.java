@@ -47,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * The CUDA C of a Java kernel ({@link KernelRequest}; DESIGN §5: Java kernel → CUDA C → NVRTC): a pre-translated file
  * when there is one, else a translation on the spot by {@link KernelTranslator}. The GPU machine's jlink'd runtime has
  * no {@code jdk.compiler}, so there the files are all there is: {@link #main} writes them on a CPU machine
- * ({@code bench/gpu-codec-prepare.sh} fills {@code .device/cuda/}, which travels with the bundle).
+ * ({@code bench/gpu-prepare.sh} fills {@code .device/cuda/}, which travels with the bundle).
  *
  * <h2>Keys</h2>
  * One file per request, {@code <directory>/<SimpleClass>.<method>-<key>.cu}, where the key is the SHA-256 of
@@ -208,7 +208,7 @@ public final class KernelSources {
       throw new IllegalStateException("no pre-translated CUDA C for " + describe(request) + " (" + expected
           + ") and it cannot be translated here: " + why + ". Write the directory on a machine with a JDK: java "
           + KernelSources.class.getName() + " <source-roots> <directory> <class with static List<KernelRequest> "
-          + "kernels()> (bench/gpu-codec-prepare.sh does it for the TACO kernels)");
+          + "kernels()> (bench/gpu-prepare.sh does it for every GPU kernel of the project)");
     }
     long t0 = System.nanoTime();
     String src = translators.computeIfAbsent(files, KernelTranslator::new).translate(List.of(request));

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
  * launch per execution instead of four.
  *
  * <p>The kernels are {@link TacoGpuKernels} given as method references; on a GPU machine without a JDK their CUDA C
- * must be pre-translated into {@code .device/cuda/} ({@code bench/gpu-codec-prepare.sh}, or
+ * must be pre-translated into {@code .device/cuda/} ({@code bench/gpu-prepare.sh}, or
  * {@code KernelSources tornado-kernels/src/main/java .device/cuda dev.taco.kernels.gpu.TacoCudaSources}), read
  * relative to the working directory (or {@code -Dtaco.cuda.dir}).
  */
