@@ -47,6 +47,12 @@ public interface Communicator extends AutoCloseable {
    */
   byte[][] allToAllBytes(byte[][] send);
 
+  /**
+   * {@link #allToAllBytes} for control messages (the check that every rank calls the same collective): the same
+   * exchange, not counted in {@link #bytesSent()}, which counts the collectives' payloads.
+   */
+  byte[][] allToAllControl(byte[][] send);
+
   /** Blocks until every rank has entered the barrier. */
   void barrier();
 

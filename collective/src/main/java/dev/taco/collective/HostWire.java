@@ -1,6 +1,7 @@
 package dev.taco.collective;
 
 import dev.taco.codec.MalformedPayloadException;
+import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -44,8 +45,36 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
 
   /** Bytes of one {@code rows x cols} chunk's payload under {@code plan}. */
   public static int payloadBytes(Plan plan, int rows, int cols) {
-    return plan.exact() ? Math.multiplyExact(Float.BYTES, Math.multiplyExact(rows, cols))
-        : plan.codec().encodedSize(rows, cols);
+    if (plan.exact()) {
+      long bytes = (long) Float.BYTES * rows * cols;
+      if (bytes > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException("a " + rows + " x " + cols + " exact float32 chunk would be " + bytes
+            + " bytes, over 2^31-1: use more ranks or a smaller tensor");
+      }
+      return (int) bytes;
+    }
+    return plan.codec().encodedSize(rows, cols);
+  }
+
+  @Override
+  public long capacity(float[] tensor) {
+    return tensor.length;
+  }
+
+  /** Swaps the descriptions over the transport and compares them (one small exchange). */
+  @Override
+  public void agree(String description) {
+    byte[] mine = description.getBytes(StandardCharsets.UTF_8);
+    byte[][] out = new byte[worldSize()][];
+    Arrays.fill(out, mine);
+    byte[][] in = comm.allToAllControl(out);
+    for (int q = 0; q < in.length; q++) {
+      String theirs = new String(in[q], StandardCharsets.UTF_8);
+      if (!theirs.equals(description)) {
+        throw new CollectiveException("rank " + rank() + " called " + description + ", rank " + q + " " + theirs
+            + ": every rank must call the same collective with the same shape and plan");
+      }
+    }
   }
 
   @Override
@@ -71,8 +100,7 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
     try {
       out.slots()[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
     } catch (IllegalArgumentException e) { // the codec refused the chunk (NaN/Inf): say where in the tensor it is
-      throw new IllegalArgumentException("chunk of tensor rows " + row0 + ".." + (row0 + realRows) + ", rank "
-          + rank() + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(where(plan, row0, realRows) + ", rank " + rank() + ": " + e.getMessage(), e);
     }
   }
 
@@ -88,7 +116,14 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
   @Override
   public void reduceEncode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv,
       Slots out, int piece) {
-    out.slots()[rank()] = encodeChunk(plan, reduceChunk(plan, x, row0, realRows, rows, cols, recv), rows, cols);
+    float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
+    try {
+      out.slots()[rank()] = encodeChunk(plan, sum, rows, cols);
+    } catch (IllegalArgumentException e) { // own rows NaN/Inf, or a sum that overflowed float32
+      throw new IllegalArgumentException("the sum over ranks of the " + where(plan, row0, realRows) + ", rank "
+          + rank() + ", is not finite (its own rows hold NaN/Inf, or the sum overflowed float32): " + e.getMessage(),
+          e);
+    }
   }
 
   @Override
@@ -140,7 +175,7 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
           }
         } catch (MalformedPayloadException e) {
           throw new MalformedPayloadException("rank " + rank() + ": payload from rank " + q + " for a " + to.rows()
-              + " x " + to.cols() + " chunk (" + to.plan().describe() + "): " + e.getMessage());
+              + " x " + to.cols() + " chunk (" + to.plan().describe() + "): " + e.getMessage(), e);
         }
       }
     }
@@ -201,6 +236,14 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
     }
   }
 
+  /** Where a chunk is, for messages: its tensor rows, how its own rows and columns map to the tensor's. */
+  private static String where(Plan plan, int row0, int realRows) {
+    String axes = plan.layout() == WireLayout.TOKEN_AXIS ? "; the token-axis layout sends the tensor transposed, so"
+        + " a chunk row is a tensor column and a chunk column a tensor row" : "";
+    return "chunk of " + (plan.layout() == WireLayout.TOKEN_AXIS ? "wire" : "tensor") + " rows " + row0 + ".."
+        + (row0 + realRows) + " (its row r is row " + row0 + " + r" + axes + ")";
+  }
+
   /** The chunk {@code rows x cols}: {@code realRows} rows of {@code x} from {@code row0}, then zero rows. */
   private static float[] chunk(float[] x, int row0, int realRows, int rows, int cols) {
     float[] c = new float[rows * cols];
@@ -231,7 +274,7 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
       try {
         plan.codec().decodeReduce(peers, rows, cols, own, 0, own, 0);
       } catch (MalformedPayloadException e) {
-        throw new MalformedPayloadException("rank " + rank() + " decompress-reduce: " + e.getMessage());
+        throw new MalformedPayloadException("rank " + rank() + " decompress-reduce: " + e.getMessage(), e);
       }
       return own;
     }

@@ -158,24 +158,42 @@ public final class LocalCommunicator implements Communicator {
    */
   @Override
   public byte[][] allToAllBytes(byte[][] send) {
+    long bytes = checkPayloads(send, "allToAllBytes");
+    byte[][] recv = group.exchange(rank, round++, send, "allToAllBytes");
+    bytesSent += bytes;
+    return recv;
+  }
+
+  /**
+   * {@link #allToAllBytes} without counting the bytes (control messages).
+   *
+   * @throws IllegalArgumentException as {@link #allToAllBytes}
+   * @throws CollectiveException if the group is aborted, a peer failed or this rank times out
+   */
+  @Override
+  public byte[][] allToAllControl(byte[][] send) {
+    checkPayloads(send, "allToAllControl");
+    return group.exchange(rank, round++, send, "allToAllControl");
+  }
+
+  /** Validates an all-to-all's payloads; returns the bytes they put on the wire (the other ranks' ones). */
+  private long checkPayloads(byte[][] send, String op) {
     if (send == null) {
-      throw new IllegalArgumentException("allToAllBytes: send is null");
+      throw new IllegalArgumentException(op + ": send is null");
     }
     if (send.length != worldSize()) {
       throw new IllegalArgumentException(
-          "allToAllBytes: send has " + send.length + " payloads, needs worldSize = " + worldSize());
+          op + ": send has " + send.length + " payloads, needs worldSize = " + worldSize());
     }
     long bytes = 0;
     for (int p = 0; p < send.length; p++) {
       if (send[p] == null) {
-        throw new IllegalArgumentException("allToAllBytes: send[" + p + "] is null");
+        throw new IllegalArgumentException(op + ": send[" + p + "] is null");
       }
       bytes += p == rank ? 0 : send[p].length;
     }
-    checkOpen("allToAllBytes");
-    byte[][] recv = group.exchange(rank, round++, send, "allToAllBytes");
-    bytesSent += bytes;
-    return recv;
+    checkOpen(op);
+    return bytes;
   }
 
   /**

@@ -106,7 +106,8 @@ public final class LocalGroup {
    * <p>If a rank throws, the group is aborted at once: ranks blocked in (or later entering) a collective get a
    * {@link CollectiveException} naming the failed rank and their operation, so nothing hangs. Then the failure
    * that aborted the group (the first one) is rethrown, with the other ranks' failures attached as suppressed
-   * exceptions: a {@link RuntimeException} or {@link Error} as is, a checked exception wrapped in a
+   * exceptions (a rank still running one timeout after the abort, stuck outside any collective, is left running on its
+   * daemon thread and reported as a {@link CollectiveException}): a {@link RuntimeException} or {@link Error} as is, a checked exception wrapped in a
    * {@link CollectiveException}.
    *
    * @return the ranks' results, in rank order
@@ -136,11 +137,22 @@ public final class LocalGroup {
       t.start();
     }
     boolean interrupted = false;
-    for (Thread t : threads) {
-      while (true) {
+    long abortedAt = 0;
+    List<Integer> stuck = new ArrayList<>();
+    for (int r = 0; r < worldSize; r++) {
+      Thread t = threads[r];
+      while (t.isAlive()) {
         try {
-          t.join();
-          break;
+          // once the group is aborted, a rank gets one more timeout to finish; a rank stuck outside any collective
+          // (the daemon thread goes on) must not hold the caller forever
+          if (abortedAt == 0 && group.aborted()) {
+            abortedAt = System.nanoTime();
+          }
+          t.join(abortedAt == 0 ? 100 : Math.max(1, (timeout.toNanos() - (System.nanoTime() - abortedAt)) / 1_000_000));
+          if (abortedAt != 0 && t.isAlive() && System.nanoTime() - abortedAt >= timeout.toNanos()) {
+            stuck.add(r);
+            break;
+          }
         } catch (InterruptedException e) {
           interrupted = true;
           group.abort(-1, "the thread running LocalGroup.run was interrupted");
@@ -149,6 +161,12 @@ public final class LocalGroup {
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
+    }
+    for (int r : stuck) {
+      if (failures[r] == null) {
+        failures[r] = new CollectiveException("rank " + r + " did not finish within " + seconds(timeout.toNanos())
+            + " after the group was aborted (its thread is left running)");
+      }
     }
     rethrowFirst(failures, group.abortOrigin());
     return results;
@@ -272,6 +290,16 @@ public final class LocalGroup {
         abortLocked(rank,
             "rank " + rank + " was closed while ranks " + ranksArrivedLocked(true) + " wait in a collective");
       }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether the group has been aborted. */
+  private boolean aborted() {
+    lock.lock();
+    try {
+      return abortReason != null;
     } finally {
       lock.unlock();
     }

@@ -71,9 +71,13 @@ public record Plan(AbstractCodec codec, WireLayout layout, int[] permutation) {
     return permutation == null ? null : permutation.clone();
   }
 
-  /** e.g. {@code taco:e4m3,g=256,alpha=1.0,hadamard=off in-order} or {@code fp32 in-order}. */
+  /**
+   * e.g. {@code taco:e4m3,g=256,alpha=1.0,hadamard=off in-order}, {@code fp32 in-order}, or {@code ... permuted#1f3a2b}
+   * (the permutation's hash: two plans that describe alike send alike).
+   */
   public String describe() {
-    return (codec == null ? "fp32" : codec.toString()) + " " + layout.label();
+    return (codec == null ? "fp32" : codec.toString()) + " " + layout.label()
+        + (permutation == null ? "" : "#" + Integer.toHexString(Arrays.hashCode(permutation)));
   }
 
   @Override

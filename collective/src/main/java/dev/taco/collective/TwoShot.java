@@ -35,9 +35,11 @@ public final class TwoShot {
    */
   public static <T, P> void allReduce(Wire<T, P> w, Plan plan, T x, int rows, int cols) {
     checkShape("all-reduce", plan, rows, cols);
+    checkCapacity(w, "all-reduce", "tensor", x, (long) rows * cols);
     if (w.worldSize() == 1) {
       return;
     }
+    w.agree(call("all-reduce", plan, rows, cols));
     if (plan.layout() == WireLayout.IN_ORDER) {
       allReduceInOrder(w, plan, x, rows, cols);
       return;
@@ -99,10 +101,13 @@ public final class TwoShot {
     checkShape("all-gather", plan, shardRows, cols);
     checkNotTransposed("all-gather", plan);
     int world = w.worldSize();
+    checkCapacity(w, "all-gather", "shard", shard, (long) shardRows * cols);
+    checkCapacity(w, "all-gather", "output", out, (long) world * shardRows * cols);
     if (world == 1) {
       w.copyRows(shard, 0, out, 0, shardRows, cols);
       return;
     }
+    w.agree(call("all-gather", plan, shardRows, cols));
     T src = shard;
     T dst = out;
     if (plan.layout() == WireLayout.PERMUTED) {
@@ -147,10 +152,13 @@ public final class TwoShot {
           + " ranks (the sequence length must be divisible by the tensor-parallel size)");
     }
     int rs = rows / world;
+    checkCapacity(w, "reduce-scatter", "tensor", x, (long) rows * cols);
+    checkCapacity(w, "reduce-scatter", "shard", shard, (long) rs * cols);
     if (world == 1) {
       w.copyRows(x, 0, shard, 0, rs, cols);
       return;
     }
+    w.agree(call("reduce-scatter", plan, rows, cols));
     T src = x;
     T dst = shard;
     if (plan.layout() == WireLayout.PERMUTED) {
@@ -206,6 +214,21 @@ public final class TwoShot {
     if (perm != null && perm.length != cols) {
       throw new IllegalArgumentException(op + ": the plan's channel permutation has " + perm.length
           + " entries, the tensor " + cols + " columns");
+    }
+  }
+
+  /** What a rank calls, as {@link Wire#agree} compares it. */
+  private static String call(String op, Plan plan, int rows, int cols) {
+    return op + " of " + rows + " x " + cols + " with " + plan.describe();
+  }
+
+  private static <T, P> void checkCapacity(Wire<T, P> w, String op, String what, T t, long need) {
+    if (t == null) {
+      throw new IllegalArgumentException(op + ": the " + what + " is null");
+    }
+    long has = w.capacity(t);
+    if (has < need) {
+      throw new IllegalArgumentException(op + ": the " + what + " holds " + has + " values, the shape needs " + need);
     }
   }
 

@@ -36,6 +36,18 @@ public interface Wire<T, P> {
   /** A payload buffer of {@code worldSize()} slots, each sized for a {@code rows x cols} chunk under {@code plan}. */
   P payloads(Plan plan, int rows, int cols);
 
+  /** How many values {@code tensor} can hold. */
+  long capacity(T tensor);
+
+  /**
+   * Checks that every rank calls the same collective: each rank gives its description (operation, shape, plan); if
+   * any two differ, every rank throws before anything is sent or written. The device wire leaves this to its caller,
+   * which checks at call time rather than while recording ({@code DeviceCollectives}).
+   *
+   * @throws CollectiveException naming a rank whose call differs, and both descriptions
+   */
+  void agree(String description);
+
   /** A scratch tensor of {@code rows x cols} values. */
   T scratch(int rows, int cols);
 

@@ -114,4 +114,19 @@ class LocalGroupTest {
     })).isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 aborted the group")
         .hasMessageContaining("operator stop"));
   }
+
+  @Test
+  void aRankStuckOutsideAnyCollectiveDoesNotHoldTheCallerPastTheTimeout() {
+    long t0 = System.nanoTime();
+    assertThatThrownBy(() -> LocalGroup.run(2, Duration.ofMillis(500), comm -> {
+      if (comm.rank() == 1) {
+        Thread.sleep(30_000); // stuck: never enters the collective
+      }
+      comm.barrier();
+      return null;
+    })).hasMessageContaining("timed out after 0.5 s")
+        .satisfies(e -> assertThat(e.getSuppressed()).anySatisfy(s ->
+            assertThat(s).hasMessageContaining("rank 1 did not finish within 0.5 s")));
+    assertThat((System.nanoTime() - t0) / 1e9).isLessThan(5);
+  }
 }

@@ -216,20 +216,66 @@ class TwoShotTest {
   }
 
   @Test
-  void shapesThatDifferAcrossRanksAreAClearErrorNotAWrongTensor() {
+  void callsThatDifferAcrossRanksAreAClearErrorOnEveryRankNotAWrongTensor() {
     Plan taco = Plan.of(Codecs.byName("taco"));
-    assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
-      int rows = comm.rank() == 0 ? 8 : 10;
-      float[] x = input(5, comm.rank(), rows, 64);
-      float[] before = x.clone();
-      try {
-        TwoShot.allReduce(new HostWire(comm), taco, x, rows, 64);
-      } finally {
-        assertThat(x).as("the tensor is left as it was").isEqualTo(before);
+    int[] perm = {1, 0, 2, 3, 4, 5, 6, 7};
+    record Call(String op, Plan plan, int rows, int cols) {}
+    // rank 0's call, rank 1's call: shapes whose chunks coincide (4 x 2 and 3 x 2 both make 2-row chunks), another
+    // layout, another permutation, another collective
+    List<Call[]> pairs = List.of(
+        new Call[] {new Call("ar", taco, 4, 2), new Call("ar", taco, 3, 2)},
+        new Call[] {new Call("ar", Plan.EXACT, 2, 8), new Call("ar", Plan.EXACT, 4, 4)},
+        new Call[] {new Call("ar", taco, 8, 8), new Call("ar", taco.tokenAxis(), 8, 8)},
+        new Call[] {new Call("ar", taco.permuted(perm), 8, 8), new Call("ar", taco, 8, 8)},
+        new Call[] {new Call("ar", taco, 2, 4), new Call("ag", taco, 1, 4)});
+    for (Call[] pair : pairs) {
+      List<Object> errors = LocalGroup.run(2, comm -> {
+        Call c = pair[comm.rank()];
+        float[] x = input(5, comm.rank(), c.rows(), c.cols());
+        float[] before = x.clone();
+        try {
+          if (c.op().equals("ar")) {
+            TwoShot.allReduce(new HostWire(comm), c.plan(), x, c.rows(), c.cols());
+          } else {
+            TwoShot.allGather(new HostWire(comm), c.plan(), x, c.rows(), c.cols(), new float[2 * x.length]);
+          }
+          return null;
+        } catch (CollectiveException e) {
+          assertThat(x).as("the tensor is left as it was").isEqualTo(before);
+          return e;
+        }
+      });
+      for (Object e : errors) {
+        assertThat(e).as(pair[0] + " vs " + pair[1]).isInstanceOf(CollectiveException.class);
+        assertThat(((Exception) e).getMessage()).contains("every rank must call the same collective");
       }
+    }
+  }
+
+  @Test
+  void tensorsTooSmallForTheShapeAreRefusedBeforeAnythingMoves() {
+    Plan taco = Plan.of(Codecs.byName("taco"));
+    try (LocalCommunicator comm = LocalGroup.create(1).get(0)) {
+      HostWire w = new HostWire(comm);
+      assertThatThrownBy(() -> TwoShot.allReduce(w, taco, new float[10], 4, 4)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("all-reduce: the tensor holds 10 values, the shape needs 16");
+      assertThatThrownBy(() -> TwoShot.allGather(w, taco, new float[16], 4, 4, new float[15]))
+          .hasMessage("all-gather: the output holds 15 values, the shape needs 16");
+      assertThatThrownBy(() -> HostWire.payloadBytes(Plan.EXACT, 1 << 29, 2)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("over 2^31-1");
+    }
+  }
+
+  @Test
+  void aSumThatIsNotFiniteSaysWhereAndWhy() {
+    Plan none = Plan.of(Codecs.byName("none"));
+    assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
+      float[] x = new float[8 * 4];
+      java.util.Arrays.fill(x, 3e38f); // finite inputs whose sum overflows float32
+      TwoShot.allReduce(new HostWire(comm), none, x, 8, 4);
       return null;
-    })).isInstanceOf(MalformedPayloadException.class).hasMessageContaining("payload from rank")
-        .hasMessageContaining("expected");
+    })).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is not finite")
+        .hasMessageContaining("the sum overflowed float32").hasMessageContaining("chunk of tensor rows");
   }
 
   @Test
@@ -257,6 +303,7 @@ class TwoShotTest {
     @Override public void allGather(float[] s, int so, int n, float[] r, int ro) { inner.allGather(s, so, n, r, ro); }
     @Override public void reduceScatter(float[] s, int so, int n, float[] r, int ro) { inner.reduceScatter(s, so, n, r, ro); }
     @Override public void allToAll(float[] s, int so, int n, float[] r, int ro) { inner.allToAll(s, so, n, r, ro); }
+    @Override public byte[][] allToAllControl(byte[][] send) { return inner.allToAllControl(send); }
     @Override public void barrier() { inner.barrier(); }
     @Override public long bytesSent() { return inner.bytesSent(); }
     @Override public void close() { inner.close(); }

@@ -176,7 +176,7 @@ public abstract class AbstractCodec implements Codec {
       try {
         h = parse(payloads[q], 0, payloads[q].length);
       } catch (MalformedPayloadException e) {
-        throw new MalformedPayloadException("payload " + q + ": " + e.getMessage());
+        throw new MalformedPayloadException("payload " + q + ": " + e.getMessage(), e);
       }
       if (h.rows() != rows || h.cols() != cols) {
         throw PayloadHeader.bad(name(), "payload " + q + " holds " + h.rows() + " x " + h.cols() + ", expected " + rows

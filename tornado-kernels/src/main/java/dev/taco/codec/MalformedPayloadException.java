@@ -7,4 +7,14 @@ public final class MalformedPayloadException extends IllegalArgumentException {
   public MalformedPayloadException(String message) {
     super(message);
   }
+
+  /**
+   * A payload rejected with more context than the check that found it.
+   *
+   * @param message what is wrong, and where (source rank, chunk)
+   * @param cause the check's own exception
+   */
+  public MalformedPayloadException(String message, Throwable cause) {
+    super(message, cause);
+  }
 }

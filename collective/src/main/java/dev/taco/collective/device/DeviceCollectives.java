@@ -99,6 +99,26 @@ public final class DeviceCollectives implements AutoCloseable {
     return DeviceWire.unsupported(plan);
   }
 
+  /**
+   * What a plan becomes on the GPU: the plan itself where it has kernels, else {@code none} (bf16, what Megatron-LM
+   * sends) in the same layout, with the reason, for the caller's report (DESIGN §3.1: a calibrated plan either runs on
+   * the GPU or falls back visibly).
+   *
+   * @param plan the plan to run
+   * @param reason null when {@code plan} is the one asked for, else why it replaced it
+   */
+  public record Resolved(Plan plan, String reason) {}
+
+  /** The plan to run on the GPU instead of {@code plan} ({@link Resolved}); {@code plan} itself where it can run. */
+  public static Resolved resolve(Plan plan) {
+    String why = unsupported(plan);
+    if (why == null) {
+      return new Resolved(plan, null);
+    }
+    Plan none = new Plan(new dev.taco.codec.Bf16Codec(), plan.layout(), plan.permutation());
+    return new Resolved(none, why + ": sent as bf16 (none) on the GPU");
+  }
+
   /** The stream the collectives are ordered on (lane 0 of every graph). */
   public CudaStream stream() {
     return compute;
@@ -119,6 +139,10 @@ public final class DeviceCollectives implements AutoCloseable {
    */
   public void allReduce(Plan plan, DeviceTensor x, int rows, int cols) {
     need(x, rows, cols, "all-reduce input");
+    String why = unsupported(plan);
+    if (why != null) {
+      throw new IllegalArgumentException("all-reduce with " + plan.describe() + " cannot run on the GPU: " + why);
+    }
     if (transport.worldSize() == 1) {
       return; // one rank: nothing moves, nothing is quantised
     }

@@ -127,6 +127,15 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   }
 
   @Override
+  public long capacity(DeviceTensor tensor) {
+    return tensor.buffer().bytes() / tensor.elementBytes();
+  }
+
+  /** Nothing to record: {@link DeviceCollectives} checks the ranks' calls when they are made, not when recorded. */
+  @Override
+  public void agree(String description) {}
+
+  @Override
   public DeviceTensor scratch(int rows, int cols) {
     return new DeviceTensor(alloc((long) rows * cols * (bf16 ? 2 : 4)), bf16);
   }

@@ -98,15 +98,27 @@ public final class CollectiveSites {
     this.calibrationSteps = calibrationSteps;
     this.recalibrateInterval = recalibrateInterval;
     if (calibrationSteps > 0 && exact.worldSize() > 1) {
+      // what the user fixed stays fixed: an explicit g= keeps G, an explicit hadamard= or an ablation (taco-no-*)
+      // keeps the transform; calibration searches the rest, and the wire layout
+      boolean fixedG = hasParameter(spec, "g=");
       for (int g : GROUP_SIZES) {
+        if (fixedG && g != codec.groupSize()) continue;
         if (codec instanceof TacoCodec t) {
-          candidates.add(t.with(g, true));
-          candidates.add(t.with(g, false));
+          boolean fixedH = hasParameter(spec, "hadamard=") || !(t.name().equals("taco") || t.name().equals("taco-no-ds"));
+          for (boolean h : fixedH ? new boolean[] {t.hadamard()} : new boolean[] {true, false}) candidates.add(t.with(g, h));
         } else if (codec instanceof Int8GroupCodec c) {
           candidates.add(c.withGroupSize(g));
         }
       }
     }
+  }
+
+  /** Whether the user's codec spec sets {@code key} ({@code g=}, {@code hadamard=}) among its parameters. */
+  private static boolean hasParameter(String spec, String key) {
+    for (String p : spec.toLowerCase(java.util.Locale.ROOT).split("[:,]")) {
+      if (p.strip().startsWith(key)) return true;
+    }
+    return false;
   }
 
   /** Every site exact (float32, no codec, no calibration) over {@code comm}. */

@@ -48,7 +48,7 @@ public final class Gpt {
   private final float[] lnf, lnfMean, lnfRstd, logits, probs, losses;
   // gradient scratch
   private final float[] dres, dln, dqkv, datty, dattScratch, dfch, dfchGelu, dlogits, dlnf;
-  private float lastLoss = Float.NaN;
+  private boolean forwarded;
 
   /**
    * Builds rank {@code tp.rank()} of the model with weights initialised from {@code seed} as GPT-2 does (normal,
@@ -197,8 +197,8 @@ public final class Gpt {
     LayerNorm.forward(lnf, 0, lnfMean, 0, lnfRstd, 0, x, 0, params, p.lnfw, params, p.lnfb, b, t, c);
     // tied LM head: logits(BT,V) = lnf(BT,C) · wte(V,C)^T
     Gemm.matmulTransB(lnf, 0, params, p.wte, logits, 0, b * t, v, c, false);
-    lastLoss = CrossEntropy.forward(losses, 0, probs, 0, logits, 0, targets, 0, b, t, v);
-    return lastLoss;
+    forwarded = true;
+    return CrossEntropy.forward(losses, 0, probs, 0, logits, 0, targets, 0, b, t, v);
   }
 
   /** Zeroes the parameter gradients. */
@@ -208,7 +208,7 @@ public final class Gpt {
 
   /** Backward pass of the last {@link #forward}, accumulating into {@link #grads()}. */
   public void backward() {
-    if (Float.isNaN(lastLoss)) throw new IllegalStateException("backward() before forward()");
+    if (!forwarded) throw new IllegalStateException("backward() before forward()");
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
     int v = cfg.vocabSize(), layers = cfg.numLayers();
     Layout p = layout;

@@ -54,8 +54,9 @@ public final class Trainer {
       int calibrationSteps, int recalibrateInterval, int distributedTimeoutMinutes) {
     /** @throws IllegalArgumentException naming the flag of a non-positive value */
     public Options {
-      if (distributedTimeoutMinutes <= 0) {
-        throw new IllegalArgumentException("--distributed-timeout-minutes must be positive, got " + distributedTimeoutMinutes);
+      if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
+        throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
+            + distributedTimeoutMinutes);
       }
       if (calibrationSteps < 0) throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
       if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
@@ -157,6 +158,9 @@ public final class Trainer {
       float loss;
       try {
         loss = model.forward(in, tgt);
+        if (!Float.isFinite(loss)) {
+          throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
+        }
         model.backward();
       } catch (IllegalArgumentException e) {
         String msg = String.valueOf(e.getMessage());
@@ -169,7 +173,6 @@ public final class Trainer {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
       }
       wire += tp.bytesSent() - before;
-      if (!Float.isFinite(loss)) throw new IllegalStateException("training diverged: loss " + loss + " at step " + step);
       // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);

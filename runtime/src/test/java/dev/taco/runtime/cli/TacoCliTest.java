@@ -76,11 +76,26 @@ class TacoCliTest {
   }
 
   @Test
+  void aDivergedRunSaysSoAtEveryTpSize() throws Exception {
+    Path text = Files.writeString(tmp.resolve("d.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
+    for (String tp : new String[] {"1", "2"}) {
+      Result r = run(tiny(tmp.resolve("o" + tp), "--data", text.toString(), "--tp", tp, "--lr", "1e30", "--compression",
+          "none"));
+      assertThat(r.status()).as(r.err()).isEqualTo(1);
+      List<String> lines = r.err().strip().lines().toList();
+      assertThat(lines.get(lines.size() - 1)).as("TP=" + tp).startsWith("taco: error: training diverged")
+          .contains("lower --lr");
+      assertThat(r.err()).doesNotContain("\tat ").doesNotContain("backward() before forward()");
+    }
+  }
+
+  @Test
   void nonPositiveSizes() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--hidden-size", "-16")), "--hidden-size must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--micro-batch-size", "0")), "--micro-batch-size must be positive");
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "0")), "--distributed-timeout-minutes must be positive");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "0")), "--distributed-timeout-minutes must be in 1..10080");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "153722868")), "--distributed-timeout-minutes must be in 1..10080");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp", "0")), "must be positive");
   }
 

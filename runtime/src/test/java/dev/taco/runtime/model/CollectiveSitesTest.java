@@ -134,6 +134,24 @@ class CollectiveSitesTest {
   }
 
   @Test
+  void calibrationKeepsWhatTheUserFixed() {
+    long seed = new SplittableRandom().nextLong();
+    for (String spec : new String[] {"taco:g=64", "taco:hadamard=on", "taco-no-hadamard", "int8-group:g=64"}) {
+      List<Object> plans = LocalGroup.run(2, comm -> {
+        CollectiveSites sites = new CollectiveSites(comm, spec, 1, 0);
+        sites.allReduce("layer0.mlp.fwd", activations(seed, comm.rank()), ROWS, COLS);
+        return sites.plans().get("layer0.mlp.fwd");
+      });
+      CollectiveSites.CalibratedPlan plan = (CollectiveSites.CalibratedPlan) plans.get(0);
+      String where = spec + " seed " + seed + ": " + plan;
+      if (spec.contains("g=64")) assertThat(plan.groupSize()).as(where).isEqualTo(64);
+      if (spec.contains("hadamard=on")) assertThat(plan.hadamard()).as(where).isTrue();
+      if (spec.equals("taco-no-hadamard")) assertThat(plan.hadamard()).as(where).isFalse();
+      assertThat(plan.codec()).as(where).startsWith(spec.substring(0, spec.indexOf(':') < 0 ? spec.length() : spec.indexOf(':')));
+    }
+  }
+
+  @Test
   void badArgumentsAreRejected() {
     var comm = LocalGroup.create(1).get(0);
     assertThatThrownBy(() -> new CollectiveSites(comm, "taco", -1, 0)).hasMessageContaining("calibration steps must be >= 0");
