@@ -41,7 +41,7 @@ public final class DeviceCollectives implements AutoCloseable {
   /**
    * Default least payload bytes of one rank's pipelined piece: 16 MiB. Smaller pieces overlap more finely but make
    * kernels too small to fill the GPU: on an H200 the 64 MiB bf16 all-reduce at R = 2 took 0.119 ms of GPU time in one
-   * piece and 0.212 ms in five pieces of 4 MiB (a compress of 824 rows of 4096 reached a quarter of the copy
+   * piece and 0.187 ms in five balanced pieces of 4 MiB (a compress of 824 rows of 4096 reached a quarter of the copy
    * bandwidth; bench/results/gpu-collectives-1gpu.json). With 16 MiB that all-reduce is one piece and 256 MiB four.
    */
   public static final long DEFAULT_PIECE_BYTES = 16L << 20;

@@ -209,6 +209,40 @@ class DeviceCollectivesGpuTest {
   }
 
   @Test
+  void anNcclCallCapturedIntoACudaGraphReplaysWithFreshInputsAndIsWatchedAtLaunch() {
+    assumeTrue(Cuda.available() && Nccl.available(), Cuda.unavailableReason() + "; " + Nccl.unavailableReason());
+    int n = 4099;
+    try (NcclCommunicator nccl = NcclCommunicator.init(ctx, 0, 1, Nccl.get().uniqueId(), Duration.ofSeconds(60));
+        DeviceBuffer send = ctx.alloc(4L * n); DeviceBuffer recv = ctx.alloc(4L * n)) {
+      float[] in = new float[n];
+      float[] out = new float[n];
+      dev.taco.kernels.cuda.TaskGraph g = new dev.taco.kernels.cuda.TaskGraph("nccl-capture")
+          .transferToDevice(dev.taco.kernels.cuda.DataTransferMode.EVERY_EXECUTION, in, send)
+          .step(new dev.taco.kernels.cuda.TaskGraph.Step() {
+            @Override public String name() { return "nccl-all-gather"; }
+            @Override public boolean capturable() { return true; }
+            @Override public void enqueue(dev.taco.kernels.cuda.CudaStream st, boolean first) {
+              nccl.allGather(send, recv, n, dev.taco.collective.nccl.NcclDataType.FLOAT32, st);
+            }
+          })
+          .transferToHost(dev.taco.kernels.cuda.DataTransferMode.EVERY_EXECUTION, recv, out);
+      try (dev.taco.kernels.cuda.ExecutionPlan plan = new dev.taco.kernels.cuda.ExecutionPlan(ctx, g.snapshot())
+          .withCudaGraph()) {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        for (int i = 0; i < 3; i++) {
+          for (int j = 0; j < n; j++) in[j] = (float) rnd.nextGaussian();
+          plan.execute();
+          nccl.watch("captured all-gather", plan.lane(0));
+          assertThat(out).as("execution " + i + " (the first captures, the others replay)").isEqualTo(in);
+        }
+        assertThat(plan.cudaGraphNodes()).as("the capture holds the NCCL call's nodes").isPositive();
+        nccl.synchronize(plan.lane(0));
+        assertThat(nccl.failure()).isNull();
+      }
+    }
+  }
+
+  @Test
   void aRankThatThrowsOrNeverComesFailsThePeersClearly() {
     assumeGpu();
     Plan taco = Plan.of(Codecs.byName("taco"));
