@@ -135,7 +135,7 @@ public final class Trainer {
       List<RunResult.StepRow> history, ProgressBar bar) {
     int rank = exact.rank();
     int b = opt.microBatch(), t = cfg.seqLength();
-    Gpt model = new Gpt(cfg, tp, b, opt.seed());
+    Gpt<float[]> model = Gpt.cpu(cfg, tp, b, opt.seed());
     float[] params = model.params(), grads = model.grads();
     int n = params.length;
     float[] m = new float[n], v = new float[n];
@@ -191,7 +191,7 @@ public final class Trainer {
   }
 
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
-  private static double evaluate(Gpt model, CollectiveSites tp, Corpus corpus, Options opt, int b, int t) {
+  private static double evaluate(Gpt<float[]> model, CollectiveSites tp, Corpus corpus, Options opt, int b, int t) {
     tp.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];

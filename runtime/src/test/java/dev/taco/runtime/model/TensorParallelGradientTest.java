@@ -35,24 +35,26 @@ class TensorParallelGradientTest {
   static Grads gradients(int r, long seed) {
     GptConfig cfg = CFG.withTp(r);
     int[][] data = batch(seed);
-    int fullSize = new Gpt.Layout(CFG, 0).size();
+    int fullSize = new ParameterTensors(CFG, 0).fullSize();
     float[] full = new float[fullSize];
     boolean[] written = new boolean[fullSize];
     List<Float> losses = LocalGroup.run(r, (Communicator comm) -> {
-      Gpt model = new Gpt(cfg, comm, B, seed);
+      Gpt<float[]> model = Gpt.cpu(cfg, comm, B, seed);
       model.zeroGrad();
       float loss = model.forward(data[0], data[1]);
       model.backward();
       synchronized (full) {
-        Gpt.Layout lay = model.layout();
-        for (int i = 0; i < lay.size(); i++) {
-          int f = lay.fullIndex(i);
-          if (written[f]) {
-            // replicated tensor: every rank must hold the same gradient bits
-            assertThat(model.grads()[i]).as("replicated gradient %d on rank %d", f, comm.rank()).isEqualTo(full[f]);
+        for (ParameterTensors.Tensor t : model.layout().tensors()) {
+          for (int i = 0; i < t.size(r); i++) {
+            int f = t.fullIndex(i, comm.rank(), r);
+            float g = model.grads()[t.offset() + i];
+            if (written[f]) {
+              // replicated tensor: every rank must hold the same gradient bits
+              assertThat(g).as("replicated gradient %d (%s) on rank %d", f, t.name(), comm.rank()).isEqualTo(full[f]);
+            }
+            full[f] = g;
+            written[f] = true;
           }
-          full[f] = model.grads()[i];
-          written[f] = true;
         }
       }
       return loss;
@@ -80,7 +82,7 @@ class TensorParallelGradientTest {
     double rel = Math.sqrt(num / den);
     assertThat(rel).as("relative L2 difference of all gradients, TP=%d vs TP=1", r).isLessThan(1e-5);
     // per tensor too: the smallest gradients (biases) must not hide behind the large ones
-    Gpt.Layout lay = new Gpt.Layout(CFG, 0);
+    ParameterTensors lay = new ParameterTensors(CFG, 0);
     int[][] tensors = {{lay.wte, 256 * 32}, {lay.qkvw[0], 32 * 96}, {lay.qkvb[1], 96}, {lay.attprojw[1], 32 * 32},
         {lay.fcb[0], 128}, {lay.fcprojb[0], 32}, {lay.ln1w[0], 32}, {lay.lnfb, 32}};
     for (int[] tns : tensors) {
@@ -93,27 +95,6 @@ class TensorParallelGradientTest {
       maxRel = Math.max(maxRel, Math.sqrt(n2 / Math.max(d2, 1e-30)));
     }
     assertThat(maxRel).as("worst per-tensor relative difference").isLessThan(1e-4);
-  }
-
-  @Test
-  void shardsPartitionTheFullModel() {
-    int fullSize = new Gpt.Layout(CFG, 0).size();
-    for (int r : new int[] {2, 4}) {
-      int[] owners = new int[fullSize];
-      int[] replicas = new int[fullSize];
-      for (int rank = 0; rank < r; rank++) {
-        Gpt.Layout lay = new Gpt.Layout(CFG.withTp(r), rank);
-        for (int i = 0; i < lay.size(); i++) {
-          if (lay.replicated(i)) replicas[lay.fullIndex(i)]++;
-          else owners[lay.fullIndex(i)]++;
-        }
-      }
-      for (int f = 0; f < fullSize; f++) {
-        boolean shardedOnce = owners[f] == 1 && replicas[f] == 0;
-        boolean everywhere = owners[f] == 0 && replicas[f] == r;
-        assertThat(shardedOnce || everywhere).as("full element %d at TP=%d: %d owners, %d replicas", f, r, owners[f], replicas[f]).isTrue();
-      }
-    }
   }
 
   @Test

@@ -1,0 +1,180 @@
+package dev.taco.runtime.model;
+
+import dev.taco.kernels.Gemm;
+import dev.taco.runtime.layers.Attention;
+import dev.taco.runtime.layers.CrossEntropy;
+import dev.taco.runtime.layers.Encoder;
+import dev.taco.runtime.layers.Gelu;
+import dev.taco.runtime.layers.LayerNorm;
+import dev.taco.runtime.layers.Matmul;
+import dev.taco.runtime.layers.Residual;
+import dev.taco.runtime.train.AdamW;
+import java.util.Arrays;
+
+/**
+ * The CPU backend of {@link Ops}: float32 arrays, the layer kernels of {@code dev.taco.runtime.layers} (their host
+ * wrappers check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's
+ * {@link CollectiveSites} (threads as ranks).
+ */
+public final class CpuOps implements Ops<float[]> {
+  private final CollectiveSites tp;
+  private float[] wire = new float[0];
+
+  /** @param tp this rank's collective sites */
+  public CpuOps(CollectiveSites tp) {
+    this.tp = tp;
+  }
+
+  /** The collective sites (plans, bytes, sampled errors). */
+  public CollectiveSites sites() {
+    return tp;
+  }
+
+  @Override
+  public float[] alloc(long n) {
+    if (n > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("an arena of " + n + " float32 elements does not fit a Java array: lower "
+          + "--micro-batch-size, --seq-length, --hidden-size or --num-layers");
+    }
+    return new float[(int) n];
+  }
+
+  /** The array itself. */
+  @Override
+  public float[] fromHost(float[] values) {
+    return values;
+  }
+
+  @Override
+  public void zero(View<float[]> v, long n) {
+    Arrays.fill(v.arena(), v.off(), Math.toIntExact(v.offset() + n), 0f);
+  }
+
+  @Override
+  public void encoderForward(View<float[]> out, int[] tokens, View<float[]> wte, View<float[]> wpe, int B, int T,
+      int C, int V) {
+    Encoder.forward(out.arena(), out.off(), tokens, 0, wte.arena(), wte.off(), wpe.arena(), wpe.off(), B, T, C, V);
+  }
+
+  @Override
+  public void encoderBackward(View<float[]> dwte, View<float[]> dwpe, View<float[]> dout, int[] tokens, int B, int T,
+      int C, int V) {
+    Encoder.backward(dwte.arena(), dwte.off(), dwpe.arena(), dwpe.off(), dout.arena(), dout.off(), tokens, 0, B, T,
+        C, V);
+  }
+
+  @Override
+  public void layerNormForward(View<float[]> out, View<float[]> mean, View<float[]> rstd, View<float[]> inp,
+      View<float[]> w, View<float[]> b, int B, int T, int C) {
+    LayerNorm.forward(out.arena(), out.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), inp.arena(),
+        inp.off(), w.arena(), w.off(), b.arena(), b.off(), B, T, C);
+  }
+
+  @Override
+  public void layerNormBackward(View<float[]> dinp, View<float[]> dw, View<float[]> db, View<float[]> dout,
+      View<float[]> inp, View<float[]> w, View<float[]> mean, View<float[]> rstd, int B, int T, int C) {
+    LayerNorm.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(), dout.off(),
+        inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B, T, C);
+  }
+
+  @Override
+  public void matmulForward(View<float[]> out, View<float[]> inp, View<float[]> w, View<float[]> bias, int B, int T,
+      int C, int OC) {
+    Matmul.forward(out.arena(), out.off(), inp.arena(), inp.off(), w.arena(), w.off(),
+        bias == null ? null : bias.arena(), bias == null ? 0 : bias.off(), B, T, C, OC);
+  }
+
+  @Override
+  public void matmulBackward(View<float[]> dinp, View<float[]> dw, View<float[]> dbias, View<float[]> dout,
+      View<float[]> inp, View<float[]> w, int B, int T, int C, int OC) {
+    Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), dbias == null ? null : dbias.arena(),
+        dbias == null ? 0 : dbias.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), B, T, C,
+        OC);
+  }
+
+  @Override
+  public void headForward(View<float[]> logits, View<float[]> x, View<float[]> wte, int N, int C, int V) {
+    Gemm.matmulTransB(x.arena(), x.off(), wte.arena(), wte.off(), logits.arena(), logits.off(), N, V, C, false);
+  }
+
+  @Override
+  public void headBackward(View<float[]> dx, View<float[]> dwte, View<float[]> dlogits, View<float[]> x,
+      View<float[]> wte, int N, int C, int V) {
+    Gemm.matmul(dlogits.arena(), dlogits.off(), wte.arena(), wte.off(), dx.arena(), dx.off(), N, C, V, false);
+    Gemm.matmulTransA(dlogits.arena(), dlogits.off(), x.arena(), x.off(), dwte.arena(), dwte.off(), V, C, N, true);
+  }
+
+  @Override
+  public void attentionForward(View<float[]> out, View<float[]> att, View<float[]> qkv, int B, int T, int NH, int HS) {
+    Attention.forward(out.arena(), out.off(), att.arena(), att.off(), qkv.arena(), qkv.off(), B, T, NH, HS);
+  }
+
+  @Override
+  public void attentionBackward(View<float[]> dqkv, View<float[]> scratch, View<float[]> dout, View<float[]> qkv,
+      View<float[]> att, int B, int T, int NH, int HS) {
+    Attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
+        qkv.off(), att.arena(), att.off(), B, T, NH, HS);
+  }
+
+  @Override
+  public void geluForward(View<float[]> out, View<float[]> inp, int n) {
+    Gelu.forward(out.arena(), out.off(), inp.arena(), inp.off(), n);
+  }
+
+  @Override
+  public void geluBackward(View<float[]> dinp, View<float[]> dout, View<float[]> inp, int n) {
+    Gelu.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
+  }
+
+  @Override
+  public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, int n) {
+    Residual.forward(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), n);
+  }
+
+  @Override
+  public void addBias(View<float[]> out, View<float[]> bias, int rows, int C) {
+    float[] o = out.arena();
+    float[] b = bias.arena();
+    int oo = out.off();
+    int bo = bias.off();
+    for (int i = 0; i < rows; i++) {
+      for (int j = 0; j < C; j++) o[oo + i * C + j] += b[bo + j];
+    }
+  }
+
+  @Override
+  public float crossEntropyForward(View<float[]> losses, View<float[]> probs, View<float[]> logits, int[] targets,
+      int B, int T, int V) {
+    return CrossEntropy.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(), logits.off(),
+        targets, 0, B, T, V);
+  }
+
+  @Override
+  public void crossEntropyBackward(View<float[]> dlogits, View<float[]> probs, int[] targets, int B, int T, int V,
+      float dloss) {
+    CrossEntropy.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
+  }
+
+  /** Through a scratch copy: the host collectives take the tensor from index 0. */
+  @Override
+  public void allReduce(String site, View<float[]> x, int rows, int cols) {
+    int n = rows * cols;
+    if (wire.length < n) {
+      wire = new float[n];
+    }
+    System.arraycopy(x.arena(), x.off(), wire, 0, n);
+    tp.allReduce(site, wire, rows, cols);
+    System.arraycopy(wire, 0, x.arena(), x.off(), n);
+  }
+
+  @Override
+  public double squaredNorm(float[] grads, ParameterTensors layout, boolean includeReplicated) {
+    return layout.squaredNorm(grads, includeReplicated);
+  }
+
+  @Override
+  public void adamw(float[] params, float[] grads, float[] m, float[] v, byte[] decay, int n, float lr, float beta1,
+      float beta2, float eps, float weightDecay, float gradScale, int step) {
+    AdamW.update(params, grads, m, v, decay, n, lr, beta1, beta2, eps, weightDecay, gradScale, step);
+  }
+}

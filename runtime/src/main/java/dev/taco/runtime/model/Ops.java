@@ -1,0 +1,92 @@
+package dev.taco.runtime.model;
+
+/**
+ * The operations a GPT training step is made of (DESIGN §6, llm.c's kernel list): the model ({@link Gpt}) is written
+ * once against this seam, and a backend implements it for one memory space ({@link CpuOps}: float arrays and the CPU
+ * layer kernels; a GPU backend: device arenas, cuBLAS and the Java GPU kernels). Arguments follow the layers'
+ * conventions: outputs first, then inputs, then sizes; forward passes overwrite their outputs, backward passes ADD
+ * into their gradients. Shapes are those of {@code dev.taco.runtime.layers}; {@code B} sequences of {@code T} tokens,
+ * {@code C} channels.
+ *
+ * @param <A> the arena type (one block of this backend's memory)
+ */
+public interface Ops<A> {
+
+  /** A zeroed arena of {@code n} float32 elements. */
+  A alloc(long n);
+
+  /** An arena holding {@code values} (the CPU backend may return the array itself). */
+  A fromHost(float[] values);
+
+  /** Zeroes {@code n} elements from {@code v}. */
+  void zero(View<A> v, long n);
+
+  /** out(B,T,C) = wte[tokens] + wpe[t] ({@code layers.Encoder}). */
+  void encoderForward(View<A> out, int[] tokens, View<A> wte, View<A> wpe, int B, int T, int C, int V);
+
+  /** dwte, dwpe += the gathers of dout ({@code layers.Encoder}). */
+  void encoderBackward(View<A> dwte, View<A> dwpe, View<A> dout, int[] tokens, int B, int T, int C, int V);
+
+  /** out(B,T,C), mean, rstd(B,T) = LayerNorm(inp) ({@code layers.LayerNorm}). */
+  void layerNormForward(View<A> out, View<A> mean, View<A> rstd, View<A> inp, View<A> w, View<A> b, int B, int T,
+      int C);
+
+  /** dinp, dw, db += LayerNorm's gradients. */
+  void layerNormBackward(View<A> dinp, View<A> dw, View<A> db, View<A> dout, View<A> inp, View<A> w, View<A> mean,
+      View<A> rstd, int B, int T, int C);
+
+  /** out(B,T,OC) = inp(B,T,C) · w(C,OC) + bias(OC); {@code bias} may be null ({@code layers.Matmul}). */
+  void matmulForward(View<A> out, View<A> inp, View<A> w, View<A> bias, int B, int T, int C, int OC);
+
+  /** dinp += dout · w^T, dw += inp^T · dout, dbias += column sums of dout; {@code dbias} may be null. */
+  void matmulBackward(View<A> dinp, View<A> dw, View<A> dbias, View<A> dout, View<A> inp, View<A> w, int B, int T,
+      int C, int OC);
+
+  /** The tied LM head: logits(N,V) = x(N,C) · wte(V,C)^T. */
+  void headForward(View<A> logits, View<A> x, View<A> wte, int N, int C, int V);
+
+  /** dx(N,C) = dlogits · wte (overwritten), dwte(V,C) += dlogits^T · x. */
+  void headBackward(View<A> dx, View<A> dwte, View<A> dlogits, View<A> x, View<A> wte, int N, int C, int V);
+
+  /** out(B,T,NH·HS), att(B,NH,T,T) = causal self-attention of qkv(B,T,3·NH·HS) ({@code layers.Attention}). */
+  void attentionForward(View<A> out, View<A> att, View<A> qkv, int B, int T, int NH, int HS);
+
+  /** dqkv += attention's gradients; {@code scratch} (B,NH,T,T). */
+  void attentionBackward(View<A> dqkv, View<A> scratch, View<A> dout, View<A> qkv, View<A> att, int B, int T, int NH,
+      int HS);
+
+  /** out(N) = GELU(inp) ({@code layers.Gelu}). */
+  void geluForward(View<A> out, View<A> inp, int n);
+
+  /** dinp += GELU'(inp) · dout. */
+  void geluBackward(View<A> dinp, View<A> dout, View<A> inp, int n);
+
+  /** out(N) = a + b. */
+  void residualForward(View<A> out, View<A> a, View<A> b, int n);
+
+  /** out(rows, C) += bias(C): a row-parallel layer's bias, added once after its all-reduce. */
+  void addBias(View<A> out, View<A> bias, int rows, int C);
+
+  /** probs(B,T,V) = softmax(logits), losses(B,T) = −log probs[target]; returns the mean loss (a host scalar). */
+  float crossEntropyForward(View<A> losses, View<A> probs, View<A> logits, int[] targets, int B, int T, int V);
+
+  /** dlogits(B,T,V) += dloss · (probs − onehot(targets)) / (B·T). */
+  void crossEntropyBackward(View<A> dlogits, View<A> probs, int[] targets, int B, int T, int V, float dloss);
+
+  /** The tensor-parallel all-reduce of a {@code rows x cols} tensor at collective site {@code site}, in place. */
+  void allReduce(String site, View<A> x, int rows, int cols);
+
+  /**
+   * Sum of squares of this rank's gradients (a host scalar, in double), in arena order, skipping the replicated
+   * tensors unless {@code includeReplicated}.
+   */
+  double squaredNorm(A grads, ParameterTensors layout, boolean includeReplicated);
+
+  /**
+   * One AdamW step over {@code n} parameters in place (llm.c's {@code gpt2_update}; {@code train.AdamW}).
+   *
+   * @param decay per-element weight-decay switch (0 or 1), host
+   */
+  void adamw(A params, A grads, A m, A v, byte[] decay, int n, float lr, float beta1, float beta2, float eps,
+      float weightDecay, float gradScale, int step);
+}
