@@ -10,6 +10,7 @@ out="${1:-${OUT:-target/gpu-tests}}"; shift || true
 sel=("$@")
 if [ ${#sel[@]} -eq 0 ]; then
   sel=(--select-class dev.taco.kernels.cuda.CudaGpuTest --select-class dev.taco.kernels.cuda.TaskGraphGpuTest
+       --select-class dev.taco.kernels.cuda.CublasGpuTest
        --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.device.DeviceCollectivesGpuTest)
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'

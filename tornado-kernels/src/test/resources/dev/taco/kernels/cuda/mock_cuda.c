@@ -66,7 +66,14 @@ int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = &ctx_token; return 0; }
 int cuDevicePrimaryCtxRelease_v2(int dev) { return 0; }
 int cuCtxSetCurrent(void* c) { return (c == &ctx_token || c == 0) ? 0 : 201; }
 int cuMemGetInfo_v2(size_t* f, size_t* t) { *f = 1; *t = 2; return 0; }
-int cuMemAlloc_v2(u64* p, size_t n) { if (n == 0) return 1; void* m = malloc(n); if (!m) return 2; *p = (u64) m; return 0; }
+/* 256-byte aligned like cuMemAlloc (cuBLASLt's heuristic cares about alignment) */
+int cuMemAlloc_v2(u64* p, size_t n) {
+  void* m;
+  if (n == 0) return 1;
+  if (posix_memalign(&m, 256, n)) return 2;
+  *p = (u64) m;
+  return 0;
+}
 int cuMemFree_v2(u64 p) { free((void*) p); return 0; }
 int cuMemAllocHost_v2(void** p, size_t n) { *p = malloc(n); return *p ? 0 : 2; }
 int cuMemFreeHost(void* p) { free(p); return 0; }
