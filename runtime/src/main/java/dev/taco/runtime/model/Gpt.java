@@ -2,11 +2,11 @@ package dev.taco.runtime.model;
 
 import dev.taco.collective.Communicator;
 import dev.taco.kernels.Gemm;
-import dev.taco.kernels.Parallel;
 import dev.taco.runtime.layers.Attention;
 import dev.taco.runtime.layers.CrossEntropy;
 import dev.taco.runtime.layers.Encoder;
 import dev.taco.runtime.layers.Gelu;
+import dev.taco.runtime.layers.GradNorm;
 import dev.taco.runtime.layers.LayerNorm;
 import dev.taco.runtime.layers.Matmul;
 import dev.taco.runtime.layers.Residual;
@@ -183,14 +183,14 @@ public final class Gpt {
       Attention.forward(atty[l], 0, att[l], 0, qkv[l], 0, b, t, nh, hs);
       Matmul.forward(attproj[l], 0, atty[l], 0, params, p.attprojw[l], null, 0, b, t, cr, c);
       allReduce(attnFwd[l], attproj[l]);
-      addBias(attproj[l], params, p.attprojb[l], b * t, c);
+      Matmul.addBias(attproj[l], 0, params, p.attprojb[l], b * t, c);
       Residual.forward(residual2[l], 0, x, 0, attproj[l], 0, n);
       LayerNorm.forward(ln2[l], 0, ln2Mean[l], 0, ln2Rstd[l], 0, residual2[l], 0, params, p.ln2w[l], params, p.ln2b[l], b, t, c);
       Matmul.forward(fch[l], 0, ln2[l], 0, params, p.fcw[l], params, p.fcb[l], b, t, c, ff);
       Gelu.forward(fchGelu[l], 0, fch[l], 0, b * t * ff);
       Matmul.forward(fcproj[l], 0, fchGelu[l], 0, params, p.fcprojw[l], null, 0, b, t, ff, c);
       allReduce(mlpFwd[l], fcproj[l]);
-      addBias(fcproj[l], params, p.fcprojb[l], b * t, c);
+      Matmul.addBias(fcproj[l], 0, params, p.fcprojb[l], b * t, c);
       Residual.forward(residual3[l], 0, residual2[l], 0, fcproj[l], 0, n);
       x = residual3[l];
     }
@@ -256,23 +256,12 @@ public final class Gpt {
     return names;
   }
 
-  /** out(N,C) += bias(C): the row-parallel bias, added once after the all-reduce. */
-  private static void addBias(float[] out, float[] bias, int biasOff, int rows, int c) {
-    for (@Parallel int i = 0; i < rows; i++) {
-      for (int j = 0; j < c; j++) out[i * c + j] += bias[biasOff + j];
-    }
-  }
-
   /**
    * Sum of squared gradients this rank owns: its shards, plus the replicated tensors only when
    * {@code includeReplicated} (so that a sum over ranks counts each replicated gradient once).
    */
   public double gradSquaredNorm(boolean includeReplicated) {
-    double s = 0;
-    for (int i = 0; i < grads.length; i++) {
-      if (includeReplicated || !layout.replicated(i)) s += (double) grads[i] * grads[i];
-    }
-    return s;
+    return GradNorm.squaredNorm(grads, 0, layout.replicatedFlag, 0, !includeReplicated, grads.length);
   }
 
   /**

@@ -65,16 +65,22 @@ class BitIdentityTest {
   /**
    * Fingerprints of what goes through {@link dev.taco.kernels.Gemm}, whose sums follow the machine's preferred vector
    * width: recorded with {@link #RECORDED_LANES} float lanes (AVX-512), checked only there.
+   *
+   * <p>One deliberate exception to "recorded before the split": the float64 bits of {@code gradSquaredNorm} (the
+   * {@code .gradSquaredNorm} entries, both sums as raw double bits). {@link GradNorm} sums in
+   * {@link GradNorm#PARTS} strided partials instead of one sequential chain, so that the GPU can run it; that
+   * re-associates the float64 additions and moves the last bits (here by 1e-14 relative). What the trainer uses is the
+   * float it rounds that to, and those ({@code .gradSquaredNorm.float}) are still the bits from before the split.
    */
   static final Map<String, String> EXPECTED_GEMM = Map.ofEntries(
       Map.entry("gpt.tp1.rank0", "552d6d2d6450ff0b"),
-      Map.entry("gpt.tp1.rank0.gradSquaredNorm", "40225d8c509e99a3/3ff18ba248a986a4"),
+      Map.entry("gpt.tp1.rank0.gradSquaredNorm", "40225d8c509e996e/3ff18ba248a9864f"),
       Map.entry("gpt.tp1.rank0.gradSquaredNorm.float", "b4e745218f00cfdd"),
       Map.entry("gpt.tp2.rank0", "91108027ec325534"),
-      Map.entry("gpt.tp2.rank0.gradSquaredNorm", "4021410fda234d80/3fe14f7d3da982ca"),
+      Map.entry("gpt.tp2.rank0.gradSquaredNorm", "4021410fda234d80/3fe14f7d3da982a5"),
       Map.entry("gpt.tp2.rank0.gradSquaredNorm.float", "1f413c4f721263b3"),
       Map.entry("gpt.tp2.rank1", "34e12791c92f40b2"),
-      Map.entry("gpt.tp2.rank1.gradSquaredNorm", "402148947c7cd442/3fe1c7c76341ed93"),
+      Map.entry("gpt.tp2.rank1.gradSquaredNorm", "402148947c7cd41e/3fe1c7c76341ed5d"),
       Map.entry("gpt.tp2.rank1.gradSquaredNorm.float", "9ffbb46e4b01857a"),
       Map.entry("s0.matmul.backward", "b696600b2f79a2b0"),
       Map.entry("s0.matmul.backward.bias", "688449e5cf5f33d5"),
