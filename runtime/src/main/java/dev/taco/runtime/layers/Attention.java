@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -28,7 +29,20 @@ import dev.taco.kernels.Parallel;
 public final class Attention {
   private Attention() {}
 
-  /** out(B,T,NH·HS) and att(B,NH,T,T) from qkv(B,T,3·NH·HS). Overwrites its outputs. */
+  /** The score scale 1/sqrt(HS) of {@link #softmaxForward} and {@link #softmaxBackward}, as the float both use. */
+  public static float scale(int HS) {
+    return (float) (1.0 / Math.sqrt(HS));
+  }
+
+  /**
+   * out(B,T,NH·HS) and att(B,NH,T,T) from qkv(B,T,3·NH·HS). Overwrites its outputs.
+   *
+   * <p>Three kernels: {@link #attentionScores} (q·k for the causal half, into {@code att}), {@link #softmaxForward}
+   * in place (scale, mask, softmax) and {@link #attentionValues} (att·v). On the GPU the first and the last are
+   * batched GEMMs.
+   *
+   * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
+   */
   public static void forward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
                              int B, int T, int NH, int HS) {
     Check.positive("B", B);
@@ -39,48 +53,90 @@ public final class Attention {
     Check.span("att", att, attOff, Check.n(B, NH, T, T));
     Check.span("qkv", qkv, qkvOff, Check.n(B, T, 3 * NH * HS));
 
+    attentionScores(att, attOff, qkv, qkvOff, B, T, NH, HS);
+    softmaxForward(att, attOff, att, attOff, B, NH, T, scale(HS));
+    attentionValues(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
+  }
+
+  /**
+   * Kernel: preatt[b,h,t,t2] = q[b,t,h]·k[b,t2,h] for t2 &lt;= t (unscaled; entries t2 &gt; t are not written). One
+   * iteration per query row (b,h,t). No checks.
+   */
+  @Kernel
+  public static void attentionScores(float[] preatt, int preattOff, float[] qkv, int qkvOff,
+                                     int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
-    float scale = (float) (1.0 / Math.sqrt(HS));
-
-    // One iteration per (b, h, t): a query row of one head.
     for (@Parallel int i = 0; i < B * NH * T; i++) {
       int t = i % T;
       int h = (i / T) % NH;
       int b = i / (NH * T);
       int q = qkvOff + (b * T + t) * C3 + h * HS;
-      int a = attOff + i * T; // ((b*NH + h)*T + t)*T
+      int a = preattOff + i * T; // ((b*NH + h)*T + t)*T
       int kBase = qkvOff + b * T * C3 + D + h * HS;
+      for (int t2 = 0; t2 <= t; t2++) {
+        preatt[a + t2] = dot(qkv, q, qkv, kBase + t2 * C3, HS);
+      }
+    }
+  }
 
+  /**
+   * Kernel: the fused causal scale–mask–softmax. probs(B,NH,T,T) from preattention scores preatt(B,NH,T,T): row
+   * (b,h,t) is softmax over t2 &lt;= t of {@code scale · preatt[b,h,t,t2]}, and 0 for t2 &gt; t (the mask: the
+   * upper triangle of preatt is never read, so it may hold anything). fp32 throughout, one iteration per row. The row
+   * maximum is subtracted before exp(), which keeps it in range and cancels in the normalisation. {@code probs} may
+   * alias {@code preatt} at the same offset (each element is read before it is written). No checks.
+   *
+   * <p>On the GPU it follows a batched GEMM that writes preatt = Q·K^T; on the CPU, {@link #attentionScores}. Reference:
+   * the masked softmax of Vaswani et al. (eq. 1) as in llm.c's {@code attention_forward} and Megatron-LM's
+   * {@code ScaledUpperTriangMaskedSoftmax}.
+   */
+  @Kernel
+  public static void softmaxForward(float[] probs, int probsOff, float[] preatt, int preattOff,
+                                    int B, int NH, int T, float scale) {
+    for (@Parallel int i = 0; i < B * NH * T; i++) {
+      int t = i % T;
+      int p = preattOff + i * T;
+      int o = probsOff + i * T;
       float max = Float.NEGATIVE_INFINITY;
       for (int t2 = 0; t2 <= t; t2++) {
-        int k = kBase + t2 * C3;
-        float s = dot(qkv, q, qkv, k, HS) * scale;
-        att[a + t2] = s;
+        float s = preatt[p + t2] * scale;
         if (s > max) {
           max = s;
         }
       }
-      // Subtracting the row maximum keeps exp() in range; it cancels in the normalisation.
       float sum = 0f;
       for (int t2 = 0; t2 <= t; t2++) {
-        float e = (float) Math.exp(att[a + t2] - max);
-        att[a + t2] = e;
+        float e = (float) Math.exp(preatt[p + t2] * scale - max);
+        probs[o + t2] = e;
         sum += e;
       }
       float inv = 1f / sum; // sum >= 1: the maximum contributes exp(0)
       for (int t2 = 0; t2 <= t; t2++) {
-        att[a + t2] *= inv;
+        probs[o + t2] *= inv;
       }
       for (int t2 = t + 1; t2 < T; t2++) {
-        att[a + t2] = 0f; // masked: keeps the saved tensor fully defined
+        probs[o + t2] = 0f; // masked: keeps the saved tensor fully defined
       }
+    }
+  }
 
+  /** Kernel: out[b,t,h] = sum over t2 &lt;= t of att[b,h,t,t2] · v[b,t2,h]; one iteration per query row. No checks. */
+  @Kernel
+  public static void attentionValues(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
+                                     int B, int T, int NH, int HS) {
+    int D = NH * HS;
+    int C3 = 3 * D;
+    for (@Parallel int i = 0; i < B * NH * T; i++) {
+      int t = i % T;
+      int h = (i / T) % NH;
+      int b = i / (NH * T);
+      int a = attOff + i * T;
       int o = outOff + (b * T + t) * D + h * HS;
       for (int j = 0; j < HS; j++) {
         out[o + j] = 0f;
       }
-      int vBase = kBase + D;
+      int vBase = qkvOff + b * T * C3 + 2 * D + h * HS;
       for (int t2 = 0; t2 <= t; t2++) {
         int v = vBase + t2 * C3;
         float p = att[a + t2];
@@ -94,12 +150,17 @@ public final class Attention {
   /**
    * dqkv(B,T,3·NH·HS) += gradient of the attention core, given dout(B,T,NH·HS), the forward input
    * qkv and the saved probabilities att(B,NH,T,T). {@code scratch} is (B,NH,T,T) caller-provided work
-   * space (contents on entry ignored, on exit unspecified); {@code att} is not modified.
+   * space (contents on entry ignored; on exit it holds dpreatt, the gradient of the unscaled scores);
+   * {@code att} is not modified.
    *
    * <p>With P = att, S the pre-softmax scores: dv = P^T·dout, dP = dout·v^T,
    * dS = P ∘ (dP − rowsum(P ∘ dP)) (the softmax Jacobian), dq = scale·dS·k, dk = scale·dS^T·q.
-   * Two race-free loops: one per query row t (dS row into scratch, and dq[t]); then one per key row t2
-   * (dk[t2] and dv[t2] gather over the queries t &gt;= t2 that saw it).
+   * Four kernels, each race-free: {@link #attentionBackwardProbs} (dP per query row, into scratch),
+   * {@link #softmaxBackward} in place (scale·dS), {@link #attentionBackwardQuery} (dq per query row), then
+   * {@link #attentionBackwardKeyValue} (dk[t2] and dv[t2] per key row, gathered over the queries t &gt;= t2 that saw
+   * it). On the GPU all but the softmax are batched GEMMs.
+   *
+   * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void backward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff,
                               float[] dout, int doutOff, float[] qkv, int qkvOff, float[] att, int attOff,
@@ -114,41 +175,101 @@ public final class Attention {
     Check.span("qkv", qkv, qkvOff, Check.n(B, T, 3 * NH * HS));
     Check.span("att", att, attOff, Check.n(B, NH, T, T));
 
+    attentionBackwardProbs(scratch, scratchOff, dout, doutOff, qkv, qkvOff, B, T, NH, HS);
+    softmaxBackward(scratch, scratchOff, scratch, scratchOff, att, attOff, B, NH, T, scale(HS));
+    attentionBackwardQuery(dqkv, dqkvOff, scratch, scratchOff, qkv, qkvOff, B, T, NH, HS);
+    attentionBackwardKeyValue(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff,
+        B, T, NH, HS);
+  }
+
+  /**
+   * Kernel: dprobs[b,h,t,t2] = dout[b,t,h]·v[b,t2,h] for t2 &lt;= t (entries t2 &gt; t are not written); one iteration
+   * per query row. No checks.
+   */
+  @Kernel
+  public static void attentionBackwardProbs(float[] dprobs, int dprobsOff, float[] dout, int doutOff,
+                                            float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
-    float scale = (float) (1.0 / Math.sqrt(HS));
-
-    // Per query row (b, h, t): dS[t, :] into scratch, then dq[t].
     for (@Parallel int i = 0; i < B * NH * T; i++) {
       int t = i % T;
       int h = (i / T) % NH;
       int b = i / (NH * T);
-      int a = attOff + i * T;
-      int s = scratchOff + i * T;
+      int s = dprobsOff + i * T;
       int d = doutOff + (b * T + t) * D + h * HS;
-      int kBase = qkvOff + b * T * C3 + D + h * HS;
-      int vBase = kBase + D;
+      int vBase = qkvOff + b * T * C3 + 2 * D + h * HS;
+      for (int t2 = 0; t2 <= t; t2++) {
+        dprobs[s + t2] = dot(dout, d, qkv, vBase + t2 * C3, HS);
+      }
+    }
+  }
 
+  /**
+   * Kernel: the backward pass of {@link #softmaxForward}. dpreatt(B,NH,T,T) from dprobs(B,NH,T,T) and the saved
+   * probs: for t2 &lt;= t, {@code dpreatt = scale · probs · (dprobs − sum over t2' <= t of probs·dprobs)} (the softmax
+   * Jacobian, then the chain rule through the scale); 0 for t2 &gt; t, so that a GEMM over the full matrix sees the
+   * mask. The upper triangle of dprobs is never read. One iteration per row; {@code dpreatt} may alias
+   * {@code dprobs} at the same offset. No checks.
+   */
+  @Kernel
+  public static void softmaxBackward(float[] dpreatt, int dpreattOff, float[] dprobs, int dprobsOff,
+                                     float[] probs, int probsOff, int B, int NH, int T, float scale) {
+    for (@Parallel int i = 0; i < B * NH * T; i++) {
+      int t = i % T;
+      int a = probsOff + i * T;
+      int g = dprobsOff + i * T;
+      int o = dpreattOff + i * T;
       float dot = 0f; // rowsum(P ∘ dP)
       for (int t2 = 0; t2 <= t; t2++) {
-        int v = vBase + t2 * C3;
-        float dp = dot(dout, d, qkv, v, HS);
-        scratch[s + t2] = dp;
-        dot += att[a + t2] * dp;
+        dot += probs[a + t2] * dprobs[g + t2];
       }
+      for (int t2 = 0; t2 <= t; t2++) {
+        float ds = probs[a + t2] * (dprobs[g + t2] - dot);
+        dpreatt[o + t2] = scale * ds;
+      }
+      for (int t2 = t + 1; t2 < T; t2++) {
+        dpreatt[o + t2] = 0f;
+      }
+    }
+  }
+
+  /**
+   * Kernel: dq[b,t,h] += sum over t2 &lt;= t of dpreatt[b,h,t,t2] · k[b,t2,h]; one iteration per query row. No
+   * checks.
+   */
+  @Kernel
+  public static void attentionBackwardQuery(float[] dqkv, int dqkvOff, float[] dpreatt, int dpreattOff,
+                                            float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
+    int D = NH * HS;
+    int C3 = 3 * D;
+    for (@Parallel int i = 0; i < B * NH * T; i++) {
+      int t = i % T;
+      int h = (i / T) % NH;
+      int b = i / (NH * T);
+      int s = dpreattOff + i * T;
+      int kBase = qkvOff + b * T * C3 + D + h * HS;
       int dq = dqkvOff + (b * T + t) * C3 + h * HS;
       for (int t2 = 0; t2 <= t; t2++) {
-        float ds = att[a + t2] * (scratch[s + t2] - dot);
-        scratch[s + t2] = ds;
         int k = kBase + t2 * C3;
-        float f = scale * ds;
+        float f = dpreatt[s + t2];
         for (int j = 0; j < HS; j++) {
           dqkv[dq + j] += f * qkv[k + j];
         }
       }
     }
+  }
 
-    // Per key row (b, h, t2): dk[t2] and dv[t2] gather over the queries t >= t2.
+  /**
+   * Kernel: dk[b,t2,h] += sum over t &gt;= t2 of dpreatt[b,h,t,t2] · q[b,t,h] and dv[b,t2,h] += sum over t &gt;= t2
+   * of att[b,h,t,t2] · dout[b,t,h]; one iteration per key row (b,h,t2), which gathers over the queries that saw it,
+   * so each row has one writer. No checks.
+   */
+  @Kernel
+  public static void attentionBackwardKeyValue(float[] dqkv, int dqkvOff, float[] dpreatt, int dpreattOff,
+                                               float[] dout, int doutOff, float[] qkv, int qkvOff,
+                                               float[] att, int attOff, int B, int T, int NH, int HS) {
+    int D = NH * HS;
+    int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {
       int t2 = i % T;
       int h = (i / T) % NH;
@@ -158,7 +279,7 @@ public final class Attention {
       int dv = dk + D;
       for (int t = t2; t < T; t++) {
         int row = (bh + t) * T + t2;
-        float fk = scale * scratch[scratchOff + row];
+        float fk = dpreatt[dpreattOff + row];
         float p = att[attOff + row];
         int q = qkvOff + (b * T + t) * C3 + h * HS;
         int d = doutOff + (b * T + t) * D + h * HS;

@@ -1,10 +1,11 @@
 package dev.taco.runtime.layers;
 
 /**
- * Argument checks run once at the entry of each layer method, before any loop. They are host-side
- * preconditions: a kernel translator treats the leading block of {@code Check.*} calls as such and
- * does not translate them. Every failure is an {@link IllegalArgumentException} that names the
- * offending argument, so a caller wiring buffers by hand sees which one is wrong.
+ * Argument checks run once by each layer's host wrapper ({@code forward}, {@code backward}), before it calls its
+ * kernels. They are host code: the kernels never call them (the translator rejects any statement before a kernel's
+ * {@code @Parallel} loop other than a local declaration, and has no strings or exceptions on the GPU). Every failure is
+ * an {@link IllegalArgumentException} that names the offending argument, so a caller wiring buffers by hand sees
+ * which one is wrong.
  */
 final class Check {
   private Check() {}

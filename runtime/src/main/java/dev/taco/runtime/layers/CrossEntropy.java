@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -28,7 +29,23 @@ public final class CrossEntropy {
     Check.span("logits", logits, logitsOff, Check.n(B, T, V));
     Check.span("targets", targets, targetsOff, Check.n(B, T));
     Check.ids("targets", targets, targetsOff, B * T, V);
+    crossentropyForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
 
+    double total = 0.0; // a sequential reduction on the host, in order: the mean does not depend on a launch shape
+    for (int bt = 0; bt < B * T; bt++) {
+      total += losses[lossesOff + bt];
+    }
+    return (float) (total / (B * T));
+  }
+
+  /**
+   * Kernel of {@link #forward}: softmax and loss fused, one iteration per position (b,t): probs[b,t,:] and
+   * losses[b,t]. Targets must lie in [0,V). No checks.
+   */
+  @Kernel
+  public static void crossentropyForward(float[] losses, int lossesOff, float[] probs, int probsOff,
+                                         float[] logits, int logitsOff, int[] targets, int targetsOff,
+                                         int B, int T, int V) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int l = logitsOff + bt * V;
       int p = probsOff + bt * V;
@@ -51,12 +68,6 @@ public final class CrossEntropy {
       int tgt = targets[targetsOff + bt];
       losses[lossesOff + bt] = (float) (Math.log(sum) + max - logits[l + tgt]);
     }
-
-    double total = 0.0; // a sequential reduction, outside the parallel loop
-    for (int bt = 0; bt < B * T; bt++) {
-      total += losses[lossesOff + bt];
-    }
-    return (float) (total / (B * T));
   }
 
   /**
@@ -72,7 +83,13 @@ public final class CrossEntropy {
     Check.span("probs", probs, probsOff, Check.n(B, T, V));
     Check.span("targets", targets, targetsOff, Check.n(B, T));
     Check.ids("targets", targets, targetsOff, B * T, V);
+    crossentropyBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V, dloss);
+  }
 
+  /** Kernel of {@link #backward}, one iteration per position. Targets must lie in [0,V). No checks. */
+  @Kernel
+  public static void crossentropyBackward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
+                                          int[] targets, int targetsOff, int B, int T, int V, float dloss) {
     float scale = dloss / (B * T);
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int d = dlogitsOff + bt * V;

@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -26,7 +27,16 @@ public final class Encoder {
     Check.span("wte", wte, wteOff, Check.n(V, C));
     Check.span("wpe", wpe, wpeOff, Check.n(T, C));
     Check.ids("inp", inp, inpOff, B * T, V);
+    encoderForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C);
+  }
 
+  /**
+   * Kernel of {@link #forward}: one iteration per position (b,t), {@code out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]}.
+   * No checks (the wrapper's); ids must lie in [0,V).
+   */
+  @Kernel
+  public static void encoderForward(float[] out, int outOff, int[] inp, int inpOff,
+                                    float[] wte, int wteOff, float[] wpe, int wpeOff, int B, int T, int C) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int t = bt % T;
       int o = outOff + bt * C;
@@ -59,7 +69,17 @@ public final class Encoder {
     Check.span("dout", dout, doutOff, Check.n(B, T, C));
     Check.span("inp", inp, inpOff, Check.n(B, T));
     Check.ids("inp", inp, inpOff, B * T, V);
+    encoderBackwardWte(dwte, dwteOff, dout, doutOff, inp, inpOff, B, T, C, V);
+    encoderBackwardWpe(dwpe, dwpeOff, dout, doutOff, B, T, C);
+  }
 
+  /**
+   * Kernel: dwte(V,C) += the dout rows of the positions holding each token; one iteration per vocabulary row v,
+   * which scans the (B,T) ids and gathers (see {@link #backward}: one writer per row, deterministic).
+   */
+  @Kernel
+  public static void encoderBackwardWte(float[] dwte, int dwteOff, float[] dout, int doutOff, int[] inp, int inpOff,
+                                        int B, int T, int C, int V) {
     for (@Parallel int v = 0; v < V; v++) {
       int e = dwteOff + v * C;
       for (int bt = 0; bt < B * T; bt++) {
@@ -71,6 +91,11 @@ public final class Encoder {
         }
       }
     }
+  }
+
+  /** Kernel: dwpe(T,C) += dout(B,T,C) summed over b, in order b = 0..B-1; one iteration per position t. */
+  @Kernel
+  public static void encoderBackwardWpe(float[] dwpe, int dwpeOff, float[] dout, int doutOff, int B, int T, int C) {
     for (@Parallel int t = 0; t < T; t++) {
       int p = dwpeOff + t * C;
       for (int b = 0; b < B; b++) {

@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -33,7 +34,15 @@ public final class LayerNorm {
     Check.span("inp", inp, inpOff, Check.n(B, T, C));
     Check.span("weight", weight, weightOff, C);
     Check.span("bias", bias, biasOff, C);
+    layernormForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff,
+        B, T, C);
+  }
 
+  /** Kernel of {@link #forward}: one iteration per position (b,t), two passes over its C channels. No checks. */
+  @Kernel
+  public static void layernormForward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                                      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
+                                      int biasOff, int B, int T, int C) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int x = inpOff + bt * C;
       float s = 0f;
@@ -82,7 +91,17 @@ public final class LayerNorm {
     Check.span("weight", weight, weightOff, C);
     Check.span("mean", mean, meanOff, Check.n(B, T));
     Check.span("rstd", rstd, rstdOff, Check.n(B, T));
+    layernormBackwardRows(dinp, dinpOff, dout, doutOff, inp, inpOff, weight, weightOff, mean, meanOff, rstd, rstdOff,
+        B, T, C);
+    layernormBackwardParams(dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, mean, meanOff,
+        rstd, rstdOff, B, T, C);
+  }
 
+  /** Kernel: the dinp part of {@link #backward}, one iteration per position (b,t). No checks. */
+  @Kernel
+  public static void layernormBackwardRows(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp,
+                                           int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
+                                           float[] rstd, int rstdOff, int B, int T, int C) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int x = inpOff + bt * C;
       int d = doutOff + bt * C;
@@ -104,7 +123,16 @@ public final class LayerNorm {
         dinp[di + c] += r * (g - gMean - norm * gNormMean);
       }
     }
+  }
 
+  /**
+   * Kernel: the dweight and dbias parts of {@link #backward}, sums over all B·T positions in order; one iteration per
+   * block of 16 channels, so each sum has one writer. No checks.
+   */
+  @Kernel
+  public static void layernormBackwardParams(float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
+                                             float[] dout, int doutOff, float[] inp, int inpOff, float[] mean,
+                                             int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
     int blocks = (C + CB - 1) / CB;
     for (@Parallel int blk = 0; blk < blocks; blk++) {
       int c0 = blk * CB;

@@ -1,6 +1,7 @@
 package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Gemm;
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -10,7 +11,8 @@ import dev.taco.kernels.Parallel;
  * <p>Shapes: {@code inp} is (B,T,C), {@code weight} is (C,OC) row-major — input channels by output
  * channels, so that the forward pass is a plain A·B and a column-parallel split over ranks takes a
  * column block of it — {@code bias} is (OC) or null, {@code out} is (B,T,OC).
- * All the arithmetic is in {@link Gemm}; this class only wires the three products and the bias.
+ * The three products are host calls into {@link Gemm} (cuBLAS on the GPU); the bias add and the bias gradient are
+ * kernels ({@link #matmulForwardBias}, {@link #matmulBackwardBias}).
  * Reference: the chain rule for Y = XW + b: dX = dY·W^T, dW = X^T·dY, db = sum over rows of dY.
  */
 public final class Matmul {
@@ -36,11 +38,32 @@ public final class Matmul {
 
     Gemm.matmul(inp, inpOff, weight, weightOff, out, outOff, B * T, OC, C, false);
     if (bias != null) {
-      for (@Parallel int bt = 0; bt < B * T; bt++) {
-        int o = outOff + bt * OC;
-        for (int j = 0; j < OC; j++) {
-          out[o + j] += bias[biasOff + j];
-        }
+      matmulForwardBias(out, outOff, bias, biasOff, B * T, OC);
+    }
+  }
+
+  /**
+   * out(N,OC) += bias(OC): the bias of {@link #forward}, and on its own the bias of a row-parallel linear, which is
+   * added once after the all-reduce of the partial products (Megatron-LM; {@code dev.taco.runtime.model.Gpt}).
+   *
+   * @param N rows, e.g. B·T
+   * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
+   */
+  public static void addBias(float[] out, int outOff, float[] bias, int biasOff, int N, int OC) {
+    Check.positive("N", N);
+    Check.positive("OC", OC);
+    Check.span("out", out, outOff, Check.n(N, OC));
+    Check.span("bias", bias, biasOff, OC);
+    matmulForwardBias(out, outOff, bias, biasOff, N, OC);
+  }
+
+  /** Kernel of {@link #addBias}: out(N,OC) += bias(OC), one iteration per row. No checks. */
+  @Kernel
+  public static void matmulForwardBias(float[] out, int outOff, float[] bias, int biasOff, int N, int OC) {
+    for (@Parallel int i = 0; i < N; i++) {
+      int o = outOff + i * OC;
+      for (int j = 0; j < OC; j++) {
+        out[o + j] += bias[biasOff + j];
       }
     }
   }
@@ -70,15 +93,24 @@ public final class Matmul {
     // dweight[C,OC] += inp^T · dout[BT,OC], inp stored [BT,C] = [k,m].
     Gemm.matmulTransA(inp, inpOff, dout, doutOff, dweight, dweightOff, C, OC, B * T, true);
     if (dbias != null) {
-      int blocks = (OC + CB - 1) / CB;
-      for (@Parallel int blk = 0; blk < blocks; blk++) {
-        int j0 = blk * CB;
-        int j1 = Math.min(j0 + CB, OC);
-        for (int bt = 0; bt < B * T; bt++) {
-          int d = doutOff + bt * OC;
-          for (int j = j0; j < j1; j++) {
-            dbias[dbiasOff + j] += dout[d + j];
-          }
+      matmulBackwardBias(dbias, dbiasOff, dout, doutOff, B * T, OC);
+    }
+  }
+
+  /**
+   * Kernel: dbias(OC) += column sums of dout(N,OC), each over all N rows in order; one iteration per block of 16
+   * output channels, so each sum has one writer. No checks.
+   */
+  @Kernel
+  public static void matmulBackwardBias(float[] dbias, int dbiasOff, float[] dout, int doutOff, int N, int OC) {
+    int blocks = (OC + CB - 1) / CB;
+    for (@Parallel int blk = 0; blk < blocks; blk++) {
+      int j0 = blk * CB;
+      int j1 = Math.min(j0 + CB, OC);
+      for (int i = 0; i < N; i++) {
+        int d = doutOff + i * OC;
+        for (int j = j0; j < j1; j++) {
+          dbias[dbiasOff + j] += dout[d + j];
         }
       }
     }

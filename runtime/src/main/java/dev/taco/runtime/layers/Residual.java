@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -18,7 +19,12 @@ public final class Residual {
     Check.span("out", out, outOff, N);
     Check.span("a", a, aOff, N);
     Check.span("b", b, bOff, N);
+    residualForward(out, outOff, a, aOff, b, bOff, N);
+  }
 
+  /** Kernel of {@link #forward}, one iteration per element. No checks. */
+  @Kernel
+  public static void residualForward(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, int N) {
     for (@Parallel int i = 0; i < N; i++) {
       out[outOff + i] = a[aOff + i] + b[bOff + i];
     }
@@ -30,7 +36,12 @@ public final class Residual {
     Check.span("da", da, daOff, N);
     Check.span("db", db, dbOff, N);
     Check.span("dout", dout, doutOff, N);
+    residualBackward(da, daOff, db, dbOff, dout, doutOff, N);
+  }
 
+  /** Kernel of {@link #backward}, one iteration per element. No checks. */
+  @Kernel
+  public static void residualBackward(float[] da, int daOff, float[] db, int dbOff, float[] dout, int doutOff, int N) {
     for (@Parallel int i = 0; i < N; i++) {
       float d = dout[doutOff + i];
       da[daOff + i] += d;

@@ -1,13 +1,31 @@
 /**
- * The layers of the GPT-2 style model, each a forward and a backward kernel, written the llm.c way.
+ * The layers of the GPT-2 style model, written the llm.c way: per layer and direction a host wrapper and one or more
+ * kernels.
  *
  * <p>What this is: one class per layer ({@link dev.taco.runtime.layers.Encoder},
  * {@link dev.taco.runtime.layers.LayerNorm}, {@link dev.taco.runtime.layers.Matmul},
  * {@link dev.taco.runtime.layers.Attention}, {@link dev.taco.runtime.layers.Gelu},
- * {@link dev.taco.runtime.layers.Residual}, {@link dev.taco.runtime.layers.CrossEntropy}), with a
- * {@code public static forward} and {@code backward} over primitive {@code float[]} arrays addressed
- * by explicit offsets, so that all parameters, gradients and activations can live in a few flat
- * buffers. Shapes are in each method's Javadoc.
+ * {@link dev.taco.runtime.layers.Residual}, {@link dev.taco.runtime.layers.CrossEntropy}), plus
+ * {@link dev.taco.runtime.layers.GradNorm} for gradient clipping, over primitive {@code float[]} arrays addressed
+ * by explicit offsets, so that all parameters, gradients and activations can live in a few flat buffers. Shapes are
+ * in each method's Javadoc.
+ *
+ * <p>Two kinds of method (DESIGN §5):
+ * <ul>
+ *   <li><b>Host wrappers</b>, the public {@code forward} / {@code backward} (and
+ *       {@link dev.taco.runtime.layers.Matmul#addBias}, {@link dev.taco.runtime.layers.GradNorm#squaredNorm}): they
+ *       check sizes and spans once ({@code IllegalArgumentException} naming the argument), then call the kernels in
+ *       order; Matmul's GEMMs are host calls into {@link dev.taco.kernels.Gemm} here (cuBLAS on the GPU), and
+ *       CrossEntropy's mean and GradNorm's final sum over its partials are host reductions.</li>
+ *   <li><b>Kernels</b>, annotated {@link dev.taco.kernels.Kernel} and named after their layer
+ *       ({@code layernormForward}, {@code layernormBackwardRows}, ...): each holds exactly one top-level
+ *       {@code @Parallel} loop, preceded only by local declarations, over primitive arrays with explicit offsets and
+ *       sizes as parameters; no checks, objects, allocation or host calls. So
+ *       {@link dev.taco.kernels.compiler.KernelTranslator} turns each into a CUDA C entry point unchanged (the
+ *       static helpers they call, {@code Attention.dot} and {@code Gelu.tanh}, become device functions);
+ *       {@link dev.taco.runtime.layers.LayerKernels#kernels()} lists them for pre-translation. A layer that needs
+ *       two passes (LayerNorm's row part and its column sums) is two kernels.</li>
+ * </ul>
  *
  * <p>Conventions, shared by every method:
  * <ul>
@@ -15,19 +33,18 @@
  *   <li>Forward passes overwrite their outputs. Backward passes ADD into their gradient buffers
  *       ({@code +=}): a tensor used twice (the residual stream) sums its gradients for free, and the
  *       caller zeroes gradients once per step.</li>
- *   <li>Sizes and spans are checked once at entry ({@code IllegalArgumentException} naming the
- *       argument); the loops that follow do no checks.</li>
- *   <li>Kernel style (DESIGN §5): loops marked {@code @Parallel} have independent iterations with one
- *       writer per output element, so the GPU compiler can map them to threads unchanged; no objects,
- *       allocation or lambdas inside loops; scratch space is passed in. Where a gradient is a sum over
- *       positions (dwte, dwpe, LayerNorm's dweight/dbias, the bias of a linear layer, attention's dk/dv)
- *       the parallel loop runs over the summed-into index and gathers, rather than scattering with
- *       atomics, so results are deterministic.</li>
+ *   <li>{@code @Parallel} loops have independent iterations with one writer per output element, so they map to GPU
+ *       threads. Where a gradient is a sum over positions (dwte, dwpe, LayerNorm's dweight/dbias, the bias of a
+ *       linear layer, attention's dk/dv) the loop runs over the summed-into index and gathers, rather than scattering
+ *       with atomics, so results are deterministic and do not depend on the thread count.</li>
+ *   <li>The numbers do not depend on how the work is split into kernels: the wrappers give bit for bit the floats
+ *       of the single-method layers they replaced ({@code BitIdentityTest}).</li>
  * </ul>
  *
  * <p>What this deliberately is not: not multi-threaded (the {@code @Parallel} loops run sequentially
  * on the JVM; {@link dev.taco.kernels.Gemm} carries the CPU parallelism, and the matmuls dominate),
  * not tensor-parallel (the TP linears and their collectives wrap {@link dev.taco.runtime.layers.Matmul}
- * elsewhere), no dropout, no mixed precision: fp32 throughout.
+ * elsewhere), no dropout, no mixed precision: fp32 throughout (float64 only in the sums behind the mean loss and the
+ * gradient norm).
  */
 package dev.taco.runtime.layers;

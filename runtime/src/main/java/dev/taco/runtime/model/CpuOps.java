@@ -5,6 +5,7 @@ import dev.taco.runtime.layers.Attention;
 import dev.taco.runtime.layers.CrossEntropy;
 import dev.taco.runtime.layers.Encoder;
 import dev.taco.runtime.layers.Gelu;
+import dev.taco.runtime.layers.GradNorm;
 import dev.taco.runtime.layers.LayerNorm;
 import dev.taco.runtime.layers.Matmul;
 import dev.taco.runtime.layers.Residual;
@@ -19,6 +20,7 @@ import java.util.Arrays;
 public final class CpuOps implements Ops<float[]> {
   private final CollectiveSites tp;
   private float[] wire = new float[0];
+  private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
 
   /** @param tp this rank's collective sites */
   public CpuOps(CollectiveSites tp) {
@@ -133,13 +135,7 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public void addBias(View<float[]> out, View<float[]> bias, int rows, int C) {
-    float[] o = out.arena();
-    float[] b = bias.arena();
-    int oo = out.off();
-    int bo = bias.off();
-    for (int i = 0; i < rows; i++) {
-      for (int j = 0; j < C; j++) o[oo + i * C + j] += b[bo + j];
-    }
+    Matmul.addBias(out.arena(), out.off(), bias.arena(), bias.off(), rows, C);
   }
 
   @Override
@@ -169,7 +165,8 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public double squaredNorm(float[] grads, ParameterTensors layout, boolean includeReplicated) {
-    return layout.squaredNorm(grads, includeReplicated);
+    if (replicated == null) replicated = layout.replicatedMask();
+    return GradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());
   }
 
   @Override

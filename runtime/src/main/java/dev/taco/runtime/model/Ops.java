@@ -77,8 +77,8 @@ public interface Ops<A> {
   void allReduce(String site, View<A> x, int rows, int cols);
 
   /**
-   * Sum of squares of this rank's gradients (a host scalar, in double), in arena order, skipping the replicated
-   * tensors unless {@code includeReplicated}.
+   * Sum of squares of this rank's gradients (a host scalar, in double), skipping the replicated tensors unless
+   * {@code includeReplicated}; summed in {@link dev.taco.runtime.layers.GradNorm}'s fixed order on every backend.
    */
   double squaredNorm(A grads, ParameterTensors layout, boolean includeReplicated);
 

@@ -167,18 +167,13 @@ public final class ParameterTensors {
     return d;
   }
 
-  /**
-   * Sum of squares of {@code grads} over this rank's tensors, in arena order, skipping the replicated ones unless
-   * {@code includeReplicated} (so that a sum over ranks counts each replicated gradient once).
-   */
-  public double squaredNorm(float[] grads, boolean includeReplicated) {
-    double s = 0;
+  /** Per-element flag of this rank's arena: true where the element belongs to a replicated tensor. */
+  public boolean[] replicatedMask() {
+    boolean[] r = new boolean[size];
     for (Tensor t : tensors) {
-      if (!includeReplicated && t.split() == Split.REPLICATED) continue;
-      int end = t.offset() + t.size(cfg.tp());
-      for (int i = t.offset(); i < end; i++) s += (double) grads[i] * grads[i];
+      if (t.split() == Split.REPLICATED) Arrays.fill(r, t.offset(), t.offset() + t.size(cfg.tp()), true);
     }
-    return s;
+    return r;
   }
 
   /**

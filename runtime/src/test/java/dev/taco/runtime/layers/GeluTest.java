@@ -27,6 +27,12 @@ class GeluTest {
   }
 
   @Test
+  void theLiteralConstantIsSqrtTwoOverPiInFloat() {
+    assertThat(Float.floatToRawIntBits(Gelu.SQRT_2_OVER_PI))
+        .isEqualTo(Float.floatToRawIntBits((float) Math.sqrt(2.0 / Math.PI)));
+  }
+
+  @Test
   void knownValues() {
     float[] x = {0f, 1f, -1f, 10f, -10f};
     float[] y = new float[5];

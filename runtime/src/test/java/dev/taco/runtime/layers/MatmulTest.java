@@ -79,4 +79,17 @@ class MatmulTest {
     assertThatThrownBy(() -> Matmul.backward(new float[1], 0, weight, OFF, null, 0, out, OFF, inp, OFF, weight, OFF, B, T, C, OC))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dinp");
   }
+
+  @Test
+  void addBiasIsTheBiasOfForward() {
+    float[] viaForward = Bufs.output(BT * OC);
+    Matmul.forward(viaForward, OFF, inp, OFF, weight, OFF, bias, OFF, B, T, C, OC);
+    Matmul.forward(out, OFF, inp, OFF, weight, OFF, null, 0, B, T, C, OC);
+    Matmul.addBias(out, OFF, bias, OFF, BT, OC);
+    assertThat(out).containsExactly(viaForward);
+    assertThatThrownBy(() -> Matmul.addBias(out, OFF, new float[OC - 1], 0, BT, OC))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bias");
+    assertThatThrownBy(() -> Matmul.addBias(out, OFF, bias, OFF, 0, OC))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("N");
+  }
 }

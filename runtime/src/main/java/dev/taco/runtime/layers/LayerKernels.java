@@ -1,0 +1,52 @@
+package dev.taco.runtime.layers;
+
+import dev.taco.kernels.compiler.KernelRequest;
+import dev.taco.runtime.train.AdamW;
+import java.util.List;
+
+/**
+ * The catalog of the training kernels (DESIGN §5), for pre-translation: the GPU machine's Java runtime has no
+ * {@code jdk.compiler}, so {@code dev.taco.kernels.cuda.KernelSources} translates this list beforehand on a CPU
+ * machine ({@code KernelSources runtime/src/main/java:tornado-kernels/src/main/java <dir>
+ * dev.taco.runtime.layers.LayerKernels}).
+ *
+ * <p>None of these kernels has a {@link dev.taco.kernels.Constant} parameter: sizes are launch arguments, and the
+ * block sizes of the column sums (16 channels) are {@code static final} constants the translator inlines. So each
+ * kernel is one request with an empty specialisation.
+ */
+public final class LayerKernels {
+  private LayerKernels() {}
+
+  /**
+   * Every {@link dev.taco.kernels.Kernel} method of the layer classes and of {@link AdamW}, once each, in the order
+   * of a training step (embedding, block, head, loss; then backward; then the update).
+   *
+   * @return the requests, unmodifiable
+   */
+  public static List<KernelRequest> kernels() {
+    return List.of(
+        KernelRequest.of(Encoder.class, "encoderForward"),
+        KernelRequest.of(LayerNorm.class, "layernormForward"),
+        KernelRequest.of(Matmul.class, "matmulForwardBias"),
+        KernelRequest.of(Attention.class, "attentionScores"),
+        KernelRequest.of(Attention.class, "softmaxForward"),
+        KernelRequest.of(Attention.class, "attentionValues"),
+        KernelRequest.of(Residual.class, "residualForward"),
+        KernelRequest.of(Gelu.class, "geluForward"),
+        KernelRequest.of(CrossEntropy.class, "crossentropyForward"),
+        KernelRequest.of(CrossEntropy.class, "crossentropyBackward"),
+        KernelRequest.of(Matmul.class, "matmulBackwardBias"),
+        KernelRequest.of(Gelu.class, "geluBackward"),
+        KernelRequest.of(Residual.class, "residualBackward"),
+        KernelRequest.of(LayerNorm.class, "layernormBackwardRows"),
+        KernelRequest.of(LayerNorm.class, "layernormBackwardParams"),
+        KernelRequest.of(Attention.class, "attentionBackwardProbs"),
+        KernelRequest.of(Attention.class, "softmaxBackward"),
+        KernelRequest.of(Attention.class, "attentionBackwardQuery"),
+        KernelRequest.of(Attention.class, "attentionBackwardKeyValue"),
+        KernelRequest.of(Encoder.class, "encoderBackwardWte"),
+        KernelRequest.of(Encoder.class, "encoderBackwardWpe"),
+        KernelRequest.of(GradNorm.class, "gradNormPartials"),
+        KernelRequest.of(AdamW.class, "adamwUpdate"));
+  }
+}
