@@ -18,11 +18,11 @@ rm -rf .device/jre.tar.xz
 rm -f .device/lib/{pdfbox,pdfbox-io,fontbox,commons-math3,VectorGraphics2D,animated-gif-lib,graphics2d}-*.jar
 rm -rf .device/cache .device/cuda .device/test
 # one file per kernel specialisation, named by a key over the kernel's sources and the translator (KernelSources)
-"$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
-  dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java .device/cuda \
-  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels
+"$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:collective/target/classes:runtime/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
+  dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java:runtime/src/main/java .device/cuda \
+  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels dev.taco.runtime.layers.LayerKernels
 mkdir -p .device/test/lib
-for m in tornado-kernels collective bench; do
+for m in tornado-kernels collective runtime bench; do
   [ -d "$m/target/test-classes" ] && cp -r "$m/target/test-classes" ".device/test/$m"
 done
 for a in org.junit.platform:junit-platform-console-standalone:1.14.4 org.assertj:assertj-core:3.27.7 \

@@ -19,7 +19,8 @@ public final class LayerNorm {
   public static final float EPS = 1e-5f;
 
   /** Channels per block in the column reductions of {@link #backward}: one 64-byte cache line. */
-  private static final int CB = 16;
+  /** Channels per iteration of the column-sum kernel (dweight and dbias): one writer per sum. */
+  public static final int CB = 16;
 
   /** out(B,T,C), mean(B,T), rstd(B,T) from inp(B,T,C), weight(C), bias(C). Overwrites its outputs. */
   public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,

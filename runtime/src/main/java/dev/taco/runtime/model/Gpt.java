@@ -37,6 +37,8 @@ public final class Gpt<A> {
   private final int[] inputs;
   private final int[] targets;
   private boolean forwarded;
+  private A m, v; // AdamW moments, allocated by the first update
+  private byte[] decay;
 
   /**
    * Builds rank {@code rank} of the model on {@code ops} with weights initialised from {@code seed} as GPT-2 does
@@ -210,6 +212,24 @@ public final class Gpt<A> {
           av(a.ln1Rstd[l]), b, t, c);
     }
     ops.encoderBackward(gv(p.wte), gv(p.wpe), av(a.dres), inputs, b, t, c, v);
+  }
+
+  /**
+   * One AdamW step of this rank's parameters from its gradients (llm.c's {@code gpt2_update}; {@code train.AdamW}),
+   * with weight decay on the matrices only ({@link ParameterTensors#decayMask}); the moments live in this backend's
+   * memory and start at zero.
+   *
+   * @param gradScale factor applied to every gradient first (global-norm clipping)
+   * @param step 1-based step count, for the bias corrections
+   * @throws IllegalArgumentException if {@code step < 1}
+   */
+  public void update(float lr, float beta1, float beta2, float eps, float weightDecay, float gradScale, int step) {
+    if (m == null) {
+      m = ops.alloc(p.size());
+      v = ops.alloc(p.size());
+      decay = p.decayMask();
+    }
+    ops.adamw(params, grads, m, v, decay, p.size(), lr, beta1, beta2, eps, weightDecay, gradScale, step);
   }
 
   /** {@code layer0.<kind>, layer1.<kind>, ...}, e.g. {@code layer3.mlp.fwd}. */

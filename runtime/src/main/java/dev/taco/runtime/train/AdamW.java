@@ -29,10 +29,18 @@ public final class AdamW {
       throw new IllegalArgumentException("every array needs n = " + n + " elements: params " + params.length
           + ", grads " + grads.length + ", m " + m.length + ", v " + v.length + ", decay " + decay.length);
     }
-    // the bias corrections on the host, with Java's pow, so that a GPU launch gets the same two floats
-    float c1 = 1f - (float) Math.pow(beta1, step);
-    float c2 = 1f - (float) Math.pow(beta2, step);
-    adamwUpdate(params, 0, grads, 0, m, 0, v, 0, decay, 0, n, lr, beta1, beta2, eps, weightDecay, gradScale, c1, c2);
+    adamwUpdate(params, 0, grads, 0, m, 0, v, 0, decay, 0, n, lr, beta1, beta2, eps, weightDecay, gradScale,
+        biasCorrection(beta1, step), biasCorrection(beta2, step));
+  }
+
+  /**
+   * The bias correction {@code 1 − beta^step} as a float, computed on the host with Java's {@code pow}, so that a CPU
+   * and a GPU launch of {@link #adamwUpdate} get the same two floats.
+   *
+   * @param step 1-based step count
+   */
+  public static float biasCorrection(float beta, int step) {
+    return 1f - (float) Math.pow(beta, step);
   }
 
   /**

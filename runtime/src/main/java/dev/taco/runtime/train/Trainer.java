@@ -136,10 +136,6 @@ public final class Trainer {
     int rank = exact.rank();
     int b = opt.microBatch(), t = cfg.seqLength();
     Gpt<float[]> model = Gpt.cpu(cfg, tp, b, opt.seed());
-    float[] params = model.params(), grads = model.grads();
-    int n = params.length;
-    float[] m = new float[n], v = new float[n];
-    byte[] decay = model.layout().decayMask();
     int[] in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
     long wire = 0;
@@ -179,7 +175,7 @@ public final class Trainer {
       float norm = (float) Math.sqrt(normBuf[0]);
       float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
       float lr = learningRate(opt, step);
-      dev.taco.runtime.train.AdamW.update(params, grads, m, v, decay, n, lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
+      model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
       if (rank == 0) {
         history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();

@@ -1,0 +1,425 @@
+package dev.taco.runtime.model;
+
+import dev.taco.collective.device.DeviceOutOfMemoryException;
+import dev.taco.kernels.compiler.KernelRequest;
+import dev.taco.kernels.cuda.Cublas;
+import dev.taco.kernels.cuda.Cublas.DataType;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaException;
+import dev.taco.kernels.cuda.CudaFunction;
+import dev.taco.kernels.cuda.CudaStream;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.cuda.Dim3;
+import dev.taco.kernels.cuda.HostArrays;
+import dev.taco.kernels.cuda.PinnedBuffer;
+import dev.taco.runtime.layers.Attention;
+import dev.taco.runtime.layers.CrossEntropy;
+import dev.taco.runtime.layers.Encoder;
+import dev.taco.runtime.layers.Gelu;
+import dev.taco.runtime.layers.GradNorm;
+import dev.taco.runtime.layers.LayerNorm;
+import dev.taco.runtime.layers.Matmul;
+import dev.taco.runtime.layers.Residual;
+import dev.taco.runtime.train.AdamW;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6), fp32 mode: every arena is one float32 {@link DeviceBuffer},
+ * resident for the whole step; GEMMs through {@link Cublas} (fp32 in and out, TF32 off); every other layer through
+ * the same Java kernels the CPU runs ({@code dev.taco.runtime.layers}, translated to CUDA C by
+ * {@code KernelSources} and compiled by NVRTC at first use), launched with the same arguments in the same order as the
+ * CPU's host wrappers. So apart from the GEMMs' summation order a GPU step computes the CPU step's float operations.
+ *
+ * <p>All work goes on one stream. The host waits for it only where a host value is needed: the mean loss (the B·T
+ * per-position losses come back and are summed in order, as on the CPU), the gradient norm (4096 float64 partial sums
+ * come back), and before token ids are uploaded (an async copy from pinned memory on the stream). Token ids are
+ * uploaded by the forward calls ({@link #encoderForward}, {@link #crossEntropyForward}); the backward calls with the
+ * same host array use the copy their forward made.
+ *
+ * <p>Tensor parallelism: this version runs one rank (TP = 1), where the TP all-reduces move nothing; a TP group of
+ * several GPU ranks is refused at construction with the reason.
+ *
+ * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
+ */
+public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
+  /** Threads per block of the layer kernels (grid-stride loops: any grid covers the iterations). */
+  static final int BLOCK = 256;
+  private static final long MAX_BLOCKS = 1L << 20;
+
+  private final CudaContext ctx;
+  private final CudaStream stream;
+  private final DeviceBuffer workspace;
+  private final Cublas blas;
+  private final List<DeviceBuffer> owned = new ArrayList<>();
+  private final Map<String, CudaFunction> kernels = new HashMap<>();
+  private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
+  private PinnedBuffer staging;
+  private DeviceBuffer normPartials;
+
+  /**
+   * @param ctx the device context (owned by the caller, which closes it after this)
+   * @param worldSize the TP world size; only 1 is supported by this version
+   * @throws IllegalArgumentException for a world size other than 1
+   * @throws dev.taco.kernels.cuda.CublasException if cuBLAS cannot start on this device
+   * @throws UnsatisfiedLinkError if libcublas does not load
+   */
+  public CudaOps(CudaContext ctx, int worldSize) {
+    if (worldSize != 1) {
+      throw new IllegalArgumentException("the GPU backend runs TP = 1 only in this version, got --tp " + worldSize
+          + "; use --device cpu for tensor parallelism");
+    }
+    this.ctx = ctx;
+    ctx.makeCurrent(); // this thread's: a rank's thread builds and drives its backend
+    this.stream = ctx.createStream();
+    this.workspace = alloc(Cublas.WORKSPACE_BYTES / 4);
+    this.blas = Cublas.create(ctx, workspace, false);
+  }
+
+  /** The stream every operation is enqueued on. */
+  public CudaStream stream() {
+    return stream;
+  }
+
+  /** The context. */
+  public CudaContext context() {
+    return ctx;
+  }
+
+  /** Waits until every enqueued operation is done (kernel faults surface here as {@link CudaException}). */
+  public void synchronize() {
+    stream.synchronize();
+  }
+
+  /**
+   * A zeroed float32 device arena of {@code n} elements, freed by {@link #close}.
+   *
+   * @throws DeviceOutOfMemoryException if the device has not that much free memory (the message gives the size)
+   */
+  @Override
+  public DeviceBuffer alloc(long n) {
+    if (n <= 0) throw new IllegalArgumentException("an arena needs at least one element, got " + n);
+    DeviceBuffer b;
+    try {
+      b = ctx.alloc(4 * n);
+    } catch (CudaException e) {
+      if (e.code() == 2) { // CUDA_ERROR_OUT_OF_MEMORY
+        throw new DeviceOutOfMemoryException(String.format("out of GPU memory allocating %.3f GiB on %s (%.1f GiB "
+            + "in all): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers", 4.0 * n / (1 << 30),
+            ctx.name(), ctx.totalMemoryBytes() / (double) (1 << 30)), e);
+      }
+      throw e;
+    }
+    owned.add(b);
+    b.memsetAsync((byte) 0, stream);
+    return b;
+  }
+
+  @Override
+  public DeviceBuffer fromHost(float[] values) {
+    DeviceBuffer b = alloc(values.length);
+    copyIn(values, b);
+    return b;
+  }
+
+  /**
+   * Copies {@code values} to the start of {@code arena}, ordered on the stream after the work enqueued before.
+   *
+   * @throws IllegalArgumentException if the arena is shorter than the array
+   */
+  public void copyToDevice(float[] values, DeviceBuffer arena) {
+    check("arena", new View<>(arena, 0), values.length);
+    copyIn(values, arena);
+  }
+
+  /** Copies {@code n} elements from {@code v} to a new host array (waits for the stream). */
+  public float[] toHost(View<DeviceBuffer> v, int n) {
+    check("tensor", v, n);
+    float[] out = new float[n];
+    stream.synchronize();
+    v.arena().copyToHost(out, 0, n, 4 * v.offset());
+    return out;
+  }
+
+  @Override
+  public void zero(View<DeviceBuffer> v, long n) {
+    check("tensor", v, n);
+    v.arena().slice(4 * v.offset(), 4 * n).memsetAsync((byte) 0, stream);
+  }
+
+  @Override
+  public void encoderForward(View<DeviceBuffer> out, int[] tokens, View<DeviceBuffer> wte, View<DeviceBuffer> wpe,
+      int B, int T, int C, int V) {
+    DeviceBuffer ids = upload(tokens, B * T, V, "tokens");
+    launch(Encoder.class, "encoderForward", (long) B * T, p("out", out, (long) B * T * C), 0, ids, 0,
+        p("wte", wte, (long) V * C), 0, p("wpe", wpe, (long) T * C), 0, B, T, C);
+  }
+
+  @Override
+  public void encoderBackward(View<DeviceBuffer> dwte, View<DeviceBuffer> dwpe, View<DeviceBuffer> dout, int[] tokens,
+      int B, int T, int C, int V) {
+    DeviceBuffer ids = uploaded(tokens, "tokens");
+    launch(Encoder.class, "encoderBackwardWte", V, p("dwte", dwte, (long) V * C), 0, p("dout", dout, (long) B * T * C),
+        0, ids, 0, B, T, C, V);
+    launch(Encoder.class, "encoderBackwardWpe", T, p("dwpe", dwpe, (long) T * C), 0, p("dout", dout, (long) B * T * C),
+        0, B, T, C);
+  }
+
+  @Override
+  public void layerNormForward(View<DeviceBuffer> out, View<DeviceBuffer> mean, View<DeviceBuffer> rstd,
+      View<DeviceBuffer> inp, View<DeviceBuffer> w, View<DeviceBuffer> b, int B, int T, int C) {
+    long bt = (long) B * T;
+    launch(LayerNorm.class, "layernormForward", bt, p("out", out, bt * C), 0, p("mean", mean, bt), 0,
+        p("rstd", rstd, bt), 0, p("inp", inp, bt * C), 0, p("weight", w, C), 0, p("bias", b, C), 0, B, T, C);
+  }
+
+  @Override
+  public void layerNormBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dw, View<DeviceBuffer> db,
+      View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w, View<DeviceBuffer> mean,
+      View<DeviceBuffer> rstd, int B, int T, int C) {
+    long bt = (long) B * T;
+    Long pDout = p("dout", dout, bt * C), pInp = p("inp", inp, bt * C), pMean = p("mean", mean, bt);
+    Long pRstd = p("rstd", rstd, bt);
+    launch(LayerNorm.class, "layernormBackwardRows", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
+        p("weight", w, C), 0, pMean, 0, pRstd, 0, B, T, C);
+    launch(LayerNorm.class, "layernormBackwardParams", (C + LayerNorm.CB - 1) / LayerNorm.CB, p("dweight", dw, C), 0, p("dbias", db, C), 0,
+        pDout, 0, pInp, 0, pMean, 0, pRstd, 0, B, T, C);
+  }
+
+  @Override
+  public void matmulForward(View<DeviceBuffer> out, View<DeviceBuffer> inp, View<DeviceBuffer> w,
+      View<DeviceBuffer> bias, int B, int T, int C, int OC) {
+    int n = B * T;
+    blas.matmul(stream, DataType.F32, DataType.F32, inp.arena(), inp.offset(), w.arena(), w.offset(), out.arena(),
+        out.offset(), n, OC, C, false);
+    if (bias != null) addBias(out, bias, n, OC);
+  }
+
+  @Override
+  public void matmulBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dw, View<DeviceBuffer> dbias,
+      View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w, int B, int T, int C, int OC) {
+    int n = B * T;
+    blas.matmulTransB(stream, DataType.F32, DataType.F32, dout.arena(), dout.offset(), w.arena(), w.offset(),
+        dinp.arena(), dinp.offset(), n, C, OC, true);
+    blas.matmulTransA(stream, DataType.F32, DataType.F32, inp.arena(), inp.offset(), dout.arena(), dout.offset(),
+        dw.arena(), dw.offset(), C, OC, n, true);
+    if (dbias != null) {
+      launch(Matmul.class, "matmulBackwardBias", (OC + Matmul.CB - 1) / Matmul.CB, p("dbias", dbias, OC), 0,
+          p("dout", dout, (long) n * OC), 0, n, OC);
+    }
+  }
+
+  @Override
+  public void headForward(View<DeviceBuffer> logits, View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C,
+      int V) {
+    blas.matmulTransB(stream, DataType.F32, DataType.F32, x.arena(), x.offset(), wte.arena(), wte.offset(),
+        logits.arena(), logits.offset(), N, V, C, false);
+  }
+
+  @Override
+  public void headBackward(View<DeviceBuffer> dx, View<DeviceBuffer> dwte, View<DeviceBuffer> dlogits,
+      View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C, int V) {
+    blas.matmul(stream, DataType.F32, DataType.F32, dlogits.arena(), dlogits.offset(), wte.arena(), wte.offset(),
+        dx.arena(), dx.offset(), N, C, V, false);
+    blas.matmulTransA(stream, DataType.F32, DataType.F32, dlogits.arena(), dlogits.offset(), x.arena(), x.offset(),
+        dwte.arena(), dwte.offset(), V, C, N, true);
+  }
+
+  @Override
+  public void attentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv, int B, int T,
+      int NH, int HS) {
+    long rows = (long) B * NH * T;
+    Long pAtt = p("att", att, rows * T), pQkv = p("qkv", qkv, (long) B * T * 3 * NH * HS);
+    launch(Attention.class, "attentionScores", rows, pAtt, 0, pQkv, 0, B, T, NH, HS);
+    launch(Attention.class, "softmaxForward", rows, pAtt, 0, pAtt, 0, B, NH, T, Attention.scale(HS));
+    launch(Attention.class, "attentionValues", rows, p("out", out, (long) B * T * NH * HS), 0, pAtt, 0, pQkv, 0, B,
+        T, NH, HS);
+  }
+
+  @Override
+  public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
+      View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
+    long rows = (long) B * NH * T;
+    Long pDqkv = p("dqkv", dqkv, (long) B * T * 3 * NH * HS), pScratch = p("scratch", scratch, rows * T);
+    Long pDout = p("dout", dout, (long) B * T * NH * HS), pQkv = p("qkv", qkv, (long) B * T * 3 * NH * HS);
+    Long pAtt = p("att", att, rows * T);
+    launch(Attention.class, "attentionBackwardProbs", rows, pScratch, 0, pDout, 0, pQkv, 0, B, T, NH, HS);
+    launch(Attention.class, "softmaxBackward", rows, pScratch, 0, pScratch, 0, pAtt, 0, B, NH, T,
+        Attention.scale(HS));
+    launch(Attention.class, "attentionBackwardQuery", rows, pDqkv, 0, pScratch, 0, pQkv, 0, B, T, NH, HS);
+    launch(Attention.class, "attentionBackwardKeyValue", rows, pDqkv, 0, pScratch, 0, pDout, 0, pQkv, 0, pAtt, 0, B,
+        T, NH, HS);
+  }
+
+  @Override
+  public void geluForward(View<DeviceBuffer> out, View<DeviceBuffer> inp, int n) {
+    launch(Gelu.class, "geluForward", n, p("out", out, n), 0, p("inp", inp, n), 0, n);
+  }
+
+  @Override
+  public void geluBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dout, View<DeviceBuffer> inp, int n) {
+    launch(Gelu.class, "geluBackward", n, p("dinp", dinp, n), 0, p("dout", dout, n), 0, p("inp", inp, n), 0, n);
+  }
+
+  @Override
+  public void residualForward(View<DeviceBuffer> out, View<DeviceBuffer> a, View<DeviceBuffer> b, int n) {
+    launch(Residual.class, "residualForward", n, p("out", out, n), 0, p("a", a, n), 0, p("b", b, n), 0, n);
+  }
+
+  @Override
+  public void addBias(View<DeviceBuffer> out, View<DeviceBuffer> bias, int rows, int C) {
+    launch(Matmul.class, "matmulForwardBias", rows, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
+  }
+
+  /** Waits for the stream to bring the B·T losses back and sums them in order, as the CPU does. */
+  @Override
+  public float crossEntropyForward(View<DeviceBuffer> losses, View<DeviceBuffer> probs, View<DeviceBuffer> logits,
+      int[] targets, int B, int T, int V) {
+    int bt = B * T;
+    DeviceBuffer ids = upload(targets, bt, V, "targets");
+    launch(CrossEntropy.class, "crossentropyForward", bt, p("losses", losses, bt), 0, p("probs", probs, (long) bt * V),
+        0, p("logits", logits, (long) bt * V), 0, ids, 0, B, T, V);
+    float[] l = toHost(losses, bt);
+    double total = 0.0;
+    for (float x : l) total += x;
+    return (float) (total / bt);
+  }
+
+  @Override
+  public void crossEntropyBackward(View<DeviceBuffer> dlogits, View<DeviceBuffer> probs, int[] targets, int B, int T,
+      int V, float dloss) {
+    int bt = B * T;
+    launch(CrossEntropy.class, "crossentropyBackward", bt, p("dlogits", dlogits, (long) bt * V), 0,
+        p("probs", probs, (long) bt * V), 0, uploaded(targets, "targets"), 0, B, T, V, dloss);
+  }
+
+  /** With one rank there is nothing to reduce (the constructor refuses more). */
+  @Override
+  public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
+    check(site, x, (long) rows * cols);
+  }
+
+  /** {@link GradNorm#gradNormPartials} on the device; the 4096 partial sums come back and are added in order. */
+  @Override
+  public double squaredNorm(DeviceBuffer grads, ParameterTensors layout, boolean includeReplicated) {
+    int n = layout.size();
+    DeviceBuffer skip = hostCopies.get(layout);
+    if (skip == null) {
+      boolean[] mask = layout.replicatedMask();
+      byte[] bytes = new byte[n];
+      for (int i = 0; i < n; i++) bytes[i] = (byte) (mask[i] ? 1 : 0);
+      skip = uploadBytes(bytes);
+      hostCopies.put(layout, skip);
+    }
+    if (normPartials == null) normPartials = alloc(2L * GradNorm.PARTS);
+    launch(GradNorm.class, "gradNormPartials", GradNorm.PARTS, normPartials, 0, p("grads", new View<>(grads, 0), n),
+        0, skip, 0, !includeReplicated, n, GradNorm.PARTS);
+    double[] partial = new double[GradNorm.PARTS];
+    stream.synchronize();
+    normPartials.copyToHost(partial, 0, partial.length, 0);
+    double s = 0;
+    for (double x : partial) s += x;
+    return s;
+  }
+
+  @Override
+  public void adamw(DeviceBuffer params, DeviceBuffer grads, DeviceBuffer m, DeviceBuffer v, byte[] decay, int n,
+      float lr, float beta1, float beta2, float eps, float weightDecay, float gradScale, int step) {
+    if (n < 0 || step < 1) {
+      throw new IllegalArgumentException("need n >= 0 and step >= 1, got n = " + n + ", step = " + step);
+    }
+    if (decay.length < n) throw new IllegalArgumentException("decay has " + decay.length + " flags, needs " + n);
+    DeviceBuffer d = hostCopies.get(decay);
+    if (d == null) {
+      d = uploadBytes(decay);
+      hostCopies.put(decay, d);
+    }
+    launch(AdamW.class, "adamwUpdate", n, p("params", new View<>(params, 0), n), 0, p("grads", new View<>(grads, 0), n),
+        0, p("m", new View<>(m, 0), n), 0, p("v", new View<>(v, 0), n), 0, d, 0, n, lr, beta1, beta2, eps, weightDecay,
+        gradScale, AdamW.biasCorrection(beta1, step), AdamW.biasCorrection(beta2, step));
+  }
+
+  /** Frees every arena, the cuBLAS handle and the stream (waits for the stream first). */
+  @Override
+  public void close() {
+    stream.synchronize();
+    blas.close();
+    for (DeviceBuffer b : owned) b.close();
+    owned.clear();
+    if (staging != null) staging.close();
+    stream.close();
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private void launch(Class<?> owner, String kernel, long iterations, Object... args) {
+    CudaFunction f = kernels.computeIfAbsent(owner.getName() + "#" + kernel,
+        k -> ctx.kernel(KernelRequest.of(owner, kernel)));
+    int blocks = (int) Math.max(1, Math.min((iterations + BLOCK - 1) / BLOCK, MAX_BLOCKS));
+    f.launch(Dim3.of(blocks), Dim3.of(BLOCK), 0, stream, args);
+  }
+
+  /** The device address of {@code v}, after checking that {@code n} elements from it fit its arena. */
+  private static Long p(String name, View<DeviceBuffer> v, long n) {
+    check(name, v, n);
+    return v.arena().pointer() + 4 * v.offset();
+  }
+
+  private static void check(String name, View<DeviceBuffer> v, long n) {
+    if (v.offset() < 0 || n < 0 || 4 * (v.offset() + n) > v.arena().bytes()) {
+      throw new IllegalArgumentException(name + ": " + n + " elements from offset " + v.offset() + " do not fit an "
+          + "arena of " + v.arena().bytes() / 4 + " float32 elements");
+    }
+  }
+
+  /** Checks {@code n} ids against {@code [0, V)} and copies them to the device copy kept for {@code ids}. */
+  private DeviceBuffer upload(int[] ids, int n, int V, String name) {
+    if (ids.length < n) throw new IllegalArgumentException(name + " has " + ids.length + " ids, needs " + n);
+    for (int i = 0; i < n; i++) {
+      if (ids[i] < 0 || ids[i] >= V) {
+        throw new IllegalArgumentException(name + "[" + i + "] = " + ids[i] + " is outside the vocabulary [0, " + V
+            + ")");
+      }
+    }
+    DeviceBuffer d = hostCopies.get(ids);
+    if (d == null) {
+      d = alloc(ids.length);
+      hostCopies.put(ids, d);
+    }
+    copyIn(ids, d);
+    return d;
+  }
+
+  private DeviceBuffer uploaded(int[] ids, String name) {
+    DeviceBuffer d = hostCopies.get(ids);
+    if (d == null) {
+      throw new IllegalStateException(name + ": a backward call before the forward call that uploads its ids");
+    }
+    return d;
+  }
+
+  private DeviceBuffer uploadBytes(byte[] bytes) {
+    DeviceBuffer d = alloc((bytes.length + 3) / 4);
+    copyIn(bytes, d);
+    return d;
+  }
+
+  /**
+   * A whole host array → pinned staging → the start of {@code d}, ordered on the stream (a synchronous copy from
+   * pageable memory is not ordered with a non-blocking stream); the staging is reused once the stream has drained.
+   */
+  private void copyIn(Object array, DeviceBuffer d) {
+    long bytes = HostArrays.byteSize(array);
+    if (bytes == 0) return;
+    stream.synchronize();
+    if (staging == null || staging.bytes() < bytes) {
+      if (staging != null) staging.close();
+      staging = ctx.allocPinned(Math.max(bytes, 1 << 16));
+    }
+    staging.write(0, array);
+    d.copyFromAsync(staging, 0, 0, bytes, stream);
+  }
+}
