@@ -29,6 +29,8 @@ for a in org.junit.platform:junit-platform-console-standalone:1.14.4 org.assertj
          net.bytebuddy:byte-buddy:1.18.3; do
   mvn -q -B -ntp dependency:copy -Dartifact="$a" -DoutputDirectory="$PWD/.device/test/lib" >/dev/null
 done
+# the PyTorch baselines of the GPU benchmarks (../shared does not travel)
+mkdir -p .device/torch && cp ../shared/tools/torch_gpt_step.py ../shared/tools/torch_tp_step.py .device/torch/
 tar -C .device -cJf .device/jre.tar.xz jre
 rm -rf .device/jre
 du -sh .device | awk '{print "bundle: " $1 " (the travelling tree must stay under 64 MiB)"}'

@@ -1,6 +1,9 @@
 package dev.taco.runtime.cli;
 
 import dev.taco.codec.Codecs;
+import dev.taco.kernels.cuda.Cublas;
+import dev.taco.kernels.cuda.Cuda;
+import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.runtime.data.Corpus;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
@@ -95,6 +98,11 @@ public final class TacoCli {
         + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
     int distributedTimeoutMinutes = 2;
 
+    @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
+        + " (GPU 0; with --tp > 1 the ranks share it through the device-local transport), auto (cuda if a GPU is usable,"
+        + " else cpu). Default: ${DEFAULT-VALUE}.")
+    String device = "cpu";
+
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json and loss.png. Default: runs/<timestamp>.")
     Path out;
 
@@ -105,18 +113,25 @@ public final class TacoCli {
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
-      requireMemory(cfg, microBatch);
-      Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
-      corpus.requireWindow(seqLength);
-      out = outputFolder(out);
-      log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
-      log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {} cores",
-          numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp,
-          Runtime.getRuntime().availableProcessors());
+      try (CudaContext gpu = openDevice(device)) {
+        if (gpu == null) requireMemory(cfg, microBatch);
+        else requireDeviceMemory(cfg, microBatch, gpu);
+        Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
+        corpus.requireWindow(seqLength);
+        out = outputFolder(out);
+        log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
+        log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
+            numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
+                ? Runtime.getRuntime().availableProcessors() + " cores"
+                : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
+        List<RunResult> runs = new ArrayList<>();
+        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, gpu));
+        report(runs, corpus, cfg, gpu);
+      }
+      return 0;
+    }
 
-      List<RunResult> runs = new ArrayList<>();
-      for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt));
-
+    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, CudaContext gpu) throws IOException {
       PrintWriter w = new PrintWriter(System.out, true);
       printTable(w, runs);
       Map<String, Object> config = new LinkedHashMap<>();
@@ -126,15 +141,58 @@ public final class TacoCli {
       config.put("seq_length", seqLength);
       config.put("micro_batch_size", microBatch);
       config.put("tensor_model_parallel_size", tp);
+      config.put("device", gpu == null ? "cpu" : "cuda");
+      if (gpu != null) {
+        config.put("gpu", gpu.name());
+        config.put("gpu_memory_gib", gpu.totalMemoryBytes() / (double) (1L << 30));
+        config.put("gpu_mode", "fp32");
+      }
       config.put("steps", steps);
       config.put("lr", lr);
       config.put("seed", seed);
       config.put("parameters", cfg.parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
+      if (!Report.canPlot()) { // e.g. the GPU machine's jlink'd runtime
+        w.printf("%nwrote %s (no loss.png: this Java runtime has no java.desktop module)%n", json);
+        return;
+      }
       Path png = Report.writeLossPlot(out, runs);
       Path diff = Report.writeLossDifferencePlot(out, runs);
       w.printf("%nwrote %s, %s%s%n", json, png, diff == null ? "" : " and " + diff);
-      return 0;
+    }
+  }
+
+  /**
+   * The GPU a {@code --device} value asks for, opened, or null for the CPU.
+   *
+   * @throws IllegalArgumentException for an unknown value, or {@code cuda} without a CUDA driver or a GPU
+   */
+  static CudaContext openDevice(String device) {
+    switch (device) {
+      case "cpu":
+        return null;
+      case "cuda":
+        if (!Cuda.available()) throw new IllegalArgumentException("--device cuda: " + Cuda.unavailableReason());
+        if (Cuda.deviceCount() == 0) throw new IllegalArgumentException("--device cuda: the CUDA driver sees no GPU");
+        if (!Cublas.available()) throw new IllegalArgumentException("--device cuda: " + Cublas.unavailableReason());
+        return CudaContext.open(0);
+      case "auto":
+        if (Cuda.available() && Cuda.deviceCount() > 0 && Cublas.available()) return CudaContext.open(0);
+        log.info("--device auto: no usable GPU ({}); training on the CPU", Cuda.available()
+            ? Cublas.unavailableReason() : Cuda.unavailableReason());
+        return null;
+      default:
+        throw new IllegalArgumentException("--device must be cpu, cuda or auto, got '" + device + "'");
+    }
+  }
+
+  /** Refuses a model that cannot fit the GPU's memory, before allocating it ({@link Gpt#estimateBytes}, fp32). */
+  static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu) {
+    double need = Gpt.estimateBytes(cfg, microBatch);
+    if (need > 0.9 * gpu.totalMemoryBytes()) {
+      throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB of"
+          + " GPU memory but %s has %.1f GiB: lower --micro-batch-size, --seq-length, --hidden-size or --num-layers",
+          need / (1L << 30), gpu.name(), gpu.totalMemoryBytes() / (double) (1L << 30)));
     }
   }
 

@@ -164,6 +164,11 @@ public final class CpuOps implements Ops<float[]> {
   }
 
   @Override
+  public long bytesSent() {
+    return tp.bytesSent();
+  }
+
+  @Override
   public double squaredNorm(float[] grads, ParameterTensors layout, boolean includeReplicated) {
     if (replicated == null) replicated = layout.replicatedMask();
     return GradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());

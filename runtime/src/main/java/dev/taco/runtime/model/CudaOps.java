@@ -1,6 +1,9 @@
 package dev.taco.runtime.model;
 
+import dev.taco.collective.Plan;
+import dev.taco.collective.device.DeviceCollectives;
 import dev.taco.collective.device.DeviceOutOfMemoryException;
+import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cublas.DataType;
@@ -40,8 +43,9 @@ import java.util.Map;
  * uploaded by the forward calls ({@link #encoderForward}, {@link #crossEntropyForward}); the backward calls with the
  * same host array use the copy their forward made.
  *
- * <p>Tensor parallelism: this version runs one rank (TP = 1), where the TP all-reduces move nothing; a TP group of
- * several GPU ranks is refused at construction with the reason.
+ * <p>Tensor parallelism: one rank alone ({@link #CudaOps(CudaContext)}), or one rank of a TP group whose all-reduces go
+ * through D's {@link DeviceCollectives} ({@code device-local}: ranks as threads sharing one GPU; NCCL: a GPU per rank)
+ * with one plan for every site.
  *
  * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
  */
@@ -51,6 +55,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private static final long MAX_BLOCKS = 1L << 20;
 
   private final CudaContext ctx;
+  private final DeviceCollectives tp;
+  private final Plan plan;
+  private final boolean ownsStream;
   private final CudaStream stream;
   private final DeviceBuffer workspace;
   private final Cublas blas;
@@ -61,22 +68,47 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private DeviceBuffer normPartials;
 
   /**
+   * One rank alone (TP = 1): its own stream; the TP all-reduces move nothing.
+   *
    * @param ctx the device context (owned by the caller, which closes it after this)
-   * @param worldSize the TP world size; only 1 is supported by this version
-   * @throws IllegalArgumentException for a world size other than 1
    * @throws dev.taco.kernels.cuda.CublasException if cuBLAS cannot start on this device
    * @throws UnsatisfiedLinkError if libcublas does not load
    */
-  public CudaOps(CudaContext ctx, int worldSize) {
-    if (worldSize != 1) {
-      throw new IllegalArgumentException("the GPU backend runs TP = 1 only in this version, got --tp " + worldSize
-          + "; use --device cpu for tensor parallelism");
-    }
+  public CudaOps(CudaContext ctx) {
+    this(ctx, null, null, null);
+  }
+
+  /**
+   * One rank of a TP group: every operation on the collectives' stream, so that each all-reduce is ordered between the
+   * layer that writes its input and the one that reads its output, with no host synchronisation.
+   *
+   * @param tp this rank's device collectives (owned by the caller, closed after this)
+   * @param plan the plan of every collective site (a plan the GPU cannot run is refused at the first all-reduce; see
+   *     {@link DeviceCollectives#resolve})
+   */
+  public CudaOps(DeviceCollectives tp, Plan plan) {
+    this(tp.transport().context(), tp, tp.stream(), plan);
+  }
+
+  private CudaOps(CudaContext ctx, DeviceCollectives tp, CudaStream shared, Plan plan) {
     this.ctx = ctx;
     ctx.makeCurrent(); // this thread's: a rank's thread builds and drives its backend
-    this.stream = ctx.createStream();
+    this.tp = tp;
+    this.plan = plan;
+    this.ownsStream = shared == null;
+    this.stream = ownsStream ? ctx.createStream() : shared;
     this.workspace = alloc(Cublas.WORKSPACE_BYTES / 4);
     this.blas = Cublas.create(ctx, workspace, false);
+  }
+
+  /** The TP world size (1 without collectives). */
+  public int worldSize() {
+    return tp == null ? 1 : tp.transport().worldSize();
+  }
+
+  @Override
+  public long bytesSent() {
+    return tp == null ? 0 : tp.bytesSent();
   }
 
   /** The stream every operation is enqueued on. */
@@ -296,10 +328,16 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         p("probs", probs, (long) bt * V), 0, uploaded(targets, "targets"), 0, B, T, V, dloss);
   }
 
-  /** With one rank there is nothing to reduce (the constructor refuses more). */
+  /** Through this rank's device collectives with the plan; nothing to do with one rank. */
   @Override
   public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
     check(site, x, (long) rows * cols);
+    if (tp == null) return;
+    try {
+      tp.allReduce(plan, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("all-reduce at " + site + ": " + e.getMessage(), e);
+    }
   }
 
   /** {@link GradNorm#gradNormPartials} on the device; the 4096 partial sums come back and are added in order. */
@@ -342,7 +380,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         gradScale, AdamW.biasCorrection(beta1, step), AdamW.biasCorrection(beta2, step));
   }
 
-  /** Frees every arena, the cuBLAS handle and the stream (waits for the stream first). */
+  /** Frees every arena, the cuBLAS handle and its own stream (waits for the stream first). */
   @Override
   public void close() {
     stream.synchronize();
@@ -350,7 +388,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     for (DeviceBuffer b : owned) b.close();
     owned.clear();
     if (staging != null) staging.close();
-    stream.close();
+    if (ownsStream) stream.close();
   }
 
   // ------------------------------------------------------------------ helpers

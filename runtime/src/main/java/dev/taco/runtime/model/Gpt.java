@@ -105,6 +105,11 @@ public final class Gpt<A> {
     return p;
   }
 
+  /** Bytes this rank has put on the TP wire so far. */
+  public long bytesSent() {
+    return ops.bytesSent();
+  }
+
   /** This rank's parameters (see {@link ParameterTensors}). */
   public A params() {
     return params;

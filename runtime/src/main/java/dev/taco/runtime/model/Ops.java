@@ -76,6 +76,9 @@ public interface Ops<A> {
   /** The tensor-parallel all-reduce of a {@code rows x cols} tensor at collective site {@code site}, in place. */
   void allReduce(String site, View<A> x, int rows, int cols);
 
+  /** Bytes this rank has put on the TP wire so far (0 with one rank). */
+  long bytesSent();
+
   /**
    * Sum of squares of this rank's gradients (a host scalar, in double), skipping the replicated tensors unless
    * {@code includeReplicated}; summed in {@link dev.taco.runtime.layers.GradNorm}'s fixed order on every backend.

@@ -20,6 +20,11 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
 public final class Report {
   private Report() {}
 
+  /** Whether this Java runtime can draw the plots (XChart needs the {@code java.desktop} module). */
+  public static boolean canPlot() {
+    return ModuleLayer.boot().findModule("java.desktop").isPresent();
+  }
+
   /** The machine a run was measured on: cores, memory, JDK, OS. */
   public static Map<String, Object> machine() {
     Map<String, Object> m = new LinkedHashMap<>();

@@ -4,7 +4,13 @@ import dev.taco.codec.Codecs;
 import dev.taco.collective.Communicator;
 import dev.taco.collective.LocalGroup;
 import dev.taco.runtime.data.Corpus;
+import dev.taco.collective.Plan;
+import dev.taco.collective.device.DeviceCollectives;
+import dev.taco.collective.device.DeviceLocalTransport;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import java.util.ArrayList;
@@ -81,8 +87,21 @@ public final class Trainer {
     return (float) (o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * progress))));
   }
 
-  /** Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured. */
+  /** Trains one model at TP size {@code cfg.tp()} on the CPU with the given compression (see the next overload). */
   public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
+    return run(cfg, corpus, compression, opt, null);
+  }
+
+  /**
+   * Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured: on the CPU
+   * when {@code gpu} is null (every rank's collective sites calibrate and sample codec error on the host), else on that
+   * GPU, every rank a thread driving its own {@link CudaOps}, TP collectives through {@code device-local}
+   * {@link DeviceCollectives} with one plan for every site (no calibration or error sampling on the GPU yet; a codec
+   * without GPU kernels is sent as bf16, with a warning).
+   *
+   * @throws IllegalArgumentException for an unknown codec or a corpus shorter than a window
+   */
+  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, CudaContext gpu) {
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -90,12 +109,15 @@ public final class Trainer {
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
     Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
-    log.info("run '{}': TP={}, {} steps", compression, r, opt.steps());
+    log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU" : gpu.name());
+    Plan gpuPlan = gpu == null || r == 1 ? null : gpuPlan(compression, opt);
     List<Long> wireBytes;
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
       wireBytes = LocalGroup.run(r, java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes()), comm -> {
+        if (gpu != null) return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, history, bar);
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
-        long wire = trainRank(cfg, corpus, opt, comm, sites, history, bar);
+        long wire = trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history,
+            bar);
         if (comm.rank() == 0) {
           plans.putAll(sites.plans());
           errors.putAll(sites.sampledErrors());
@@ -130,26 +152,52 @@ public final class Trainer {
     return b.setConsumer(new DelegatingProgressBarConsumer(log::info)).setUpdateIntervalMillis(10_000).build();
   }
 
-  /** One rank's loop; rank 0 records history and codec error. Returns the bytes this rank sent in training steps. */
-  private static long trainRank(GptConfig cfg, Corpus corpus, Options opt, Communicator exact, CollectiveSites tp,
-      List<RunResult.StepRow> history, ProgressBar bar) {
+  /** The plan every GPU collective site uses for {@code compression}, as the GPU can run it. */
+  private static Plan gpuPlan(String compression, Options opt) {
+    Plan asked = compression.equals("fp32") ? Plan.EXACT : Plan.of(Codecs.byName(compression));
+    DeviceCollectives.Resolved resolved = DeviceCollectives.resolve(asked);
+    if (resolved.reason() != null) log.warn("{}", resolved.reason());
+    if (opt.calibrationSteps() > 0 && !resolved.plan().exact()) {
+      log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", resolved.plan().describe());
+    }
+    return resolved.plan();
+  }
+
+  /** One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop. */
+  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, CudaContext gpu,
+      Plan plan, List<RunResult.StepRow> history, ProgressBar bar) {
+    gpu.makeCurrent();
+    boolean alone = comm.worldSize() == 1;
+    try (DeviceLocalTransport link = alone ? null : new DeviceLocalTransport(gpu, comm);
+         DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
+         CudaOps ops = alone ? new CudaOps(gpu) : new CudaOps(dc, plan)) {
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, ops, comm.rank(), opt.microBatch(), opt.seed());
+      return trainRank(model, corpus, opt, comm, null, history, bar);
+    }
+  }
+
+  /**
+   * One rank's loop; rank 0 records the history. Returns the bytes this rank sent in training steps. {@code sites}
+   * (the CPU's) is null on the GPU: there the backend counts the bytes and nothing is sampled.
+   */
+  private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Communicator exact,
+      CollectiveSites sites, List<RunResult.StepRow> history, ProgressBar bar) {
     int rank = exact.rank();
-    int b = opt.microBatch(), t = cfg.seqLength();
-    Gpt<float[]> model = Gpt.cpu(cfg, tp, b, opt.seed());
+    int b = opt.microBatch(), t = model.config().seqLength();
     int[] in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
     long wire = 0;
     float[] normBuf = new float[1];
     for (int step = 0; step <= opt.steps(); step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, tp, corpus, opt, b, t);
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, sites, corpus, opt, b, t);
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
       }
       corpus.batch(false, trainRng, b, t, in, tgt);
-      tp.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
-      long before = tp.bytesSent();
+      if (sites != null) sites.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
+      long before = model.bytesSent();
       model.zeroGrad();
       float loss;
       try {
@@ -168,7 +216,7 @@ public final class Trainer {
         }
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
       }
-      wire += tp.bytesSent() - before;
+      wire += model.bytesSent() - before;
       // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);
@@ -187,8 +235,8 @@ public final class Trainer {
   }
 
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
-  private static double evaluate(Gpt<float[]> model, CollectiveSites tp, Corpus corpus, Options opt, int b, int t) {
-    tp.setSampling(false);
+  private static double evaluate(Gpt<?> model, CollectiveSites sites, Corpus corpus, Options opt, int b, int t) {
+    if (sites != null) sites.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];
     double sum = 0;

@@ -1,6 +1,7 @@
 package dev.taco.runtime.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -124,6 +125,20 @@ class TacoCliTest {
   void modelsThatCannotFitTheHeapAreRefusedUpFront() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--micro-batch-size", "100000")), "GiB but the heap is");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--seq-length", "2147483647")), "GiB but the heap is");
+  }
+
+  @Test
+  void deviceChoicesAreCheckedAndAutoFallsBackToTheCpu() throws Exception {
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--device", "gpu")), "--device must be cpu, cuda or auto, got 'gpu'");
+    assumeFalse(dev.taco.kernels.cuda.Cuda.available() && dev.taco.kernels.cuda.Cuda.deviceCount() > 0,
+        "this machine has a GPU: TacoCliGpuTest covers --device cuda and auto there");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--device", "cuda")), "--device cuda: ");
+    Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
+    Path out = tmp.resolve("auto");
+    Result r = run(tiny(out, "--data", text.toString(), "--compression", "fp32", "--tp", "1", "--device", "auto"));
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
+    assertThat(report.getAsJsonObject("config").get("device").getAsString()).isEqualTo("cpu");
   }
 
   @Test

@@ -1,0 +1,84 @@
+package dev.taco.bench;
+
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.kernels.cuda.CudaEvent;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.runtime.model.CudaOps;
+import dev.taco.runtime.model.Gpt;
+import dev.taco.runtime.model.GptConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * Times one training step of the GPU backend ({@link CudaOps}, TP = 1) per model shape, as
+ * {@code ../shared/tools/torch_gpt_step.py} times PyTorch's (issue E part 6): vocabulary 256, embeddings, tied LM
+ * head, cross-entropy, AdamW with global-norm clipping. A step is zero-grad, forward (the loss comes back to the host),
+ * backward, the gradient norm (back to the host) and the update: what {@code taco train} does. Median of
+ * {@link #SAMPLES} steps by CUDA events on the backend's stream after {@link #WARMUP} warm-up steps (the first compiles
+ * the kernels).
+ *
+ * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] D,L,H,T,B ...}; writes
+ * {@code {"device", "mode", "results": [{"hidden", "layers", "heads", "seq", "micro_batch", "tp", "ms"}]}}.
+ */
+public final class GpuTrainStep {
+  private GpuTrainStep() {}
+
+  static final int SAMPLES = 10;
+  static final int WARMUP = 3;
+
+  /** Entry point; see the class doc. */
+  public static void main(String[] args) throws Exception {
+    String out = null;
+    List<int[]> shapes = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--out")) out = args[++i];
+      else shapes.add(Arrays.stream(args[i].split(",")).mapToInt(Integer::parseInt).toArray());
+    }
+    if (shapes.isEmpty()) shapes.add(new int[] {128, 4, 4, 128, 8});
+    List<String> rows = new ArrayList<>();
+    try (CudaContext ctx = CudaContext.open(0)) {
+      for (int[] s : shapes) {
+        double ms = time(ctx, s[0], s[1], s[2], s[3], s[4]);
+        System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step%n", s[0], s[1], s[2], s[3], s[4], ms);
+        rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
+            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f}", s[0], s[1], s[2], s[3], s[4], ms));
+      }
+      String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"fp32 (CudaOps)\", \"results\": [\n  "
+          + String.join(",\n  ", rows) + "\n]}\n";
+      if (out != null) Files.writeString(Path.of(out), json);
+      System.out.print(json);
+    }
+  }
+
+  static double time(CudaContext ctx, int d, int layers, int heads, int t, int b) {
+    GptConfig cfg = new GptConfig(256, t, layers, heads, d, 1);
+    SplittableRandom rng = new SplittableRandom(1);
+    int[] in = new int[b * t], tgt = new int[b * t];
+    for (int i = 0; i < in.length; i++) {
+      in[i] = rng.nextInt(256);
+      tgt[i] = rng.nextInt(256);
+    }
+    try (CudaOps ops = new CudaOps(ctx); CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, ops, 0, b, 1);
+      double[] ms = new double[SAMPLES];
+      for (int i = -WARMUP; i < SAMPLES; i++) {
+        start.record(ops.stream());
+        model.zeroGrad();
+        model.forward(in, tgt);
+        model.backward();
+        float norm = (float) Math.sqrt(model.gradSquaredNorm(true));
+        model.update(1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, norm > 1f ? 1f / norm : 1f, i + WARMUP + 1);
+        end.record(ops.stream());
+        end.synchronize();
+        if (i >= 0) ms[i] = start.elapsedMillisTo(end);
+      }
+      Arrays.sort(ms);
+      return ms[SAMPLES / 2];
+    }
+  }
+}
