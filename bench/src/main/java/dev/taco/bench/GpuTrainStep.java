@@ -6,12 +6,15 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
+import dev.taco.runtime.model.OpTimes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
@@ -22,8 +25,11 @@ import java.util.SplittableRandom;
  * {@link #SAMPLES} steps by CUDA events on the backend's stream after {@link #WARMUP} warm-up steps (the first compiles
  * the kernels).
  *
+ * A second pass of the same steps through {@link OpTimes} gives the breakdown per category.
+ *
  * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] D,L,H,T,B ...}; writes
- * {@code {"device", "mode", "results": [{"hidden", "layers", "heads", "seq", "micro_batch", "tp", "ms"}]}}.
+ * {@code {"device", "mode", "results": [{"hidden", "layers", "heads", "seq", "micro_batch", "tp", "ms",
+ * "breakdown"}]}}.
  */
 public final class GpuTrainStep {
   private GpuTrainStep() {}
@@ -43,10 +49,17 @@ public final class GpuTrainStep {
     List<String> rows = new ArrayList<>();
     try (CudaContext ctx = CudaContext.open(0)) {
       for (int[] s : shapes) {
-        double ms = time(ctx, s[0], s[1], s[2], s[3], s[4]);
-        System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step%n", s[0], s[1], s[2], s[3], s[4], ms);
+        double ms = time(ctx, s[0], s[1], s[2], s[3], s[4], null);
+        Map<String, Double> parts = new LinkedHashMap<>();
+        time(ctx, s[0], s[1], s[2], s[3], s[4], parts);
+        StringBuilder breakdown = new StringBuilder();
+        parts.forEach((k, v) -> breakdown.append(breakdown.isEmpty() ? "" : ", ")
+            .append(String.format(Locale.ROOT, "\"%s\": %.4f", k, v)));
+        System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step; per step by CUDA events: %s%n", s[0],
+            s[1], s[2], s[3], s[4], ms, parts);
         rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
-            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f}", s[0], s[1], s[2], s[3], s[4], ms));
+            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f, \"breakdown\": {%s}}", s[0], s[1], s[2], s[3], s[4],
+            ms, breakdown));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"fp32 (CudaOps)\", \"results\": [\n  "
           + String.join(",\n  ", rows) + "\n]}\n";
@@ -55,7 +68,12 @@ public final class GpuTrainStep {
     }
   }
 
-  static double time(CudaContext ctx, int d, int layers, int heads, int t, int b) {
+  /**
+   * Median step time in ms; with {@code parts} non-null, the steps run through {@link OpTimes} instead and
+   * {@code parts} gets each category's mean ms per step (the events around every operation cost a little, so the
+   * headline figure comes from a run without them).
+   */
+  static double time(CudaContext ctx, int d, int layers, int heads, int t, int b, Map<String, Double> parts) {
     GptConfig cfg = new GptConfig(256, t, layers, heads, d, 1);
     SplittableRandom rng = new SplittableRandom(1);
     int[] in = new int[b * t], tgt = new int[b * t];
@@ -64,7 +82,8 @@ public final class GpuTrainStep {
       tgt[i] = rng.nextInt(256);
     }
     try (CudaOps ops = new CudaOps(ctx); CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, ops, 0, b, 1);
+      OpTimes timer = parts == null ? null : OpTimes.of(ops);
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
         start.record(ops.stream());
@@ -76,6 +95,14 @@ public final class GpuTrainStep {
         end.record(ops.stream());
         end.synchronize();
         if (i >= 0) ms[i] = start.elapsedMillisTo(end);
+        if (timer != null) {
+          timer.collect();
+          if (i == -1) timer.reset(); // the warm-up steps do not count
+        }
+      }
+      if (timer != null) {
+        timer.totals().forEach((k, v) -> parts.put(k, v / SAMPLES));
+        timer.close();
       }
       Arrays.sort(ms);
       return ms[SAMPLES / 2];

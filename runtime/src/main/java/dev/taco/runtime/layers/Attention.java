@@ -292,6 +292,42 @@ public final class Attention {
   }
 
   /**
+   * Kernel (the GPU's attention, around its batched GEMMs): out(B,NH,T,HS)[b,h,t,d] = in[b,t, h·HS + d], where row
+   * (b,t) of {@code in} starts at {@code inOff + (b·T + t)·stride} (so one of the q, k, v thirds of qkv is
+   * {@code inOff} = 0, C or 2C with {@code stride} = 3C). One iteration per output element. No checks.
+   */
+  @Kernel
+  public static void splitHeads(float[] out, int outOff, float[] in, int inOff, int B, int T, int NH, int HS,
+                                int stride) {
+    for (@Parallel int i = 0; i < B * NH * T * HS; i++) {
+      int d = i % HS;
+      int t = (i / HS) % T;
+      int h = (i / (HS * T)) % NH;
+      int b = i / (HS * T * NH);
+      out[outOff + i] = in[inOff + (b * T + t) * stride + h * HS + d];
+    }
+  }
+
+  /**
+   * Kernel, the inverse of {@link #splitHeads}: out[b,t, h·HS + d] = in(B,NH,T,HS)[b,h,t,d] (or {@code +=} when
+   * {@code accumulate}), row (b,t) of {@code out} at {@code outOff + (b·T + t)·stride}. One iteration per element, in
+   * the order of {@code out}. No checks.
+   */
+  @Kernel
+  public static void mergeHeads(float[] out, int outOff, float[] in, int inOff, int B, int T, int NH, int HS,
+                                int stride, boolean accumulate) {
+    for (@Parallel int i = 0; i < B * T * NH * HS; i++) {
+      int d = i % HS;
+      int h = (i / HS) % NH;
+      int t = (i / (HS * NH)) % T;
+      int b = i / (HS * NH * T);
+      int o = outOff + (b * T + t) * stride + h * HS + d;
+      float v = in[inOff + ((b * NH + h) * T + t) * HS + d];
+      out[o] = accumulate ? out[o] + v : v;
+    }
+  }
+
+  /**
    * Dot product of {@code a[ao, ao+n)} and {@code b[bo, bo+n)} with four independent partial sums, so the JIT can
    * overlap the multiply-adds instead of waiting on one dependent chain (a device function on the GPU).
    */

@@ -40,12 +40,15 @@ public final class LayerKernels {
         KernelRequest.of(Residual.class, "residualBackward"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardRows"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardParams"),
+        KernelRequest.of(LayerNorm.class, "layernormWeightGradTerms"),
         KernelRequest.of(Attention.class, "attentionBackwardProbs"),
         KernelRequest.of(Attention.class, "softmaxBackward"),
         KernelRequest.of(Attention.class, "attentionBackwardQuery"),
         KernelRequest.of(Attention.class, "attentionBackwardKeyValue"),
         KernelRequest.of(Encoder.class, "encoderBackwardWte"),
         KernelRequest.of(Encoder.class, "encoderBackwardWpe"),
+        KernelRequest.of(Attention.class, "splitHeads"),
+        KernelRequest.of(Attention.class, "mergeHeads"),
         KernelRequest.of(GradNorm.class, "gradNormPartials"),
         KernelRequest.of(AdamW.class, "adamwUpdate"));
   }

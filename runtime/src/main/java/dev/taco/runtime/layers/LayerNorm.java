@@ -19,8 +19,7 @@ public final class LayerNorm {
   public static final float EPS = 1e-5f;
 
   /** Channels per block in the column reductions of {@link #backward}: one 64-byte cache line. */
-  /** Channels per iteration of the column-sum kernel (dweight and dbias): one writer per sum. */
-  public static final int CB = 16;
+  private static final int CB = 16;
 
   /** out(B,T,C), mean(B,T), rstd(B,T) from inp(B,T,C), weight(C), bias(C). Overwrites its outputs. */
   public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
@@ -123,6 +122,21 @@ public final class LayerNorm {
         float norm = (inp[x + c] - m) * r;
         dinp[di + c] += r * (g - gMean - norm * gNormMean);
       }
+    }
+  }
+
+  /**
+   * Kernel: the per-position terms of dweight, {@code terms[bt,c] = dout[bt,c] · (inp[bt,c] − mean[bt]) · rstd[bt]}
+   * (the expression {@link #layernormBackwardParams} sums), one iteration per element of (B,T,C). The GPU backend sums
+   * them over B·T with a GEMM against a vector of ones. No checks.
+   */
+  @Kernel
+  public static void layernormWeightGradTerms(float[] terms, int termsOff, float[] dout, int doutOff, float[] inp,
+                                              int inpOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                                              int B, int T, int C) {
+    for (@Parallel int i = 0; i < B * T * C; i++) {
+      int bt = i / C;
+      terms[termsOff + i] = dout[doutOff + i] * (inp[inpOff + i] - mean[meanOff + bt]) * rstd[rstdOff + bt];
     }
   }
 

@@ -19,8 +19,7 @@ public final class Matmul {
   private Matmul() {}
 
   /** Output channels per block in the bias-gradient column sum: one 64-byte cache line. */
-  /** Channels per iteration of the column-sum kernel (dbias): one writer per sum. */
-  public static final int CB = 16;
+  private static final int CB = 16;
 
   /** out(B,T,OC) = inp(B,T,C) · weight(C,OC) + bias(OC); {@code bias} may be null. Overwrites {@code out}. */
   public static void forward(float[] out, int outOff, float[] inp, int inpOff,

@@ -32,8 +32,8 @@ import java.util.Map;
 
 /**
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6), fp32 mode: every arena is one float32 {@link DeviceBuffer},
- * resident for the whole step; GEMMs through {@link Cublas} (fp32 in and out, TF32 off); every other layer through
- * the same Java kernels the CPU runs ({@code dev.taco.runtime.layers}, translated to CUDA C by
+ * resident for the whole step; GEMMs through {@link Cublas} (fp32 in and out, TF32 off), attention too (strided-batched
+ * GEMMs around the causal softmax kernels, as llm.c); every other layer through the same Java kernels the CPU runs ({@code dev.taco.runtime.layers}, translated to CUDA C by
  * {@code KernelSources} and compiled by NVRTC at first use), launched with the same arguments in the same order as the
  * CPU's host wrappers. So apart from the GEMMs' summation order a GPU step computes the CPU step's float operations.
  *
@@ -66,6 +66,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
   private PinnedBuffer staging;
   private DeviceBuffer normPartials;
+  private DeviceBuffer heads;
+  private DeviceBuffer columns;
+  private DeviceBuffer ones;
 
   /**
    * One rank alone (TP = 1): its own stream; the TP all-reduces move nothing.
@@ -217,8 +220,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     Long pRstd = p("rstd", rstd, bt);
     launch(LayerNorm.class, "layernormBackwardRows", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
         p("weight", w, C), 0, pMean, 0, pRstd, 0, B, T, C);
-    launch(LayerNorm.class, "layernormBackwardParams", (C + LayerNorm.CB - 1) / LayerNorm.CB, p("dweight", dw, C), 0, p("dbias", db, C), 0,
-        pDout, 0, pInp, 0, pMean, 0, pRstd, 0, B, T, C);
+    DeviceBuffer terms = columnScratch(bt * C);
+    launch(LayerNorm.class, "layernormWeightGradTerms", bt * C, terms, 0, pDout, 0, pInp, 0, pMean, 0, pRstd, 0, B, T,
+        C);
+    columnSums(dw, new View<>(terms, 0), (int) bt, C);
+    columnSums(db, dout, (int) bt, C);
   }
 
   @Override
@@ -238,10 +244,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         dinp.arena(), dinp.offset(), n, C, OC, true);
     blas.matmulTransA(stream, DataType.F32, DataType.F32, inp.arena(), inp.offset(), dout.arena(), dout.offset(),
         dw.arena(), dw.offset(), C, OC, n, true);
-    if (dbias != null) {
-      launch(Matmul.class, "matmulBackwardBias", (OC + Matmul.CB - 1) / Matmul.CB, p("dbias", dbias, OC), 0,
-          p("dout", dout, (long) n * OC), 0, n, OC);
-    }
+    if (dbias != null) columnSums(dbias, dout, n, OC);
   }
 
   @Override
@@ -260,30 +263,109 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         dwte.arena(), dwte.offset(), V, C, N, true);
   }
 
+  /**
+   * As llm.c's cuBLAS attention: q, k, v split per head into (B·NH, T, HS) ({@link Attention#splitHeads}), the scores
+   * Q·Kᵀ as one strided-batched GEMM into {@code att}, the causal softmax in place ({@link Attention#softmaxForward}),
+   * then P·V batched and the heads merged back into (B,T,NH·HS).
+   */
   @Override
   public void attentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv, int B, int T,
       int NH, int HS) {
-    long rows = (long) B * NH * T;
-    Long pAtt = p("att", att, rows * T), pQkv = p("qkv", qkv, (long) B * T * 3 * NH * HS);
-    launch(Attention.class, "attentionScores", rows, pAtt, 0, pQkv, 0, B, T, NH, HS);
-    launch(Attention.class, "softmaxForward", rows, pAtt, 0, pAtt, 0, B, NH, T, Attention.scale(HS));
-    launch(Attention.class, "attentionValues", rows, p("out", out, (long) B * T * NH * HS), 0, pAtt, 0, pQkv, 0, B,
-        T, NH, HS);
+    int c = NH * HS, n = B * T * c, bh = B * NH;
+    long tt = (long) T * T;
+    Long pAtt = p("att", att, bh * tt), pQkv = p("qkv", qkv, 3L * n);
+    DeviceBuffer s = headScratch(n);
+    splitQkv(s, pQkv, B, T, NH, HS);
+    blas.gemmStridedBatched(stream, false, true, T, T, HS, DataType.F32, DataType.F32, 1f, s, 0, HS, (long) T * HS, s,
+        n, HS, (long) T * HS, 0f, att.arena(), att.offset(), T, tt, bh);
+    launch(Attention.class, "softmaxForward", (long) bh * T, pAtt, 0, pAtt, 0, B, NH, T, Attention.scale(HS));
+    blas.gemmStridedBatched(stream, false, false, T, HS, T, DataType.F32, DataType.F32, 1f, att.arena(), att.offset(),
+        T, tt, s, 2L * n, HS, (long) T * HS, 0f, s, 3L * n, HS, (long) T * HS, bh);
+    launch(Attention.class, "mergeHeads", n, p("out", out, n), 0, s.pointer() + 4L * 3 * n, 0, B, T, NH, HS, c, false);
   }
 
+  /**
+   * The backward of {@link #attentionForward} (llm.c's {@code attention_backward}): with dY the per-head split of
+   * {@code dout}, dP = dY·Vᵀ into {@code scratch}, dV = Pᵀ·dY, dS = softmax backward in place (scale included), dQ =
+   * dS·K, dK = dSᵀ·Q, each a strided-batched GEMM; dQ, dK, dV merged into {@code dqkv} (added).
+   */
   @Override
   public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
       View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
-    long rows = (long) B * NH * T;
-    Long pDqkv = p("dqkv", dqkv, (long) B * T * 3 * NH * HS), pScratch = p("scratch", scratch, rows * T);
-    Long pDout = p("dout", dout, (long) B * T * NH * HS), pQkv = p("qkv", qkv, (long) B * T * 3 * NH * HS);
-    Long pAtt = p("att", att, rows * T);
-    launch(Attention.class, "attentionBackwardProbs", rows, pScratch, 0, pDout, 0, pQkv, 0, B, T, NH, HS);
-    launch(Attention.class, "softmaxBackward", rows, pScratch, 0, pScratch, 0, pAtt, 0, B, NH, T,
+    int c = NH * HS, n = B * T * c, bh = B * NH;
+    long tt = (long) T * T, th = (long) T * HS;
+    Long pDqkv = p("dqkv", dqkv, 3L * n), pScratch = p("scratch", scratch, bh * tt);
+    Long pQkv = p("qkv", qkv, 3L * n), pAtt = p("att", att, bh * tt);
+    DeviceBuffer s = headScratch(n); // q, k, v, dY, dQ, dK, dV
+    splitQkv(s, pQkv, B, T, NH, HS);
+    launch(Attention.class, "splitHeads", n, s.pointer() + 4L * 3 * n, 0, p("dout", dout, n), 0, B, T, NH, HS, c);
+    DeviceBuffer sa = scratch.arena(), aa = att.arena();
+    long so = scratch.offset(), ao = att.offset();
+    blas.gemmStridedBatched(stream, false, true, T, T, HS, DataType.F32, DataType.F32, 1f, s, 3L * n, HS, th, s,
+        2L * n, HS, th, 0f, sa, so, T, tt, bh);
+    blas.gemmStridedBatched(stream, true, false, T, HS, T, DataType.F32, DataType.F32, 1f, aa, ao, T, tt, s, 3L * n,
+        HS, th, 0f, s, 6L * n, HS, th, bh);
+    launch(Attention.class, "softmaxBackward", (long) bh * T, pScratch, 0, pScratch, 0, pAtt, 0, B, NH, T,
         Attention.scale(HS));
-    launch(Attention.class, "attentionBackwardQuery", rows, pDqkv, 0, pScratch, 0, pQkv, 0, B, T, NH, HS);
-    launch(Attention.class, "attentionBackwardKeyValue", rows, pDqkv, 0, pScratch, 0, pDout, 0, pQkv, 0, pAtt, 0, B,
-        T, NH, HS);
+    blas.gemmStridedBatched(stream, false, false, T, HS, T, DataType.F32, DataType.F32, 1f, sa, so, T, tt, s, n, HS,
+        th, 0f, s, 4L * n, HS, th, bh);
+    blas.gemmStridedBatched(stream, true, false, T, HS, T, DataType.F32, DataType.F32, 1f, sa, so, T, tt, s, 0, HS,
+        th, 0f, s, 5L * n, HS, th, bh);
+    for (int part = 0; part < 3; part++) {
+      launch(Attention.class, "mergeHeads", n, pDqkv + 4L * part * c, 0, s.pointer() + 4L * (4 + part) * n, 0, B, T,
+          NH, HS, 3 * c, true);
+    }
+  }
+
+  /**
+   * sums(C) += the column sums of x(rows, C), as the GEMM ones(1,rows)·x (the column-sum kernels of the CPU give one
+   * thread per 16 columns, too few for a GPU).
+   */
+  private void columnSums(View<DeviceBuffer> sums, View<DeviceBuffer> x, int rows, int C) {
+    check("column sums", sums, C);
+    check("column-sum input", x, (long) rows * C);
+    if (ones == null || ones.bytes() < 4L * rows) {
+      float[] host = new float[rows];
+      java.util.Arrays.fill(host, 1f);
+      ones = fromHost(host);
+    }
+    blas.matmul(stream, DataType.F32, DataType.F32, ones, 0, x.arena(), x.offset(), sums.arena(), sums.offset(), 1, C,
+        rows, true);
+  }
+
+  /** Work space of at least {@code n} elements for the column-sum terms, allocated at first use. */
+  private DeviceBuffer columnScratch(long n) {
+    if (columns == null || columns.bytes() < 4 * n) {
+      if (columns != null) {
+        stream.synchronize();
+        owned.remove(columns);
+        columns.close();
+      }
+      columns = alloc(n);
+    }
+    return columns;
+  }
+
+  /** q, k, v of {@code qkv} (B,T,3C) split per head into the first three (B·NH,T,HS) blocks of {@code s}. */
+  private void splitQkv(DeviceBuffer s, long qkv, int B, int T, int NH, int HS) {
+    int c = NH * HS, n = B * T * c;
+    for (int part = 0; part < 3; part++) {
+      launch(Attention.class, "splitHeads", n, s.pointer() + 4L * part * n, 0, qkv + 4L * part * c, 0, B, T, NH, HS,
+          3 * c);
+    }
+  }
+
+  /** Seven (B,NH,T,HS) blocks of work space for the attention, allocated at first use. */
+  private DeviceBuffer headScratch(int n) {
+    if (heads == null || heads.bytes() < 4L * 7 * n) {
+      if (heads != null) {
+        stream.synchronize();
+        owned.remove(heads);
+        heads.close();
+      }
+      heads = alloc(7L * n);
+    }
+    return heads;
   }
 
   @Override

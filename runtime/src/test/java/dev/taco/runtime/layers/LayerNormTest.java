@@ -110,6 +110,26 @@ class LayerNormTest {
   }
 
   @Test
+  void weightGradTermsSumOverPositionsToTheWeightGradient() {
+    // the GPU sums layernormWeightGradTerms over B·T with a GEMM; summed here in the same order as the CPU kernel
+    forward();
+    float[] dout = Bufs.input(N, rnd, 1.0);
+    float[] terms = Bufs.output(N), dw = Bufs.output(C), db = Bufs.output(C);
+    LayerNorm.layernormWeightGradTerms(terms, OFF, dout, OFF, inp, OFF, mean, OFF, rstd, OFF, B, T, C);
+    LayerNorm.layernormBackwardParams(dw, OFF, db, OFF, dout, OFF, inp, OFF, mean, OFF, rstd, OFF, B, T, C);
+    Bufs.assertPadsIntact("terms", terms, N);
+    for (int c = 0; c < C; c++) {
+      float sum = 0f;
+      for (int bt = 0; bt < BT; bt++) {
+        double xhat = (inp[OFF + bt * C + c] - (double) mean[OFF + bt]) * rstd[OFF + bt];
+        assertThat((double) terms[OFF + bt * C + c]).isCloseTo(dout[OFF + bt * C + c] * xhat, within(1e-5));
+        sum += terms[OFF + bt * C + c];
+      }
+      assertThat(sum).as("channel %d", c).isEqualTo(dw[OFF + c]);
+    }
+  }
+
+  @Test
   void rejectsBadArguments() {
     assertThatThrownBy(() -> LayerNorm.forward(out, OFF, mean, OFF, rstd, OFF, inp, OFF, weight, OFF, bias, OFF, -1, T, C))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("B");

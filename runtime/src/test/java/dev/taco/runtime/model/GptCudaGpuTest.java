@@ -192,6 +192,32 @@ class GptCudaGpuTest {
   }
 
   @Test
+  void theTimedBackendComputesTheSameStepAndTimesEveryCategory() {
+    assumeGpu();
+    int[][] data = batch(new SplittableRandom(SEED ^ 5));
+    try (CudaOps plain = new CudaOps(ctx); CudaOps timed = new CudaOps(ctx)) {
+      OpTimes timer = OpTimes.of(timed);
+      Gpt<DeviceBuffer> a = new Gpt<>(CFG, plain, 0, B, 9), b = new Gpt<>(CFG, timer.ops(), 0, B, 9);
+      float la = a.forward(data[0], data[1]), lb = b.forward(data[0], data[1]);
+      a.backward();
+      b.backward();
+      b.update(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1f, 1);
+      timer.collect();
+      assertThat(lb).isEqualTo(la);
+      assertThat(timed.toHost(new View<>(b.grads(), 0), 1000)).containsExactly(plain.toHost(new View<>(a.grads(), 0),
+          1000));
+      java.util.Map<String, Double> t = timer.totals();
+      System.out.println("one step by category (ms): " + t);
+      assertThat(t.get("gemm")).isPositive();
+      assertThat(t.get("attention")).isPositive();
+      assertThat(t.get("other_kernels")).isPositive();
+      assertThat(t.get("optimizer")).isPositive();
+      assertThat(t.get("tp_collectives")).isGreaterThanOrEqualTo(0.0);
+      timer.close();
+    }
+  }
+
+  @Test
   void tokenOutsideTheVocabularyIsRefusedNamingIt() {
     assumeGpu();
     try (CudaOps ops = new CudaOps(ctx)) {

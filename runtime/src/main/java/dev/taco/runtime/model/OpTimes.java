@@ -1,0 +1,104 @@
+package dev.taco.runtime.model;
+
+import dev.taco.kernels.cuda.CudaEvent;
+import dev.taco.kernels.cuda.DeviceBuffer;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #wrap} gives an {@link Ops}
+ * that records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and
+ * {@link #collect} (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and
+ * the LM head, their bias epilogues included), {@code attention}, {@code tp_collectives} (the all-reduces, compression
+ * included), {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to
+ * step; the host still waits only where the backend does.
+ */
+public final class OpTimes implements InvocationHandler {
+  private final CudaOps target;
+  private final List<CudaEvent> events = new ArrayList<>();
+  private final List<String> pending = new ArrayList<>();
+  private final Map<String, Double> totals = new LinkedHashMap<>();
+
+  private OpTimes(CudaOps target) {
+    this.target = target;
+    for (String c : new String[] {"gemm", "attention", "tp_collectives", "optimizer", "other_kernels"}) {
+      totals.put(c, 0.0);
+    }
+  }
+
+  /** The timer of {@code ops}; {@link #ops()} is what the model should call. */
+  public static OpTimes of(CudaOps ops) {
+    return new OpTimes(ops);
+  }
+
+  /** The timed view of the backend, to build the {@link Gpt} on. */
+  @SuppressWarnings("unchecked")
+  public Ops<DeviceBuffer> ops() {
+    return (Ops<DeviceBuffer>) Proxy.newProxyInstance(Ops.class.getClassLoader(), new Class<?>[] {Ops.class}, this);
+  }
+
+  /** The category of an {@link Ops} method, or null for bookkeeping calls that are not timed. */
+  static String category(String method) {
+    return switch (method) {
+      case "matmulForward", "matmulBackward", "headForward", "headBackward", "addBias" -> "gemm";
+      case "attentionForward", "attentionBackward" -> "attention";
+      case "allReduce" -> "tp_collectives";
+      case "squaredNorm", "adamw" -> "optimizer";
+      case "alloc", "fromHost", "bytesSent" -> null;
+      default -> "other_kernels";
+    };
+  }
+
+  @Override
+  public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+    String cat = method.getDeclaringClass() == Ops.class ? category(method.getName()) : null;
+    if (cat != null) event(2 * pending.size()).record(target.stream());
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    } finally {
+      if (cat != null) {
+        event(2 * pending.size() + 1).record(target.stream());
+        pending.add(cat);
+      }
+    }
+  }
+
+  private CudaEvent event(int i) {
+    while (events.size() <= i) events.add(target.context().createEvent());
+    return events.get(i);
+  }
+
+  /** Waits for the stream and adds the device time of every operation since the last call to its category. */
+  public void collect() {
+    if (pending.isEmpty()) return;
+    events.get(2 * pending.size() - 1).synchronize();
+    for (int i = 0; i < pending.size(); i++) {
+      totals.merge(pending.get(i), (double) events.get(2 * i).elapsedMillisTo(events.get(2 * i + 1)), Double::sum);
+    }
+    pending.clear();
+  }
+
+  /** Milliseconds per category summed over the collected steps (insertion order: the categories above). */
+  public Map<String, Double> totals() {
+    return new LinkedHashMap<>(totals);
+  }
+
+  /** Zeroes the totals (e.g. after warm-up steps). */
+  public void reset() {
+    totals.replaceAll((k, v) -> 0.0);
+  }
+
+  /** Frees the events. */
+  public void close() {
+    for (CudaEvent e : events) e.close();
+    events.clear();
+  }
+}

@@ -1,0 +1,28 @@
+package dev.taco.runtime.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.reflect.Method;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+
+/** Every {@link Ops} operation falls in one breakdown category (the GPU side is in GptCudaGpuTest). */
+class OpTimesTest {
+  @Test
+  void everyOperationHasACategoryAndBookkeepingIsNotTimed() {
+    Set<String> seen = new TreeSet<>();
+    for (Method m : Ops.class.getMethods()) {
+      String c = OpTimes.category(m.getName());
+      if (Set.of("alloc", "fromHost", "bytesSent").contains(m.getName())) {
+        assertThat(c).as(m.getName()).isNull();
+      } else {
+        assertThat(c).as(m.getName()).isIn("gemm", "attention", "tp_collectives", "optimizer", "other_kernels");
+        seen.add(c);
+      }
+    }
+    assertThat(seen).containsExactlyInAnyOrder("gemm", "attention", "tp_collectives", "optimizer", "other_kernels");
+    assertThat(OpTimes.category("matmulBackward")).isEqualTo("gemm");
+    assertThat(OpTimes.category("layerNormForward")).isEqualTo("other_kernels");
+  }
+}
