@@ -81,8 +81,8 @@ public final class GpuTrainStep {
       in[i] = rng.nextInt(256);
       tgt[i] = rng.nextInt(256);
     }
-    try (CudaOps ops = new CudaOps(ctx); CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
-      OpTimes timer = parts == null ? null : OpTimes.of(ops);
+    try (CudaOps ops = new CudaOps(ctx); CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent();
+         OpTimes timer = parts == null ? null : OpTimes.of(ops)) {
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
@@ -100,10 +100,7 @@ public final class GpuTrainStep {
           if (i == -1) timer.reset(); // the warm-up steps do not count
         }
       }
-      if (timer != null) {
-        timer.totals().forEach((k, v) -> parts.put(k, v / SAMPLES));
-        timer.close();
-      }
+      if (timer != null) timer.totals().forEach((k, v) -> parts.put(k, v / SAMPLES));
       Arrays.sort(ms);
       return ms[SAMPLES / 2];
     }

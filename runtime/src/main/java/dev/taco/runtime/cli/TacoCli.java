@@ -42,8 +42,8 @@ public final class TacoCli {
 
   /** {@code taco train}: the main job. */
   @Command(name = "train", mixinStandardHelpOptions = true,
-      description = "Train a byte-level GPT with tensor parallelism on the CPU; by default twice from the same seed,"
-          + " uncompressed (bf16 on the wire) and with TACO, and compare.")
+      description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
+          + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
     @Option(names = {"--compression", "--compare"}, paramLabel = "CODEC[,CODEC...]",
         description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
@@ -99,11 +99,12 @@ public final class TacoCli {
     int distributedTimeoutMinutes = 2;
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
-        + " (GPU 0; with --tp > 1 the ranks share it through the device-local transport), auto (cuda if a GPU is usable,"
-        + " else cpu). Default: ${DEFAULT-VALUE}.")
+        + " (GPU 0, fp32; with --tp > 1 the ranks share it through the device-local transport, every site uses the"
+        + " codec as given: no calibration or codec-error sampling, and only fp32, none and the dual-scale taco codecs),"
+        + " auto (cuda if a GPU is usable, else cpu). Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 
-    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json and loss.png. Default: runs/<timestamp>.")
+    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and loss-diff.png. Default: runs/<timestamp>.")
     Path out;
 
     @Override
@@ -114,8 +115,12 @@ public final class TacoCli {
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
       try (CudaContext gpu = openDevice(device)) {
-        if (gpu == null) requireMemory(cfg, microBatch);
-        else requireDeviceMemory(cfg, microBatch, gpu);
+        if (gpu == null) {
+          requireMemory(cfg, microBatch);
+        } else {
+          requireDeviceMemory(cfg, microBatch, gpu);
+          if (tp > 1) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails before any work
+        }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
         corpus.requireWindow(seqLength);
         out = outputFolder(out);
@@ -287,9 +292,11 @@ public final class TacoCli {
           r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
     }
-    w.println();
-    w.printf("%-12s %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
-        "saturated", "B/elem", "tensors");
+    if (runs.stream().anyMatch(r -> !r.codec_error().isEmpty())) {
+      w.println();
+      w.printf("%-12s %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
+          "saturated", "B/elem", "tensors");
+    }
     for (RunResult r : runs) {
       r.codec_error().forEach((site, e) -> w.printf(Locale.ROOT, "%-12s %-5s %10.3e %9.2f %14.2e %10d %8.4f %8d%n",
           r.compression(), site, e.rel_l2(), e.snr_db(), e.zero_collapse_rate(), e.saturated(), e.bytes_per_element(),

@@ -69,6 +69,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private DeviceBuffer heads;
   private DeviceBuffer columns;
   private DeviceBuffer ones;
+  private boolean closed;
 
   /**
    * One rank alone (TP = 1): its own stream; the TP all-reduces move nothing.
@@ -100,8 +101,19 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     this.plan = plan;
     this.ownsStream = shared == null;
     this.stream = ownsStream ? ctx.createStream() : shared;
-    this.workspace = alloc(Cublas.WORKSPACE_BYTES / 4);
-    this.blas = Cublas.create(ctx, workspace, false);
+    Cublas handle = null;
+    DeviceBuffer ws = null;
+    try {
+      ws = alloc(Cublas.WORKSPACE_BYTES / 4);
+      handle = Cublas.create(ctx, ws, false);
+    } catch (RuntimeException | LinkageError e) {
+      for (DeviceBuffer b : owned) b.close();
+      owned.clear();
+      if (ownsStream) stream.close();
+      throw e;
+    }
+    this.workspace = ws;
+    this.blas = handle;
   }
 
   /** The TP world size (1 without collectives). */
@@ -327,20 +339,25 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     if (ones == null || ones.bytes() < 4L * rows) {
       float[] host = new float[rows];
       java.util.Arrays.fill(host, 1f);
+      release(ones);
       ones = fromHost(host);
     }
     blas.matmul(stream, DataType.F32, DataType.F32, ones, 0, x.arena(), x.offset(), sums.arena(), sums.offset(), 1, C,
         rows, true);
   }
 
+  /** Frees a work-space arena being replaced by a larger one, once the stream no longer uses it. */
+  private void release(DeviceBuffer b) {
+    if (b == null) return;
+    stream.synchronize();
+    owned.remove(b);
+    b.close();
+  }
+
   /** Work space of at least {@code n} elements for the column-sum terms, allocated at first use. */
   private DeviceBuffer columnScratch(long n) {
     if (columns == null || columns.bytes() < 4 * n) {
-      if (columns != null) {
-        stream.synchronize();
-        owned.remove(columns);
-        columns.close();
-      }
+      release(columns);
       columns = alloc(n);
     }
     return columns;
@@ -358,11 +375,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Seven (B,NH,T,HS) blocks of work space for the attention, allocated at first use. */
   private DeviceBuffer headScratch(int n) {
     if (heads == null || heads.bytes() < 4L * 7 * n) {
-      if (heads != null) {
-        stream.synchronize();
-        owned.remove(heads);
-        heads.close();
-      }
+      release(heads);
       heads = alloc(7L * n);
     }
     return heads;
@@ -462,15 +475,26 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         gradScale, AdamW.biasCorrection(beta1, step), AdamW.biasCorrection(beta2, step));
   }
 
-  /** Frees every arena, the cuBLAS handle and its own stream (waits for the stream first). */
+  /**
+   * Frees every arena, the cuBLAS handle and its own stream, after waiting for the stream; idempotent. Everything is
+   * released even when the wait fails (a kernel fault), whose exception is then rethrown.
+   */
   @Override
   public void close() {
-    stream.synchronize();
+    if (closed) return;
+    closed = true;
+    RuntimeException failure = null;
+    try {
+      stream.synchronize();
+    } catch (RuntimeException e) {
+      failure = e;
+    }
     blas.close();
     for (DeviceBuffer b : owned) b.close();
     owned.clear();
     if (staging != null) staging.close();
     if (ownsStream) stream.close();
+    if (failure != null) throw failure;
   }
 
   // ------------------------------------------------------------------ helpers

@@ -140,7 +140,8 @@ public final class Gpt<A> {
    */
   public float forward(int[] in, int[] tgt) {
     if (in.length != b * t || tgt.length != b * t) {
-      throw new IllegalArgumentException("expected " + b * t + " tokens (B=" + b + ", T=" + t + "), got " + in.length);
+      throw new IllegalArgumentException("expected " + b * t + " tokens and targets (B=" + b + ", T=" + t + "), got "
+          + in.length + " and " + tgt.length);
     }
     System.arraycopy(in, 0, inputs, 0, in.length);
     System.arraycopy(tgt, 0, targets, 0, tgt.length);

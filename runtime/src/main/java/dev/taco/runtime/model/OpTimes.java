@@ -17,9 +17,11 @@ import java.util.Map;
  * {@link #collect} (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and
  * the LM head, their bias epilogues included), {@code attention}, {@code tp_collectives} (the all-reduces, compression
  * included), {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to
- * step; the host still waits only where the backend does.
+ * step; the host still waits only where the backend does. An interval is the GPU's timeline between two events, so it
+ * also holds the GPU's idle time while the host works inside the call: the host-side sums and uploads of
+ * {@code crossEntropyForward}, {@code squaredNorm} and {@code encoderForward}, and launch gaps.
  */
-public final class OpTimes implements InvocationHandler {
+public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final CudaOps target;
   private final List<CudaEvent> events = new ArrayList<>();
   private final List<String> pending = new ArrayList<>();
@@ -91,12 +93,14 @@ public final class OpTimes implements InvocationHandler {
     return new LinkedHashMap<>(totals);
   }
 
-  /** Zeroes the totals (e.g. after warm-up steps). */
+  /** Zeroes the totals and drops what was not collected (e.g. after warm-up steps). */
   public void reset() {
     totals.replaceAll((k, v) -> 0.0);
+    pending.clear();
   }
 
   /** Frees the events. */
+  @Override
   public void close() {
     for (CudaEvent e : events) e.close();
     events.clear();

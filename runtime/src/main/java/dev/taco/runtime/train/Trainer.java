@@ -96,10 +96,10 @@ public final class Trainer {
    * Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured: on the CPU
    * when {@code gpu} is null (every rank's collective sites calibrate and sample codec error on the host), else on that
    * GPU, every rank a thread driving its own {@link CudaOps}, TP collectives through {@code device-local}
-   * {@link DeviceCollectives} with one plan for every site (no calibration or error sampling on the GPU yet; a codec
-   * without GPU kernels is sent as bf16, with a warning).
+   * {@link DeviceCollectives} with one plan for every site (no calibration or error sampling on the GPU yet).
    *
-   * @throws IllegalArgumentException for an unknown codec or a corpus shorter than a window
+   * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, or a corpus shorter than
+   *     a window
    */
   public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, CudaContext gpu) {
     requireKnownCompression(compression);
@@ -110,7 +110,10 @@ public final class Trainer {
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
     Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
     log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU" : gpu.name());
-    Plan gpuPlan = gpu == null || r == 1 ? null : gpuPlan(compression, opt);
+    Plan gpuPlan = gpu == null || r == 1 ? null : gpuPlan(compression);
+    if (gpuPlan != null && opt.calibrationSteps() > 0 && !gpuPlan.exact()) {
+      log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", gpuPlan.describe());
+    }
     List<Long> wireBytes;
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
       wireBytes = LocalGroup.run(r, java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes()), comm -> {
@@ -152,15 +155,20 @@ public final class Trainer {
     return b.setConsumer(new DelegatingProgressBarConsumer(log::info)).setUpdateIntervalMillis(10_000).build();
   }
 
-  /** The plan every GPU collective site uses for {@code compression}, as the GPU can run it. */
-  private static Plan gpuPlan(String compression, Options opt) {
+  /**
+   * The plan every GPU collective site uses for {@code compression} ({@code fp32}: exact).
+   *
+   * @throws IllegalArgumentException for a codec without GPU kernels (naming the ones that have them), so that a run
+   *     is never labelled with a codec it did not use
+   */
+  public static Plan gpuPlan(String compression) {
     Plan asked = compression.equals("fp32") ? Plan.EXACT : Plan.of(Codecs.byName(compression));
-    DeviceCollectives.Resolved resolved = DeviceCollectives.resolve(asked);
-    if (resolved.reason() != null) log.warn("{}", resolved.reason());
-    if (opt.calibrationSteps() > 0 && !resolved.plan().exact()) {
-      log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", resolved.plan().describe());
+    String why = DeviceCollectives.unsupported(asked);
+    if (why != null) {
+      throw new IllegalArgumentException("--compression " + compression + " cannot run on the GPU (" + why + "): use "
+          + "fp32, none or a dual-scale taco codec there, or --device cpu");
     }
-    return resolved.plan();
+    return asked;
   }
 
   /** One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop. */
@@ -190,7 +198,7 @@ public final class Trainer {
     float[] normBuf = new float[1];
     for (int step = 0; step <= opt.steps(); step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, sites, corpus, opt, b, t);
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, sites, corpus, opt, b, t, step);
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
@@ -221,6 +229,9 @@ public final class Trainer {
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);
       float norm = (float) Math.sqrt(normBuf[0]);
+      if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
+        throw new IllegalStateException("training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
+      }
       float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
       float lr = learningRate(opt, step);
       model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
@@ -235,7 +246,8 @@ public final class Trainer {
   }
 
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
-  private static double evaluate(Gpt<?> model, CollectiveSites sites, Corpus corpus, Options opt, int b, int t) {
+  private static double evaluate(Gpt<?> model, CollectiveSites sites, Corpus corpus, Options opt, int b, int t,
+      int step) {
     if (sites != null) sites.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];
@@ -243,6 +255,9 @@ public final class Trainer {
     for (int i = 0; i < opt.evalIters(); i++) {
       corpus.batch(true, rng, b, t, in, tgt);
       sum += model.forward(in, tgt);
+    }
+    if (!Double.isFinite(sum)) {
+      throw new IllegalStateException("training diverged: validation loss " + sum + " at step " + step + "; lower --lr");
     }
     return sum / opt.evalIters();
   }

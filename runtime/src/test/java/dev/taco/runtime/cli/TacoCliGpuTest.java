@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code taco train --device cuda} end to end on a tiny model (skipped with the reason without a GPU): TP = 1 with
  * exact collectives ends within 1 % of the CPU run's validation loss from the same seed; TP = 2 ranks sharing the GPU
  * ({@code device-local}) with bf16 on the wire write the same report as on the CPU, with the GPU's name and memory,
- * bytes on the wire and finite losses.
+ * bytes on the wire and finite losses; a codec without GPU kernels is refused before any work.
  */
 @Tag("gpu")
 class TacoCliGpuTest {
@@ -53,7 +53,8 @@ class TacoCliGpuTest {
         .isLessThanOrEqualTo(0.01);
 
     JsonObject tp2 = train(tmp.resolve("tp2"), "--data", text.toString(), "--hidden-size", "64", "--compression",
-        "none", "--tp", "2", "--device", "auto");
+        "none", "--tp", "2", "--device", "cuda");
+    assertThat(tp2.getAsJsonObject("config").get("device").getAsString()).isEqualTo("cuda");
     JsonArray runs = tp2.getAsJsonArray("runs");
     JsonObject run = runs.get(0).getAsJsonObject();
     assertThat(run.get("tp").getAsInt()).isEqualTo(2);
@@ -64,6 +65,13 @@ class TacoCliGpuTest {
     } else {
       assertThat(tmp.resolve("tp2").resolve("loss.png")).doesNotExist();
     }
+  }
+
+  @Test
+  void aCodecWithoutGpuKernelsIsRefusedUpFront() {
+    assumeGpu();
+    TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("o"), "--device", "cuda",
+        "--compression", "none,int8-group")), "--compression int8-group cannot run on the GPU");
   }
 
   static String[] concat(String[] a, String... b) {

@@ -195,8 +195,7 @@ class GptCudaGpuTest {
   void theTimedBackendComputesTheSameStepAndTimesEveryCategory() {
     assumeGpu();
     int[][] data = batch(new SplittableRandom(SEED ^ 5));
-    try (CudaOps plain = new CudaOps(ctx); CudaOps timed = new CudaOps(ctx)) {
-      OpTimes timer = OpTimes.of(timed);
+    try (CudaOps plain = new CudaOps(ctx); CudaOps timed = new CudaOps(ctx); OpTimes timer = OpTimes.of(timed)) {
       Gpt<DeviceBuffer> a = new Gpt<>(CFG, plain, 0, B, 9), b = new Gpt<>(CFG, timer.ops(), 0, B, 9);
       float la = a.forward(data[0], data[1]), lb = b.forward(data[0], data[1]);
       a.backward();
@@ -213,7 +212,6 @@ class GptCudaGpuTest {
       assertThat(t.get("other_kernels")).isPositive();
       assertThat(t.get("optimizer")).isPositive();
       assertThat(t.get("tp_collectives")).isGreaterThanOrEqualTo(0.0);
-      timer.close();
     }
   }
 

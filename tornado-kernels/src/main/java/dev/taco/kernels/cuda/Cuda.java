@@ -76,12 +76,13 @@ public final class Cuda {
         } catch (CudaException e) {
             r = "cuInit failed: " + e.getMessage();
         } catch (LinkageError e) {
-            r = "libcuda not loadable: " + e.getMessage();
+            String m = String.valueOf(e.getMessage());
+            r = m.startsWith("libcuda not loadable") ? m : "libcuda not loadable: " + m;
         } catch (RuntimeException e) {
             r = "CUDA probe failed: " + e;
         }
         if (r.isEmpty()) LOG.info("CUDA available: {} device(s)", deviceCount);
-        else LOG.info("CUDA unavailable: {}", r);
+        else LOG.debug("CUDA unavailable: {}", r); // callers that need a GPU report it
         return r;
     }
 }
