@@ -1,5 +1,6 @@
 package dev.taco.collective.nccl;
 
+import dev.taco.kernels.cuda.NativeLibraries;
 import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
@@ -178,12 +179,7 @@ public final class Nccl {
 
   /** @return the library names to try, in order */
   static List<String> candidates() {
-    List<String> names = new ArrayList<>();
-    String override = System.getProperty("taco.libnccl", System.getenv("TACO_LIBNCCL"));
-    if (override != null && !override.isBlank()) names.add(override.strip());
-    names.add("libnccl.so.2");
-    names.add("nccl");
-    return names;
+    return NativeLibraries.candidates("taco.libnccl", "TACO_LIBNCCL", "libnccl.so.2", "nccl");
   }
 
   /**
@@ -265,10 +261,7 @@ public final class Nccl {
    * @return {@code "<name>: <the loader's reason>"}, e.g. {@code "libnccl.so.2: cannot open shared object file: ..."}
    */
   static String why(String name, String message) {
-    if (message == null || message.isBlank()) return name + ": unknown error";
-    String[] lines = message.strip().split("\n");
-    String line = lines[0].endsWith(":") && lines.length > 1 ? lines[1].strip() : lines[0];
-    return line.startsWith(name) ? line : name + ": " + line;
+    return NativeLibraries.why(name, message);
   }
 
   /** @return the {@code NCCL_VERSION_CODE} of the loaded library, e.g. 22803 */

@@ -7,8 +7,6 @@ import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -189,33 +187,27 @@ public final class Cublas implements AutoCloseable {
     synchronized (Cublas.class) {
       if (binding != null) return binding;
       if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-      List<String> names = new ArrayList<>();
-      String env = System.getProperty("taco.libcublas", System.getenv("TACO_LIBCUBLAS"));
-      if (env != null && !env.isBlank()) names.add(env);
-      names.addAll(List.of("libcublas.so.13", "libcublas.so.12", "cublas"));
-      List<String> tried = new ArrayList<>();
-      for (String name : names) {
-        try {
-          NativeLibrary lib = NativeLibrary.getInstance(name);
-          Api api = Native.load(name, Api.class);
-          int[] v = new int[3];
-          for (int p = 0; p < 3; p++) { // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
-            IntByReference r = new IntByReference();
-            int s = api.cublasGetProperty(p, r);
-            if (s != 0) throw new UnsatisfiedLinkError("cublasGetProperty(" + p + ") returned " + s);
-            v[p] = r.getValue();
-          }
-          Native.register(Direct.class, lib);
-          binding = new Binding(api, name, v[0] + "." + v[1] + "." + v[2]);
-          LOG.debug("loaded cuBLAS {} from {}", binding.version(), name);
-          return binding;
-        } catch (UnsatisfiedLinkError e) {
-          String m = e.getMessage() == null ? "unknown" : e.getMessage().lines().findFirst().orElse("");
-          tried.add(name + ": " + m);
-        }
+      try {
+        binding = NativeLibraries.loadFirst("libcublas", NativeLibraries.candidates("taco.libcublas",
+            "TACO_LIBCUBLAS", "libcublas.so.13", "libcublas.so.12", "cublas"), name -> {
+              NativeLibrary lib = NativeLibrary.getInstance(name);
+              Api api = Native.load(name, Api.class);
+              int[] v = new int[3];
+              for (int p = 0; p < 3; p++) { // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+                IntByReference r = new IntByReference();
+                int s = api.cublasGetProperty(p, r);
+                if (s != 0) throw new UnsatisfiedLinkError("cublasGetProperty(" + p + ") returned " + s);
+                v[p] = r.getValue();
+              }
+              Native.register(Direct.class, lib);
+              return new Binding(api, name, v[0] + "." + v[1] + "." + v[2]);
+            });
+      } catch (UnsatisfiedLinkError e) {
+        loadFailure = e.getMessage();
+        throw e;
       }
-      loadFailure = "libcublas not loadable (" + String.join("; ", tried) + ")";
-      throw new UnsatisfiedLinkError(loadFailure);
+      LOG.debug("loaded cuBLAS {} from {}", binding.version(), binding.name());
+      return binding;
     }
   }
 

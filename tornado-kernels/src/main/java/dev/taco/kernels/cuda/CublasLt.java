@@ -8,9 +8,7 @@ import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import dev.taco.kernels.cuda.Cublas.DataType;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import org.slf4j.Logger;
@@ -148,27 +146,21 @@ public final class CublasLt implements AutoCloseable {
     synchronized (CublasLt.class) {
       if (binding != null) return binding;
       if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-      List<String> names = new ArrayList<>();
-      String env = System.getProperty("taco.libcublaslt", System.getenv("TACO_LIBCUBLASLT"));
-      if (env != null && !env.isBlank()) names.add(env);
-      names.addAll(List.of("libcublasLt.so.13", "libcublasLt.so.12", "cublasLt"));
-      List<String> tried = new ArrayList<>();
-      for (String name : names) {
-        try {
-          NativeLibrary lib = NativeLibrary.getInstance(name);
-          Api api = Native.load(name, Api.class);
-          long v = api.cublasLtGetVersion(); // e.g. 130101
-          Native.register(Direct.class, lib);
-          binding = new Binding(api, name, v / 10000 + "." + v / 100 % 100 + "." + v % 100);
-          LOG.debug("loaded cuBLASLt {} from {}", binding.version(), name);
-          return binding;
-        } catch (UnsatisfiedLinkError e) {
-          String m = e.getMessage() == null ? "unknown" : e.getMessage().lines().findFirst().orElse("");
-          tried.add(name + ": " + m);
-        }
+      try {
+        binding = NativeLibraries.loadFirst("libcublasLt", NativeLibraries.candidates("taco.libcublaslt",
+            "TACO_LIBCUBLASLT", "libcublasLt.so.13", "libcublasLt.so.12", "cublasLt"), name -> {
+              NativeLibrary lib = NativeLibrary.getInstance(name);
+              Api api = Native.load(name, Api.class);
+              long v = api.cublasLtGetVersion(); // e.g. 130101
+              Native.register(Direct.class, lib);
+              return new Binding(api, name, v / 10000 + "." + v / 100 % 100 + "." + v % 100);
+            });
+      } catch (UnsatisfiedLinkError e) {
+        loadFailure = e.getMessage();
+        throw e;
       }
-      loadFailure = "libcublasLt not loadable (" + String.join("; ", tried) + ")";
-      throw new UnsatisfiedLinkError(loadFailure);
+      LOG.debug("loaded cuBLASLt {} from {}", binding.version(), binding.name());
+      return binding;
     }
   }
 

@@ -9,8 +9,6 @@ import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -160,24 +158,15 @@ public final class CudaDriver {
         synchronized (CudaDriver.class) {
             if (instance != null) return instance;
             if (loadFailure != null) throw linkError(loadFailure);
-            List<String> tried = new ArrayList<>();
-            String env = System.getProperty("taco.libcuda", System.getenv("TACO_LIBCUDA"));
-            List<String> names = new ArrayList<>();
-            if (env != null && !env.isBlank()) names.add(env);
-            names.add("libcuda.so.1");
-            names.add("cuda");
-            for (String n : names) {
-                try {
-                    NativeLibrary lib = NativeLibrary.getInstance(n);
-                    instance = new CudaDriver(lib, n);
-                    LOG.debug("loaded CUDA driver library {}", n);
-                    return instance;
-                } catch (UnsatisfiedLinkError e) {
-                    tried.add(n + ": " + firstLine(e.getMessage()));
-                }
+            try {
+                instance = NativeLibraries.loadFirst("libcuda", NativeLibraries.candidates("taco.libcuda",
+                        "TACO_LIBCUDA", "libcuda.so.1", "cuda"), n -> new CudaDriver(NativeLibrary.getInstance(n), n));
+            } catch (UnsatisfiedLinkError e) {
+                loadFailure = e;
+                throw linkError(loadFailure);
             }
-            loadFailure = new UnsatisfiedLinkError("libcuda not loadable (" + String.join("; ", tried) + ")");
-            throw linkError(loadFailure);
+            LOG.debug("loaded CUDA driver library {}", instance.libraryName());
+            return instance;
         }
     }
 
@@ -185,12 +174,6 @@ public final class CudaDriver {
         UnsatisfiedLinkError e = new UnsatisfiedLinkError(t.getMessage());
         e.initCause(t);
         return e;
-    }
-
-    private static String firstLine(String s) {
-        if (s == null) return "unknown error";
-        int nl = s.indexOf('\n');
-        return nl < 0 ? s : s.substring(0, nl);
     }
 
     /** @return the name under which libcuda was loaded, e.g. {@code "libcuda.so.1"} */

@@ -94,23 +94,16 @@ public final class Nvrtc {
         synchronized (Nvrtc.class) {
             if (instance != null) return instance;
             if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-            List<String> names = new ArrayList<>();
-            String env = System.getProperty("taco.libnvrtc", System.getenv("TACO_LIBNVRTC"));
-            if (env != null && !env.isBlank()) names.add(env);
-            names.addAll(List.of("libnvrtc.so.13", "libnvrtc.so.12", "nvrtc"));
-            List<String> tried = new ArrayList<>();
-            for (String name : names) {
-                try {
-                    instance = new Nvrtc(Native.load(name, Api.class), name);
-                    LOG.debug("loaded NVRTC {} from {}", instance.versionString(), name);
-                    return instance;
-                } catch (UnsatisfiedLinkError e) {
-                    String m = e.getMessage() == null ? "unknown" : e.getMessage().lines().findFirst().orElse("");
-                    tried.add(name + ": " + m);
-                }
+            try {
+                instance = NativeLibraries.loadFirst("libnvrtc", NativeLibraries.candidates("taco.libnvrtc",
+                        "TACO_LIBNVRTC", "libnvrtc.so.13", "libnvrtc.so.12", "nvrtc"),
+                        name -> new Nvrtc(Native.load(name, Api.class), name));
+            } catch (UnsatisfiedLinkError e) {
+                loadFailure = e.getMessage();
+                throw e;
             }
-            loadFailure = "libnvrtc not loadable (" + String.join("; ", tried) + ")";
-            throw new UnsatisfiedLinkError(loadFailure);
+            LOG.debug("loaded NVRTC {} from {}", instance.versionString(), instance.libraryName());
+            return instance;
         }
     }
 

@@ -1,0 +1,56 @@
+package dev.taco.kernels.cuda;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * How the JNA bindings (CUDA driver, NVRTC, cuBLAS, cuBLASLt, NCCL) find their native library: an override from a
+ * system property or environment variable first, then the usual names; the first that loads wins, and when none does
+ * the error lists every name with the loader's reason.
+ */
+public final class NativeLibraries {
+  private NativeLibraries() {}
+
+  /**
+   * The names to try, in order: {@code -D<property>} or {@code $<variable>} when set (stripped), then
+   * {@code defaults}.
+   */
+  public static List<String> candidates(String property, String variable, String... defaults) {
+    List<String> names = new ArrayList<>();
+    String override = System.getProperty(property, System.getenv(variable));
+    if (override != null && !override.isBlank()) names.add(override.strip());
+    names.addAll(List.of(defaults));
+    return names;
+  }
+
+  /**
+   * @param name the library name tried
+   * @param message JNA's message, which begins "Unable to load library 'x':" with the loader's reason on the next line
+   * @return {@code "<name>: <the loader's reason>"}, e.g. {@code "libnccl.so.2: cannot open shared object file: ..."}
+   */
+  public static String why(String name, String message) {
+    if (message == null || message.isBlank()) return name + ": unknown error";
+    String[] lines = message.strip().split("\n");
+    String line = lines[0].endsWith(":") && lines.length > 1 ? lines[1].strip() : lines[0];
+    return line.startsWith(name) ? line : name + ": " + line;
+  }
+
+  /**
+   * The result of {@code load} for the first of {@code names} where it does not throw {@link UnsatisfiedLinkError}.
+   *
+   * @param library the library's short name for the message, e.g. {@code "libcublas"}
+   * @throws UnsatisfiedLinkError {@code "<library> not loadable (<name>: <reason>; ...)"} when every name fails
+   */
+  public static <T> T loadFirst(String library, List<String> names, Function<String, T> load) {
+    List<String> tried = new ArrayList<>();
+    for (String name : names) {
+      try {
+        return load.apply(name);
+      } catch (UnsatisfiedLinkError e) {
+        tried.add(why(name, e.getMessage()));
+      }
+    }
+    throw new UnsatisfiedLinkError(library + " not loadable (" + String.join("; ", tried) + ")");
+  }
+}
