@@ -25,11 +25,11 @@ import java.util.SplittableRandom;
  * {@link #SAMPLES} steps by CUDA events on the backend's stream after {@link #WARMUP} warm-up steps (the first compiles
  * the kernels).
  *
- * A second pass of the same steps through {@link OpTimes} gives the breakdown per category.
+ * <p>A second pass of the same steps through {@link OpTimes} gives the breakdown per category and per operation.
  *
- * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] D,L,H,T,B ...}; writes
- * {@code {"device", "mode", "results": [{"hidden", "layers", "heads", "seq", "micro_batch", "tp", "ms",
- * "breakdown"}]}}.
+ * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] [--precision bf16|fp32] D,L,H,T,B ...} (bf16 by
+ * default: {@link CudaOps.Precision}); writes {@code {"device", "mode", "results": [{"hidden", "layers", "heads",
+ * "seq", "micro_batch", "tp", "ms", "breakdown", "operations"}]}}.
  */
 public final class GpuTrainStep {
   private GpuTrainStep() {}
@@ -40,40 +40,47 @@ public final class GpuTrainStep {
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
     String out = null;
+    CudaOps.Precision precision = CudaOps.Precision.BF16;
     List<int[]> shapes = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--out")) out = args[++i];
+      else if (args[i].equals("--precision")) precision = CudaOps.Precision.valueOf(args[++i].toUpperCase(Locale.ROOT));
       else shapes.add(Arrays.stream(args[i].split(",")).mapToInt(Integer::parseInt).toArray());
     }
     if (shapes.isEmpty()) shapes.add(new int[] {128, 4, 4, 128, 8});
     List<String> rows = new ArrayList<>();
     try (CudaContext ctx = CudaContext.open(0)) {
       for (int[] s : shapes) {
-        double ms = time(ctx, s[0], s[1], s[2], s[3], s[4], null);
-        Map<String, Double> parts = new LinkedHashMap<>();
-        time(ctx, s[0], s[1], s[2], s[3], s[4], parts);
-        StringBuilder breakdown = new StringBuilder();
-        parts.forEach((k, v) -> breakdown.append(breakdown.isEmpty() ? "" : ", ")
-            .append(String.format(Locale.ROOT, "\"%s\": %.4f", k, v)));
-        System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step; per step by CUDA events: %s%n", s[0],
-            s[1], s[2], s[3], s[4], ms, parts);
+        double ms = time(ctx, precision, s, null, null);
+        Map<String, Double> parts = new LinkedHashMap<>(), ops = new LinkedHashMap<>();
+        time(ctx, precision, s, parts, ops);
+        System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step; per step by CUDA events: %s; by "
+            + "operation: %s%n", s[0], s[1], s[2], s[3], s[4], ms, parts, ops);
         rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
-            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f, \"breakdown\": {%s}}", s[0], s[1], s[2], s[3], s[4],
-            ms, breakdown));
+            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f, \"breakdown\": {%s}, \"operations\": {%s}}", s[0], s[1],
+            s[2], s[3], s[4], ms, json(parts), json(ops)));
       }
-      String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"fp32 (CudaOps)\", \"results\": [\n  "
+      String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"" + precision + " (CudaOps)\", \"results\": [\n  "
           + String.join(",\n  ", rows) + "\n]}\n";
       if (out != null) Files.writeString(Path.of(out), json);
       System.out.print(json);
     }
   }
 
+  private static String json(Map<String, Double> m) {
+    StringBuilder b = new StringBuilder();
+    m.forEach((k, v) -> b.append(b.isEmpty() ? "" : ", ").append(String.format(Locale.ROOT, "\"%s\": %.4f", k, v)));
+    return b.toString();
+  }
+
   /**
-   * Median step time in ms; with {@code parts} non-null, the steps run through {@link OpTimes} instead and
-   * {@code parts} gets each category's mean ms per step (the events around every operation cost a little, so the
-   * headline figure comes from a run without them).
+   * Median step time in ms of the shape {@code s} = (D, L, H, T, B); with {@code parts} non-null, the steps run
+   * through {@link OpTimes} instead and {@code parts} / {@code ops} get each category's / operation's mean ms per step
+   * (the events around every operation cost a little, so the headline figure comes from a run without them).
    */
-  static double time(CudaContext ctx, int d, int layers, int heads, int t, int b, Map<String, Double> parts) {
+  static double time(CudaContext ctx, CudaOps.Precision precision, int[] s, Map<String, Double> parts,
+      Map<String, Double> ops) {
+    int d = s[0], layers = s[1], heads = s[2], t = s[3], b = s[4];
     GptConfig cfg = new GptConfig(256, t, layers, heads, d, 1);
     SplittableRandom rng = new SplittableRandom(1);
     int[] in = new int[b * t], tgt = new int[b * t];
@@ -81,18 +88,18 @@ public final class GpuTrainStep {
       in[i] = rng.nextInt(256);
       tgt[i] = rng.nextInt(256);
     }
-    try (CudaOps ops = new CudaOps(ctx); CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent();
-         OpTimes timer = parts == null ? null : OpTimes.of(ops)) {
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), 0, b, 1);
+    try (CudaOps backend = new CudaOps(ctx, precision); CudaEvent start = ctx.createEvent();
+         CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? backend : timer.ops(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
-        start.record(ops.stream());
+        start.record(backend.stream());
         model.zeroGrad();
         model.forward(in, tgt);
         model.backward();
         float norm = (float) Math.sqrt(model.gradSquaredNorm(true));
         model.update(1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, norm > 1f ? 1f / norm : 1f, i + WARMUP + 1);
-        end.record(ops.stream());
+        end.record(backend.stream());
         end.synchronize();
         if (i >= 0) ms[i] = start.elapsedMillisTo(end);
         if (timer != null) {
@@ -100,7 +107,10 @@ public final class GpuTrainStep {
           if (i == -1) timer.reset(); // the warm-up steps do not count
         }
       }
-      if (timer != null) timer.totals().forEach((k, v) -> parts.put(k, v / SAMPLES));
+      if (timer != null) {
+        timer.totals().forEach((k, v) -> parts.put(k, v / SAMPLES));
+        timer.methods().forEach((k, v) -> ops.put(k, v / SAMPLES));
+      }
       Arrays.sort(ms);
       return ms[SAMPLES / 2];
     }

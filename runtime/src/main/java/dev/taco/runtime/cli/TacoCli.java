@@ -5,6 +5,7 @@ import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cuda;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.runtime.data.Corpus;
+import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.train.Report;
@@ -99,10 +100,21 @@ public final class TacoCli {
     int distributedTimeoutMinutes = 2;
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
-        + " (GPU 0, fp32; with --tp > 1 the ranks share it through the device-local transport, every site uses the"
+        + " (GPU 0; with --tp > 1 the ranks share it through the device-local transport, every site uses the"
         + " codec as given: no calibration or codec-error sampling, and only fp32, none and the dual-scale taco codecs),"
         + " auto (cuda if a GPU is usable, else cpu). Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
+
+    @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
+        + " in: bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, as PyTorch's bf16 autocast; the"
+        + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and activations are stored in"
+        + " fp32 either way. The CPU trains in fp32.")
+    String precision;
+
+    @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
+        + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
+        + " keeps its partial sums), and the report says so.")
+    boolean noTpComm;
 
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and loss-diff.png. Default: runs/<timestamp>.")
     Path out;
@@ -115,6 +127,7 @@ public final class TacoCli {
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
       try (CudaContext gpu = openDevice(device)) {
+        Trainer.Gpu run = gpuOptions(gpu, precision, noTpComm);
         if (gpu == null) {
           requireMemory(cfg, microBatch);
         } else {
@@ -130,13 +143,15 @@ public final class TacoCli {
                 ? Runtime.getRuntime().availableProcessors() + " cores"
                 : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
         List<RunResult> runs = new ArrayList<>();
-        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, gpu));
-        report(runs, corpus, cfg, gpu);
+        if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
+        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, run));
+        report(runs, corpus, cfg, run);
       }
       return 0;
     }
 
-    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, CudaContext gpu) throws IOException {
+    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run) throws IOException {
+      CudaContext gpu = run == null ? null : run.context();
       PrintWriter w = new PrintWriter(System.out, true);
       printTable(w, runs);
       Map<String, Object> config = new LinkedHashMap<>();
@@ -150,7 +165,10 @@ public final class TacoCli {
       if (gpu != null) {
         config.put("gpu", gpu.name());
         config.put("gpu_memory_gib", gpu.totalMemoryBytes() / (double) (1L << 30));
-        config.put("gpu_mode", "fp32");
+        config.put("precision", run.precision() == CudaOps.Precision.BF16 ? "bf16 GEMM inputs, fp32 accumulation and"
+            + " storage" : "fp32");
+        config.put("tp_comm", run.tpComm());
+        if (!run.tpComm()) config.put("warning", "--no-tp-comm: TP all-reduces skipped, losses are wrong");
       }
       config.put("steps", steps);
       config.put("lr", lr);
@@ -165,6 +183,23 @@ public final class TacoCli {
       Path diff = Report.writeLossDifferencePlot(out, runs);
       w.printf("%nwrote %s, %s%s%n", json, png, diff == null ? "" : " and " + diff);
     }
+  }
+
+  /**
+   * The GPU run's options, or null on the CPU.
+   *
+   * @throws IllegalArgumentException for a precision other than fp32/bf16, or a GPU-only option on the CPU
+   */
+  static Trainer.Gpu gpuOptions(CudaContext gpu, String precision, boolean noTpComm) {
+    if (precision != null && !precision.equals("fp32") && !precision.equals("bf16")) {
+      throw new IllegalArgumentException("--precision must be fp32 or bf16, got '" + precision + "'");
+    }
+    if (gpu == null) {
+      if ("bf16".equals(precision)) throw new IllegalArgumentException("--precision bf16 needs a GPU: the CPU trains in fp32");
+      if (noTpComm) throw new IllegalArgumentException("--no-tp-comm times the GPU step; it needs --device cuda");
+      return null;
+    }
+    return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16, !noTpComm);
   }
 
   /**
@@ -309,6 +344,12 @@ public final class TacoCli {
       r.plans().forEach((site, p) -> bySite.computeIfAbsent(String.format(Locale.ROOT, "G=%-3d %-11s %-8s", p.groupSize(),
           p.hadamard() ? "hadamard" : "no-hadamard", p.layout()), k -> new ArrayList<>()).add(site));
       bySite.forEach((plan, sites) -> w.printf("  %s  %d site(s): %s%n", plan, sites.size(), String.join(" ", sites)));
+    }
+    for (RunResult r : runs) {
+      if (r.gpu_step_ms() == null || r.gpu_step_ms().isEmpty()) continue;
+      StringBuilder parts = new StringBuilder();
+      r.gpu_step_ms().forEach((k, v) -> parts.append(String.format(Locale.ROOT, " %s %.3f", k, v)));
+      w.printf("%s: GPU time per step, rank 0, ms (CUDA events):%s%n", r.compression(), parts);
     }
     if (runs.size() > 1) {
       for (int i = 1; i < runs.size(); i++) {

@@ -1,6 +1,7 @@
 package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Kernel;
+import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -205,6 +206,43 @@ public final class Attention {
   }
 
   /**
+   * SIMT kernel, the GPU's form of {@link #softmaxForward} (llm.c's {@code softmax_forward_kernel}): one warp per row
+   * i = (b,h,t) of the (B·NH·T, T) score matrix, lanes striding over the t+1 unmasked columns, the maximum and the sum
+   * by warp reductions; masked columns set to 0. {@code probs} may alias {@code preatt} at the same offset. Blocks of
+   * whole warps; warp w of the grid takes row w. No checks.
+   */
+  @Kernel
+  public static void softmaxForwardWarp(KernelContext ctx, float[] probs, int probsOff, float[] preatt, int preattOff,
+                                        int B, int NH, int T, float scale) {
+    int i = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (i >= B * NH * T) {
+      return; // whole warps leave together
+    }
+    int lane = ctx.laneId();
+    int t = i % T;
+    int p = preattOff + i * T;
+    int o = probsOff + i * T;
+    float max = Float.NEGATIVE_INFINITY;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      max = Math.max(max, preatt[p + t2] * scale);
+    }
+    max = ctx.warpReduceMax(max);
+    float sum = 0f;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      float e = (float) Math.exp(preatt[p + t2] * scale - max);
+      probs[o + t2] = e;
+      sum += e;
+    }
+    float inv = 1f / ctx.warpReduceSum(sum);
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      probs[o + t2] *= inv;
+    }
+    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+      probs[o + t2] = 0f;
+    }
+  }
+
+  /**
    * Kernel: the backward pass of {@link #softmaxForward}. dpreatt(B,NH,T,T) from dprobs(B,NH,T,T) and the saved
    * probs: for t2 &lt;= t, {@code dpreatt = scale · probs · (dprobs − sum over t2' <= t of probs·dprobs)} (the softmax
    * Jacobian, then the chain rule through the scale); 0 for t2 &gt; t, so that a GEMM over the full matrix sees the
@@ -230,6 +268,36 @@ public final class Attention {
       for (int t2 = t + 1; t2 < T; t2++) {
         dpreatt[o + t2] = 0f;
       }
+    }
+  }
+
+  /**
+   * SIMT kernel, the GPU's form of {@link #softmaxBackward}: one warp per row, the row sum of P∘dP by a warp
+   * reduction. {@code dpreatt} may alias {@code dprobs} at the same offset. No checks.
+   */
+  @Kernel
+  public static void softmaxBackwardWarp(KernelContext ctx, float[] dpreatt, int dpreattOff, float[] dprobs,
+                                         int dprobsOff, float[] probs, int probsOff, int B, int NH, int T,
+                                         float scale) {
+    int i = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (i >= B * NH * T) {
+      return;
+    }
+    int lane = ctx.laneId();
+    int t = i % T;
+    int a = probsOff + i * T;
+    int g = dprobsOff + i * T;
+    int o = dpreattOff + i * T;
+    float dot = 0f;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      dot += probs[a + t2] * dprobs[g + t2];
+    }
+    dot = ctx.warpReduceSum(dot);
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      dpreatt[o + t2] = scale * (probs[a + t2] * (dprobs[g + t2] - dot));
+    }
+    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+      dpreatt[o + t2] = 0f;
     }
   }
 
@@ -288,42 +356,6 @@ public final class Attention {
           dqkv[dv + j] += p * dout[d + j];
         }
       }
-    }
-  }
-
-  /**
-   * Kernel (the GPU's attention, around its batched GEMMs): out(B,NH,T,HS)[b,h,t,d] = in[b,t, h·HS + d], where row
-   * (b,t) of {@code in} starts at {@code inOff + (b·T + t)·stride} (so one of the q, k, v thirds of qkv is
-   * {@code inOff} = 0, C or 2C with {@code stride} = 3C). One iteration per output element. No checks.
-   */
-  @Kernel
-  public static void splitHeads(float[] out, int outOff, float[] in, int inOff, int B, int T, int NH, int HS,
-                                int stride) {
-    for (@Parallel int i = 0; i < B * NH * T * HS; i++) {
-      int d = i % HS;
-      int t = (i / HS) % T;
-      int h = (i / (HS * T)) % NH;
-      int b = i / (HS * T * NH);
-      out[outOff + i] = in[inOff + (b * T + t) * stride + h * HS + d];
-    }
-  }
-
-  /**
-   * Kernel, the inverse of {@link #splitHeads}: out[b,t, h·HS + d] = in(B,NH,T,HS)[b,h,t,d] (or {@code +=} when
-   * {@code accumulate}), row (b,t) of {@code out} at {@code outOff + (b·T + t)·stride}. One iteration per element, in
-   * the order of {@code out}. No checks.
-   */
-  @Kernel
-  public static void mergeHeads(float[] out, int outOff, float[] in, int inOff, int B, int T, int NH, int HS,
-                                int stride, boolean accumulate) {
-    for (@Parallel int i = 0; i < B * T * NH * HS; i++) {
-      int d = i % HS;
-      int h = (i / HS) % NH;
-      int t = (i / (HS * NH)) % T;
-      int b = i / (HS * NH * T);
-      int o = outOff + (b * T + t) * stride + h * HS + d;
-      float v = in[inOff + ((b * NH + h) * T + t) * HS + d];
-      out[o] = accumulate ? out[o] + v : v;
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Kernel;
+import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -71,6 +72,42 @@ public final class CrossEntropy {
   }
 
   /**
+   * SIMT kernel, the GPU's form of {@link #crossentropyForward}: one warp per position, lanes striding over the V
+   * logits, the maximum and the sum by warp reductions. No checks; targets must lie in [0,V).
+   */
+  @Kernel
+  public static void crossentropyForwardWarp(KernelContext ctx, float[] losses, int lossesOff, float[] probs,
+                                             int probsOff, float[] logits, int logitsOff, int[] targets,
+                                             int targetsOff, int B, int T, int V) {
+    int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (bt >= B * T) {
+      return;
+    }
+    int lane = ctx.laneId();
+    int l = logitsOff + bt * V;
+    int p = probsOff + bt * V;
+    float max = Float.NEGATIVE_INFINITY;
+    for (int v = lane; v < V; v += KernelContext.WARP_SIZE) {
+      max = Math.max(max, logits[l + v]);
+    }
+    max = ctx.warpReduceMax(max);
+    float sum = 0f;
+    for (int v = lane; v < V; v += KernelContext.WARP_SIZE) {
+      float e = (float) Math.exp(logits[l + v] - max);
+      probs[p + v] = e;
+      sum += e;
+    }
+    sum = ctx.warpReduceSum(sum);
+    float inv = 1f / sum;
+    for (int v = lane; v < V; v += KernelContext.WARP_SIZE) {
+      probs[p + v] *= inv;
+    }
+    if (lane == 0) {
+      losses[lossesOff + bt] = (float) (Math.log(sum) + max - logits[l + targets[targetsOff + bt]]);
+    }
+  }
+
+  /**
    * dlogits(B,T,V) += dloss · (probs − onehot(targets)) / (B·T): the gradient of dloss × mean loss.
    * {@code dloss} is 1 for a plain step; a caller uses e.g. 1/accumulationSteps or a loss scale.
    */
@@ -86,19 +123,15 @@ public final class CrossEntropy {
     crossentropyBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V, dloss);
   }
 
-  /** Kernel of {@link #backward}, one iteration per position. Targets must lie in [0,V). No checks. */
+  /** Kernel of {@link #backward}, one iteration per element (b,t,v). Targets must lie in [0,V). No checks. */
   @Kernel
   public static void crossentropyBackward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
                                           int[] targets, int targetsOff, int B, int T, int V, float dloss) {
     float scale = dloss / (B * T);
-    for (@Parallel int bt = 0; bt < B * T; bt++) {
-      int d = dlogitsOff + bt * V;
-      int p = probsOff + bt * V;
-      int tgt = targets[targetsOff + bt];
-      for (int v = 0; v < V; v++) {
-        float indicator = v == tgt ? 1f : 0f;
-        dlogits[d + v] += scale * (probs[p + v] - indicator);
-      }
+    for (@Parallel int i = 0; i < B * T * V; i++) {
+      int bt = i / V;
+      float indicator = i - bt * V == targets[targetsOff + bt] ? 1f : 0f;
+      dlogits[dlogitsOff + i] += scale * (probs[probsOff + i] - indicator);
     }
   }
 }

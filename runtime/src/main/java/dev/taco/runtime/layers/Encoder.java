@@ -31,20 +31,17 @@ public final class Encoder {
   }
 
   /**
-   * Kernel of {@link #forward}: one iteration per position (b,t), {@code out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]}.
-   * No checks (the wrapper's); ids must lie in [0,V).
+   * Kernel of {@link #forward}: one iteration per element (b,t,c), {@code out[b,t,c] = wte[inp[b,t],c] + wpe[t,c]}
+   * (consecutive iterations touch consecutive channels: coalesced on a GPU). No checks (the wrapper's); ids must lie
+   * in [0,V).
    */
   @Kernel
   public static void encoderForward(float[] out, int outOff, int[] inp, int inpOff,
                                     float[] wte, int wteOff, float[] wpe, int wpeOff, int B, int T, int C) {
-    for (@Parallel int bt = 0; bt < B * T; bt++) {
-      int t = bt % T;
-      int o = outOff + bt * C;
-      int e = wteOff + inp[inpOff + bt] * C;
-      int p = wpeOff + t * C;
-      for (int c = 0; c < C; c++) {
-        out[o + c] = wte[e + c] + wpe[p + c];
-      }
+    for (@Parallel int i = 0; i < B * T * C; i++) {
+      int bt = i / C;
+      int c = i - bt * C;
+      out[outOff + i] = wte[wteOff + inp[inpOff + bt] * C + c] + wpe[wpeOff + (bt % T) * C + c];
     }
   }
 
@@ -93,17 +90,35 @@ public final class Encoder {
     }
   }
 
-  /** Kernel: dwpe(T,C) += dout(B,T,C) summed over b, in order b = 0..B-1; one iteration per position t. */
+  /** Kernel: dwpe(T,C) += dout(B,T,C) summed over b, in order b = 0..B-1; one iteration per element (t,c). */
   @Kernel
   public static void encoderBackwardWpe(float[] dwpe, int dwpeOff, float[] dout, int doutOff, int B, int T, int C) {
-    for (@Parallel int t = 0; t < T; t++) {
-      int p = dwpeOff + t * C;
+    for (@Parallel int i = 0; i < T * C; i++) {
       for (int b = 0; b < B; b++) {
-        int d = doutOff + (b * T + t) * C;
-        for (int c = 0; c < C; c++) {
-          dwpe[p + c] += dout[d + c];
+        dwpe[dwpeOff + i] += dout[doutOff + b * T * C + i];
+      }
+    }
+  }
+
+  /**
+   * Kernel: {@link #encoderBackwardWte}'s sums with one iteration per element (v,c) of dwte, each scanning the ids in
+   * position order: the same additions in the same order per element, with V·C iterations instead of V (the GPU
+   * backend's form: a warp reads one id for 32 consecutive channels; on one CPU thread the V-row form is the faster).
+   * No checks; ids must lie in [0,V).
+   */
+  @Kernel
+  public static void encoderBackwardWteColumns(float[] dwte, int dwteOff, float[] dout, int doutOff, int[] inp,
+                                               int inpOff, int B, int T, int C, int V) {
+    for (@Parallel int i = 0; i < V * C; i++) {
+      int v = i / C;
+      int c = i - v * C;
+      float s = dwte[dwteOff + i];
+      for (int bt = 0; bt < B * T; bt++) {
+        if (inp[inpOff + bt] == v) {
+          s += dout[doutOff + bt * C + c];
         }
       }
+      dwte[dwteOff + i] = s;
     }
   }
 }

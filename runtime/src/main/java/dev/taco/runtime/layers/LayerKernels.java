@@ -18,8 +18,9 @@ public final class LayerKernels {
   private LayerKernels() {}
 
   /**
-   * Every {@link dev.taco.kernels.Kernel} method of the layer classes and of {@link AdamW}, once each, in the order
-   * of a training step (embedding, block, head, loss; then backward; then the update).
+   * Every {@link dev.taco.kernels.Kernel} method of the layer classes and of {@link AdamW}, once each: the CPU's in
+   * the order of a training step (embedding, block, head, loss; then backward; then the update), then the GPU's own
+   * forms (the SIMT {@code ...Warp} kernels and the per-element dwte gather).
    *
    * @return the requests, unmodifiable
    */
@@ -47,8 +48,12 @@ public final class LayerKernels {
         KernelRequest.of(Attention.class, "attentionBackwardKeyValue"),
         KernelRequest.of(Encoder.class, "encoderBackwardWte"),
         KernelRequest.of(Encoder.class, "encoderBackwardWpe"),
-        KernelRequest.of(Attention.class, "splitHeads"),
-        KernelRequest.of(Attention.class, "mergeHeads"),
+        KernelRequest.of(Encoder.class, "encoderBackwardWteColumns"),
+        KernelRequest.of(LayerNorm.class, "layernormForwardWarp"),
+        KernelRequest.of(LayerNorm.class, "layernormBackwardRowsWarp"),
+        KernelRequest.of(Attention.class, "softmaxForwardWarp"),
+        KernelRequest.of(Attention.class, "softmaxBackwardWarp"),
+        KernelRequest.of(CrossEntropy.class, "crossentropyForwardWarp"),
         KernelRequest.of(GradNorm.class, "gradNormPartials"),
         KernelRequest.of(AdamW.class, "adamwUpdate"));
   }

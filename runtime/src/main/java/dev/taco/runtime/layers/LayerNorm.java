@@ -1,6 +1,7 @@
 package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Kernel;
+import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.Parallel;
 
 /**
@@ -122,6 +123,78 @@ public final class LayerNorm {
         float norm = (inp[x + c] - m) * r;
         dinp[di + c] += r * (g - gMean - norm * gNormMean);
       }
+    }
+  }
+
+  /**
+   * SIMT kernel, the GPU's form of {@link #layernormForward}: one warp per position (b,t), its 32 lanes striding over
+   * the C channels (coalesced), the two sums by {@link KernelContext#warpReduceSum}. The same two-pass formula; the
+   * sums are added in another order, so results differ from the CPU's by float rounding. Blocks of whole warps;
+   * warp w of the grid takes position w. No checks.
+   */
+  @Kernel
+  public static void layernormForwardWarp(KernelContext ctx, float[] out, int outOff, float[] mean, int meanOff,
+                                          float[] rstd, int rstdOff, float[] inp, int inpOff, float[] weight,
+                                          int weightOff, float[] bias, int biasOff, int B, int T, int C) {
+    int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (bt >= B * T) {
+      return; // whole warps leave together: no shuffle is left half-called
+    }
+    int lane = ctx.laneId();
+    int x = inpOff + bt * C;
+    float s = 0f;
+    for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
+      s += inp[x + c];
+    }
+    float m = ctx.warpReduceSum(s) / C;
+    float v = 0f;
+    for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
+      float d = inp[x + c] - m;
+      v += d * d;
+    }
+    float r = (float) (1.0 / Math.sqrt(ctx.warpReduceSum(v) / C + EPS));
+    int o = outOff + bt * C;
+    for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
+      out[o + c] = (inp[x + c] - m) * r * weight[weightOff + c] + bias[biasOff + c];
+    }
+    if (lane == 0) {
+      mean[meanOff + bt] = m;
+      rstd[rstdOff + bt] = r;
+    }
+  }
+
+  /**
+   * SIMT kernel, the GPU's form of {@link #layernormBackwardRows}: one warp per position, lanes over channels, the two
+   * channel means by warp reductions. No checks.
+   */
+  @Kernel
+  public static void layernormBackwardRowsWarp(KernelContext ctx, float[] dinp, int dinpOff, float[] dout,
+                                               int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+                                               float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T,
+                                               int C) {
+    int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (bt >= B * T) {
+      return;
+    }
+    int lane = ctx.laneId();
+    int x = inpOff + bt * C;
+    int d = doutOff + bt * C;
+    float m = mean[meanOff + bt];
+    float r = rstd[rstdOff + bt];
+    float gMean = 0f;
+    float gNormMean = 0f;
+    for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
+      float g = weight[weightOff + c] * dout[d + c];
+      gMean += g;
+      gNormMean += g * (inp[x + c] - m) * r;
+    }
+    gMean = ctx.warpReduceSum(gMean) / C;
+    gNormMean = ctx.warpReduceSum(gNormMean) / C;
+    int di = dinpOff + bt * C;
+    for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
+      float g = weight[weightOff + c] * dout[d + c];
+      float norm = (inp[x + c] - m) * r;
+      dinp[di + c] += r * (g - gMean - norm * gNormMean);
     }
   }
 

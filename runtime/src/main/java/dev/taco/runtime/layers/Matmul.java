@@ -57,14 +57,11 @@ public final class Matmul {
     matmulForwardBias(out, outOff, bias, biasOff, N, OC);
   }
 
-  /** Kernel of {@link #addBias}: out(N,OC) += bias(OC), one iteration per row. No checks. */
+  /** Kernel of {@link #addBias}: out(N,OC) += bias(OC), one iteration per element. No checks. */
   @Kernel
   public static void matmulForwardBias(float[] out, int outOff, float[] bias, int biasOff, int N, int OC) {
-    for (@Parallel int i = 0; i < N; i++) {
-      int o = outOff + i * OC;
-      for (int j = 0; j < OC; j++) {
-        out[o + j] += bias[biasOff + j];
-      }
+    for (@Parallel int i = 0; i < N * OC; i++) {
+      out[outOff + i] += bias[biasOff + i % OC];
     }
   }
 

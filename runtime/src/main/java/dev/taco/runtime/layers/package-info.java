@@ -24,7 +24,16 @@
  *       {@link dev.taco.kernels.compiler.KernelTranslator} turns each into a CUDA C entry point unchanged (the
  *       static helpers they call, {@code Attention.dot} and {@code Gelu.tanh}, become device functions);
  *       {@link dev.taco.runtime.layers.LayerKernels#kernels()} lists them for pre-translation. A layer that needs
- *       two passes (LayerNorm's row part and its column sums) is two kernels.</li>
+ *       two passes (LayerNorm's row part and its column sums) is two kernels. Element-wise kernels loop over elements,
+ *       not rows, so that consecutive GPU threads touch consecutive addresses.</li>
+ *   <li><b>The GPU's own forms</b>, where a loop per row is the CPU's right shape and the GPU's wrong one (a thread
+ *       walking a row alone reads strided memory, and a few thousand rows leave most of a GPU idle): SIMT kernels
+ *       taking a {@link dev.taco.kernels.KernelContext} that give a warp to each row and reduce with warp shuffles
+ *       ({@code layernormForwardWarp}, {@code layernormBackwardRowsWarp}, {@code softmaxForwardWarp},
+ *       {@code softmaxBackwardWarp}, {@code crossentropyForwardWarp}), and {@code encoderBackwardWteColumns}, the
+ *       dwte gather per element. The same formulas with sums in another order (bit-identical for the gather); tests
+ *       run them on the {@link dev.taco.kernels.cpu.SimtEmulator} against the CPU kernels. Only the GPU backend
+ *       ({@code model.CudaOps}) launches them.</li>
  * </ul>
  *
  * <p>Conventions, shared by every method:

@@ -31,15 +31,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6), fp32 mode: every arena is one float32 {@link DeviceBuffer},
- * resident for the whole step; GEMMs through {@link Cublas} (fp32 in and out, TF32 off), attention too (strided-batched
- * GEMMs around the causal softmax kernels, as llm.c); every other layer through the same Java kernels the CPU runs ({@code dev.taco.runtime.layers}, translated to CUDA C by
- * {@code KernelSources} and compiled by NVRTC at first use), launched with the same arguments in the same order as the
- * CPU's host wrappers. So apart from the GEMMs' summation order a GPU step computes the CPU step's float operations.
+ * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
+ * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
+ * see {@link Precision}), attention too (per-head strided-batched GEMMs reading q, k, v in place from the qkv tensor,
+ * around the causal softmax kernels, as llm.c); every other layer through Java kernels of {@code
+ * dev.taco.runtime.layers} (translated to CUDA C by {@code KernelSources}, compiled by NVRTC at first use): the CPU's
+ * element-wise kernels as they are, and the GPU's own forms where a row is reduced (a warp per row: LayerNorm,
+ * softmax, cross-entropy) or a gradient gathered (dwte per element). So a GPU step computes the CPU step's formulas,
+ * with sums added in other orders.
  *
  * <p>All work goes on one stream. The host waits for it only where a host value is needed: the mean loss (the B·T
- * per-position losses come back and are summed in order, as on the CPU), the gradient norm (4096 float64 partial sums
- * come back), and before token ids are uploaded (an async copy from pinned memory on the stream). Token ids are
+ * per-position losses come back and are summed in order, as on the CPU), the gradient norm (4096 to 2^17 float64
+ * partial sums come back), and before token ids are uploaded (an async copy from pinned memory on the stream). Token ids are
  * uploaded by the forward calls ({@link #encoderForward}, {@link #crossEntropyForward}); the backward calls with the
  * same host array use the copy their forward made.
  *
@@ -50,13 +53,39 @@ import java.util.Map;
  * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
  */
 public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
+  /**
+   * What the GEMMs multiply in (activations, weights and gradients are stored in fp32 in both modes; storing the
+   * activations in bf16 is not done yet).
+   */
+  public enum Precision {
+    /** Exact fp32 products ({@code CUBLAS_COMPUTE_32F}): the testing mode, within 1e-4 of the CPU. */
+    FP32(Cublas.Fp32Math.STRICT),
+    /**
+     * GEMM inputs rounded to bf16 on tensor cores, fp32 accumulation ({@code CUBLAS_COMPUTE_32F_FAST_16BF}): the
+     * arithmetic of PyTorch's bf16 autocast for the matrix products; every other layer stays fp32.
+     */
+    BF16(Cublas.Fp32Math.BF16);
+
+    final Cublas.Fp32Math math;
+
+    Precision(Cublas.Fp32Math math) {
+      this.math = math;
+    }
+  }
+
   /** Threads per block of the layer kernels (grid-stride loops: any grid covers the iterations). */
   static final int BLOCK = 256;
+  /** Most partial sums of the gradient norm (a thread each; the host adds them up). */
+  static final int NORM_PARTS = 1 << 17;
+  /** Warps per block of the SIMT kernels that give a warp to each row. */
+  static final int WARPS = BLOCK / 32;
   private static final long MAX_BLOCKS = 1L << 20;
 
   private final CudaContext ctx;
   private final DeviceCollectives tp;
   private final Plan plan;
+  private final Precision precision;
+  private final boolean tpComm;
   private final boolean ownsStream;
   private final CudaStream stream;
   private final DeviceBuffer workspace;
@@ -66,7 +95,6 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
   private PinnedBuffer staging;
   private DeviceBuffer normPartials;
-  private DeviceBuffer heads;
   private DeviceBuffer columns;
   private DeviceBuffer ones;
   private boolean closed;
@@ -79,7 +107,16 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    * @throws UnsatisfiedLinkError if libcublas does not load
    */
   public CudaOps(CudaContext ctx) {
-    this(ctx, null, null, null);
+    this(ctx, Precision.FP32);
+  }
+
+  /**
+   * One rank alone (TP = 1) in the given precision.
+   *
+   * @see #CudaOps(CudaContext)
+   */
+  public CudaOps(CudaContext ctx, Precision precision) {
+    this(ctx, null, null, null, precision, true);
   }
 
   /**
@@ -91,21 +128,35 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    *     {@link DeviceCollectives#resolve})
    */
   public CudaOps(DeviceCollectives tp, Plan plan) {
-    this(tp.transport().context(), tp, tp.stream(), plan);
+    this(tp, plan, Precision.FP32, true);
   }
 
-  private CudaOps(CudaContext ctx, DeviceCollectives tp, CudaStream shared, Plan plan) {
+  /**
+   * One rank of a TP group in the given precision.
+   *
+   * @param tpComm false replaces every TP all-reduce by a no-op ({@code --no-tp-comm}: the step's time without its
+   *     communication; the numbers are then wrong, each rank keeping its partial sums)
+   * @see #CudaOps(DeviceCollectives, Plan)
+   */
+  public CudaOps(DeviceCollectives tp, Plan plan, Precision precision, boolean tpComm) {
+    this(tp.transport().context(), tp, tp.stream(), plan, precision, tpComm);
+  }
+
+  private CudaOps(CudaContext ctx, DeviceCollectives tp, CudaStream shared, Plan plan, Precision precision,
+      boolean tpComm) {
     this.ctx = ctx;
     ctx.makeCurrent(); // this thread's: a rank's thread builds and drives its backend
     this.tp = tp;
     this.plan = plan;
+    this.precision = java.util.Objects.requireNonNull(precision, "precision");
+    this.tpComm = tpComm;
     this.ownsStream = shared == null;
     this.stream = ownsStream ? ctx.createStream() : shared;
     Cublas handle = null;
     DeviceBuffer ws = null;
     try {
       ws = alloc(Cublas.WORKSPACE_BYTES / 4);
-      handle = Cublas.create(ctx, ws, false);
+      handle = Cublas.create(ctx, ws, precision.math);
     } catch (RuntimeException | LinkageError e) {
       for (DeviceBuffer b : owned) b.close();
       owned.clear();
@@ -124,6 +175,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public long bytesSent() {
     return tp == null ? 0 : tp.bytesSent();
+  }
+
+  /** What the GEMMs multiply in. */
+  public Precision precision() {
+    return precision;
   }
 
   /** The stream every operation is enqueued on. */
@@ -201,7 +257,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void encoderForward(View<DeviceBuffer> out, int[] tokens, View<DeviceBuffer> wte, View<DeviceBuffer> wpe,
       int B, int T, int C, int V) {
     DeviceBuffer ids = upload(tokens, B * T, V, "tokens");
-    launch(Encoder.class, "encoderForward", (long) B * T, p("out", out, (long) B * T * C), 0, ids, 0,
+    launch(Encoder.class, "encoderForward", (long) B * T * C, p("out", out, (long) B * T * C), 0, ids, 0,
         p("wte", wte, (long) V * C), 0, p("wpe", wpe, (long) T * C), 0, B, T, C);
   }
 
@@ -209,17 +265,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void encoderBackward(View<DeviceBuffer> dwte, View<DeviceBuffer> dwpe, View<DeviceBuffer> dout, int[] tokens,
       int B, int T, int C, int V) {
     DeviceBuffer ids = uploaded(tokens, "tokens");
-    launch(Encoder.class, "encoderBackwardWte", V, p("dwte", dwte, (long) V * C), 0, p("dout", dout, (long) B * T * C),
-        0, ids, 0, B, T, C, V);
-    launch(Encoder.class, "encoderBackwardWpe", T, p("dwpe", dwpe, (long) T * C), 0, p("dout", dout, (long) B * T * C),
-        0, B, T, C);
+    launch(Encoder.class, "encoderBackwardWteColumns", (long) V * C, p("dwte", dwte, (long) V * C), 0,
+        p("dout", dout, (long) B * T * C), 0, ids, 0, B, T, C, V);
+    launch(Encoder.class, "encoderBackwardWpe", (long) T * C, p("dwpe", dwpe, (long) T * C), 0,
+        p("dout", dout, (long) B * T * C), 0, B, T, C);
   }
 
   @Override
   public void layerNormForward(View<DeviceBuffer> out, View<DeviceBuffer> mean, View<DeviceBuffer> rstd,
       View<DeviceBuffer> inp, View<DeviceBuffer> w, View<DeviceBuffer> b, int B, int T, int C) {
     long bt = (long) B * T;
-    launch(LayerNorm.class, "layernormForward", bt, p("out", out, bt * C), 0, p("mean", mean, bt), 0,
+    launchWarps(LayerNorm.class, "layernormForwardWarp", bt, p("out", out, bt * C), 0, p("mean", mean, bt), 0,
         p("rstd", rstd, bt), 0, p("inp", inp, bt * C), 0, p("weight", w, C), 0, p("bias", b, C), 0, B, T, C);
   }
 
@@ -230,7 +286,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     long bt = (long) B * T;
     Long pDout = p("dout", dout, bt * C), pInp = p("inp", inp, bt * C), pMean = p("mean", mean, bt);
     Long pRstd = p("rstd", rstd, bt);
-    launch(LayerNorm.class, "layernormBackwardRows", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
+    launchWarps(LayerNorm.class, "layernormBackwardRowsWarp", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
         p("weight", w, C), 0, pMean, 0, pRstd, 0, B, T, C);
     DeviceBuffer terms = columnScratch(bt * C);
     launch(LayerNorm.class, "layernormWeightGradTerms", bt * C, terms, 0, pDout, 0, pInp, 0, pMean, 0, pRstd, 0, B, T,
@@ -276,56 +332,80 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * As llm.c's cuBLAS attention: q, k, v split per head into (B·NH, T, HS) ({@link Attention#splitHeads}), the scores
-   * Q·Kᵀ as one strided-batched GEMM into {@code att}, the causal softmax in place ({@link Attention#softmaxForward}),
-   * then P·V batched and the heads merged back into (B,T,NH·HS).
+   * As llm.c's cuBLAS attention, without its head permutes: the scores Q·Kᵀ of every (b,h) as strided-batched GEMMs
+   * reading q and k in place from qkv (B,T,3C) (leading dimension 3C) into {@code att} (B,NH,T,T); the causal softmax
+   * in place ({@link Attention#softmaxForwardWarp}); then P·V straight into out (B,T,C) (leading dimension C). See
+   * {@link #headGemms} for the batching.
    */
   @Override
   public void attentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv, int B, int T,
       int NH, int HS) {
-    int c = NH * HS, n = B * T * c, bh = B * NH;
-    long tt = (long) T * T;
-    Long pAtt = p("att", att, bh * tt), pQkv = p("qkv", qkv, 3L * n);
-    DeviceBuffer s = headScratch(n);
-    splitQkv(s, pQkv, B, T, NH, HS);
-    blas.gemmStridedBatched(stream, false, true, T, T, HS, DataType.F32, DataType.F32, 1f, s, 0, HS, (long) T * HS, s,
-        n, HS, (long) T * HS, 0f, att.arena(), att.offset(), T, tt, bh);
-    launch(Attention.class, "softmaxForward", (long) bh * T, pAtt, 0, pAtt, 0, B, NH, T, Attention.scale(HS));
-    blas.gemmStridedBatched(stream, false, false, T, HS, T, DataType.F32, DataType.F32, 1f, att.arena(), att.offset(),
-        T, tt, s, 2L * n, HS, (long) T * HS, 0f, s, 3L * n, HS, (long) T * HS, bh);
-    launch(Attention.class, "mergeHeads", n, p("out", out, n), 0, s.pointer() + 4L * 3 * n, 0, B, T, NH, HS, c, false);
+    int c = NH * HS;
+    long tt = (long) T * T, n = (long) B * T * c;
+    Long pAtt = p("att", att, B * NH * tt);
+    check("qkv", qkv, 3 * n);
+    check("out", out, n);
+    Heads h = new Heads(B, NH, T, c, HS);
+    long q = qkv.offset(), a = att.offset();
+    headGemms(h, false, true, T, T, HS, qkv.arena(), q, 3 * c, h.qkv, qkv.arena(), q + c, 3 * c, h.qkv, 0f,
+        att.arena(), a, T, h.att);
+    launchWarps(Attention.class, "softmaxForwardWarp", (long) B * NH * T, pAtt, 0, pAtt, 0, B, NH, T,
+        Attention.scale(HS));
+    headGemms(h, false, false, T, HS, T, att.arena(), a, T, h.att, qkv.arena(), q + 2 * c, 3 * c, h.qkv, 0f,
+        out.arena(), out.offset(), c, h.rows);
   }
 
   /**
-   * The backward of {@link #attentionForward} (llm.c's {@code attention_backward}): with dY the per-head split of
-   * {@code dout}, dP = dY·Vᵀ into {@code scratch}, dV = Pᵀ·dY, dS = softmax backward in place (scale included), dQ =
-   * dS·K, dK = dSᵀ·Q, each a strided-batched GEMM; dQ, dK, dV merged into {@code dqkv} (added).
+   * The backward of {@link #attentionForward} (llm.c's {@code attention_backward}), in place: with dY the heads of
+   * {@code dout} (leading dimension C), dP = dY·Vᵀ into {@code scratch}, dV += Pᵀ·dY; dS = softmax backward in place
+   * (scale included); dQ += dS·K, dK += dSᵀ·Q; dQ, dK, dV added straight into {@code dqkv} (leading dimension 3C).
    */
   @Override
   public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
       View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
-    int c = NH * HS, n = B * T * c, bh = B * NH;
-    long tt = (long) T * T, th = (long) T * HS;
-    Long pDqkv = p("dqkv", dqkv, 3L * n), pScratch = p("scratch", scratch, bh * tt);
-    Long pQkv = p("qkv", qkv, 3L * n), pAtt = p("att", att, bh * tt);
-    DeviceBuffer s = headScratch(n); // q, k, v, dY, dQ, dK, dV
-    splitQkv(s, pQkv, B, T, NH, HS);
-    launch(Attention.class, "splitHeads", n, s.pointer() + 4L * 3 * n, 0, p("dout", dout, n), 0, B, T, NH, HS, c);
-    DeviceBuffer sa = scratch.arena(), aa = att.arena();
-    long so = scratch.offset(), ao = att.offset();
-    blas.gemmStridedBatched(stream, false, true, T, T, HS, DataType.F32, DataType.F32, 1f, s, 3L * n, HS, th, s,
-        2L * n, HS, th, 0f, sa, so, T, tt, bh);
-    blas.gemmStridedBatched(stream, true, false, T, HS, T, DataType.F32, DataType.F32, 1f, aa, ao, T, tt, s, 3L * n,
-        HS, th, 0f, s, 6L * n, HS, th, bh);
-    launch(Attention.class, "softmaxBackward", (long) bh * T, pScratch, 0, pScratch, 0, pAtt, 0, B, NH, T,
-        Attention.scale(HS));
-    blas.gemmStridedBatched(stream, false, false, T, HS, T, DataType.F32, DataType.F32, 1f, sa, so, T, tt, s, n, HS,
-        th, 0f, s, 4L * n, HS, th, bh);
-    blas.gemmStridedBatched(stream, true, false, T, HS, T, DataType.F32, DataType.F32, 1f, sa, so, T, tt, s, 0, HS,
-        th, 0f, s, 5L * n, HS, th, bh);
-    for (int part = 0; part < 3; part++) {
-      launch(Attention.class, "mergeHeads", n, pDqkv + 4L * part * c, 0, s.pointer() + 4L * (4 + part) * n, 0, B, T,
-          NH, HS, 3 * c, true);
+    int c = NH * HS;
+    long tt = (long) T * T, n = (long) B * T * c;
+    Long pScratch = p("scratch", scratch, B * NH * tt), pAtt = p("att", att, B * NH * tt);
+    check("dqkv", dqkv, 3 * n);
+    check("qkv", qkv, 3 * n);
+    check("dout", dout, n);
+    Heads h = new Heads(B, NH, T, c, HS);
+    DeviceBuffer qa = qkv.arena(), ga = dqkv.arena(), ya = dout.arena(), sa = scratch.arena(), aa = att.arena();
+    long q = qkv.offset(), g = dqkv.offset(), y = dout.offset(), s = scratch.offset(), a = att.offset();
+    headGemms(h, false, true, T, T, HS, ya, y, c, h.rows, qa, q + 2 * c, 3 * c, h.qkv, 0f, sa, s, T, h.att);
+    headGemms(h, true, false, T, HS, T, aa, a, T, h.att, ya, y, c, h.rows, 1f, ga, g + 2 * c, 3 * c, h.qkv);
+    launchWarps(Attention.class, "softmaxBackwardWarp", (long) B * NH * T, pScratch, 0, pScratch, 0, pAtt, 0, B, NH,
+        T, Attention.scale(HS));
+    headGemms(h, false, false, T, HS, T, sa, s, T, h.att, qa, q + c, 3 * c, h.qkv, 1f, ga, g, 3 * c, h.qkv);
+    headGemms(h, true, false, T, HS, T, sa, s, T, h.att, qa, q, 3 * c, h.qkv, 1f, ga, g + c, 3 * c, h.qkv);
+  }
+
+  /**
+   * The (b,h) strides, in elements, of attention's three kinds of operand: a head of qkv or dqkv (B,T,3C), a head of
+   * out or dout (B,T,C), a (T,T) block of att or scratch (B,NH,T,T); {@code [0]} steps b, {@code [1]} steps h.
+   */
+  private record Heads(int B, int NH, long[] qkv, long[] rows, long[] att) {
+    Heads(int B, int NH, int T, int c, int HS) {
+      this(B, NH, new long[] {3L * T * c, HS}, new long[] {(long) T * c, HS}, new long[] {(long) NH * T * T,
+          (long) T * T});
+    }
+  }
+
+  /**
+   * One product {@code C = op(A)·op(B) + beta·C} for every (b,h), as strided-batched GEMMs: batched over the longer of
+   * B and NH (a constant stride either way), one call per index of the shorter, so a step makes min(B, NH) calls per
+   * product rather than B·NH. Offsets are of (b,h) = (0,0); {@code sA}, {@code sB}, {@code sC} are the operands'
+   * strides from {@link Heads}.
+   */
+  private void headGemms(Heads h, boolean transA, boolean transB, int m, int n, int k, DeviceBuffer a, long aOff,
+      int lda, long[] sA, DeviceBuffer b, long bOff, int ldb, long[] sB, float beta, DeviceBuffer c, long cOff, int ldc,
+      long[] sC) {
+    int batchDim = h.NH() >= h.B() ? 1 : 0, loopDim = 1 - batchDim;
+    int calls = batchDim == 1 ? h.B() : h.NH(), batch = batchDim == 1 ? h.NH() : h.B();
+    DataType f = DataType.F32;
+    for (int i = 0; i < calls; i++) {
+      blas.gemmStridedBatched(stream, transA, transB, m, n, k, f, f, 1f, a, aOff + i * sA[loopDim], lda, sA[batchDim],
+          b, bOff + i * sB[loopDim], ldb, sB[batchDim], beta, c, cOff + i * sC[loopDim], ldc, sC[batchDim], batch);
     }
   }
 
@@ -363,24 +443,6 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     return columns;
   }
 
-  /** q, k, v of {@code qkv} (B,T,3C) split per head into the first three (B·NH,T,HS) blocks of {@code s}. */
-  private void splitQkv(DeviceBuffer s, long qkv, int B, int T, int NH, int HS) {
-    int c = NH * HS, n = B * T * c;
-    for (int part = 0; part < 3; part++) {
-      launch(Attention.class, "splitHeads", n, s.pointer() + 4L * part * n, 0, qkv + 4L * part * c, 0, B, T, NH, HS,
-          3 * c);
-    }
-  }
-
-  /** Seven (B,NH,T,HS) blocks of work space for the attention, allocated at first use. */
-  private DeviceBuffer headScratch(int n) {
-    if (heads == null || heads.bytes() < 4L * 7 * n) {
-      release(heads);
-      heads = alloc(7L * n);
-    }
-    return heads;
-  }
-
   @Override
   public void geluForward(View<DeviceBuffer> out, View<DeviceBuffer> inp, int n) {
     launch(Gelu.class, "geluForward", n, p("out", out, n), 0, p("inp", inp, n), 0, n);
@@ -398,7 +460,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   @Override
   public void addBias(View<DeviceBuffer> out, View<DeviceBuffer> bias, int rows, int C) {
-    launch(Matmul.class, "matmulForwardBias", rows, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
+    launch(Matmul.class, "matmulForwardBias", (long) rows * C, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
   }
 
   /** Waits for the stream to bring the B·T losses back and sums them in order, as the CPU does. */
@@ -407,7 +469,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       int[] targets, int B, int T, int V) {
     int bt = B * T;
     DeviceBuffer ids = upload(targets, bt, V, "targets");
-    launch(CrossEntropy.class, "crossentropyForward", bt, p("losses", losses, bt), 0, p("probs", probs, (long) bt * V),
+    launchWarps(CrossEntropy.class, "crossentropyForwardWarp", bt, p("losses", losses, bt), 0, p("probs", probs, (long) bt * V),
         0, p("logits", logits, (long) bt * V), 0, ids, 0, B, T, V);
     float[] l = toHost(losses, bt);
     double total = 0.0;
@@ -419,15 +481,18 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void crossEntropyBackward(View<DeviceBuffer> dlogits, View<DeviceBuffer> probs, int[] targets, int B, int T,
       int V, float dloss) {
     int bt = B * T;
-    launch(CrossEntropy.class, "crossentropyBackward", bt, p("dlogits", dlogits, (long) bt * V), 0,
+    launch(CrossEntropy.class, "crossentropyBackward", (long) bt * V, p("dlogits", dlogits, (long) bt * V), 0,
         p("probs", probs, (long) bt * V), 0, uploaded(targets, "targets"), 0, B, T, V, dloss);
   }
 
-  /** Through this rank's device collectives with the plan; nothing to do with one rank. */
+  /**
+   * Through this rank's device collectives with the plan; nothing to do with one rank, or when built without TP
+   * communication.
+   */
   @Override
   public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
     check(site, x, (long) rows * cols);
-    if (tp == null) return;
+    if (tp == null || !tpComm) return;
     try {
       tp.allReduce(plan, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
     } catch (IllegalArgumentException e) {
@@ -435,7 +500,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
   }
 
-  /** {@link GradNorm#gradNormPartials} on the device; the 4096 partial sums come back and are added in order. */
+  /**
+   * {@link GradNorm#gradNormPartials} on the device with n/512 partial sums, at least the CPU's
+   * {@link GradNorm#PARTS} and at most {@link #NORM_PARTS} (4096 alone would leave most of the GPU idle: 16 blocks
+   * for 10⁸ elements), which come back and are added in order.
+   */
   @Override
   public double squaredNorm(DeviceBuffer grads, ParameterTensors layout, boolean includeReplicated) {
     int n = layout.size();
@@ -447,10 +516,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       skip = uploadBytes(bytes);
       hostCopies.put(layout, skip);
     }
-    if (normPartials == null) normPartials = alloc(2L * GradNorm.PARTS);
-    launch(GradNorm.class, "gradNormPartials", GradNorm.PARTS, normPartials, 0, p("grads", new View<>(grads, 0), n),
-        0, skip, 0, !includeReplicated, n, GradNorm.PARTS);
-    double[] partial = new double[GradNorm.PARTS];
+    if (normPartials == null) normPartials = alloc(2L * NORM_PARTS);
+    if (n > Integer.MAX_VALUE - NORM_PARTS) throw new IllegalArgumentException(n + " gradients is too many");
+    int parts = Math.max(GradNorm.PARTS, Math.min(NORM_PARTS, n / 512));
+    launch(GradNorm.class, "gradNormPartials", parts, normPartials, 0, p("grads", new View<>(grads, 0), n),
+        0, skip, 0, !includeReplicated, n, parts);
+    double[] partial = new double[parts];
     stream.synchronize();
     normPartials.copyToHost(partial, 0, partial.length, 0);
     double s = 0;
@@ -499,11 +570,21 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   // ------------------------------------------------------------------ helpers
 
+  /** A kernel with one {@code @Parallel} loop of {@code iterations} (grid-stride: the grid is capped). */
   private void launch(Class<?> owner, String kernel, long iterations, Object... args) {
-    CudaFunction f = kernels.computeIfAbsent(owner.getName() + "#" + kernel,
-        k -> ctx.kernel(KernelRequest.of(owner, kernel)));
     int blocks = (int) Math.max(1, Math.min((iterations + BLOCK - 1) / BLOCK, MAX_BLOCKS));
-    f.launch(Dim3.of(blocks), Dim3.of(BLOCK), 0, stream, args);
+    function(owner, kernel).launch(Dim3.of(blocks), Dim3.of(BLOCK), 0, stream, args);
+  }
+
+  /** A SIMT kernel that gives warp w of the grid row w: one warp per row, {@link #WARPS} rows per block. */
+  private void launchWarps(Class<?> owner, String kernel, long rows, Object... args) {
+    long blocks = (rows + WARPS - 1) / WARPS;
+    if (blocks > Integer.MAX_VALUE) throw new IllegalArgumentException(kernel + ": " + rows + " rows is too many");
+    function(owner, kernel).launch(Dim3.of((int) Math.max(1, blocks)), Dim3.of(BLOCK), 0, stream, args);
+  }
+
+  private CudaFunction function(Class<?> owner, String kernel) {
+    return kernels.computeIfAbsent(owner.getName() + "#" + kernel, k -> ctx.kernel(KernelRequest.of(owner, kernel)));
   }
 
   /** The device address of {@code v}, after checking that {@code n} elements from it fit its arena. */

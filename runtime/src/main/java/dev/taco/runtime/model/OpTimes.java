@@ -25,7 +25,9 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final CudaOps target;
   private final List<CudaEvent> events = new ArrayList<>();
   private final List<String> pending = new ArrayList<>();
+  private final List<String> pendingMethods = new ArrayList<>();
   private final Map<String, Double> totals = new LinkedHashMap<>();
+  private final Map<String, Double> methods = new LinkedHashMap<>();
 
   private OpTimes(CudaOps target) {
     this.target = target;
@@ -69,6 +71,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       if (cat != null) {
         event(2 * pending.size() + 1).record(target.stream());
         pending.add(cat);
+        pendingMethods.add(method.getName());
       }
     }
   }
@@ -83,9 +86,12 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     if (pending.isEmpty()) return;
     events.get(2 * pending.size() - 1).synchronize();
     for (int i = 0; i < pending.size(); i++) {
-      totals.merge(pending.get(i), (double) events.get(2 * i).elapsedMillisTo(events.get(2 * i + 1)), Double::sum);
+      double ms = events.get(2 * i).elapsedMillisTo(events.get(2 * i + 1));
+      totals.merge(pending.get(i), ms, Double::sum);
+      methods.merge(pendingMethods.get(i), ms, Double::sum);
     }
     pending.clear();
+    pendingMethods.clear();
   }
 
   /** Milliseconds per category summed over the collected steps (insertion order: the categories above). */
@@ -96,7 +102,19 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   /** Zeroes the totals and drops what was not collected (e.g. after warm-up steps). */
   public void reset() {
     totals.replaceAll((k, v) -> 0.0);
+    methods.clear();
     pending.clear();
+  }
+
+  /** Drops the operations since the last {@link #collect} without adding them (e.g. an evaluation's forward passes). */
+  public void discard() {
+    pending.clear();
+    pendingMethods.clear();
+  }
+
+  /** Milliseconds per {@link Ops} method summed over the collected steps (the finer view behind {@link #totals}). */
+  public Map<String, Double> methods() {
+    return new LinkedHashMap<>(methods);
   }
 
   /** Frees the events. */

@@ -81,7 +81,8 @@ public interface Ops<A> {
 
   /**
    * Sum of squares of this rank's gradients (a host scalar, in double), skipping the replicated tensors unless
-   * {@code includeReplicated}; summed in {@link dev.taco.runtime.layers.GradNorm}'s fixed order on every backend.
+   * {@code includeReplicated}; summed in float64 by {@link dev.taco.runtime.layers.GradNorm}'s strided partial sums (a
+   * fixed order for a given number of partials: the CPU's 4096, more on a GPU).
    */
   double squaredNorm(A grads, ParameterTensors layout, boolean includeReplicated);
 

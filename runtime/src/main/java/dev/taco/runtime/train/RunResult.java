@@ -17,10 +17,15 @@ import java.util.Map;
  * @param wall_seconds wall-clock time of the run, evaluation included
  * @param history one row per step: train loss, and validation loss where it was evaluated (else null)
  * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
+ * @param plans the calibrated plan of each collective site (CPU runs)
+ * @param gpu_step_ms on a GPU: rank 0's device time per training step in ms by category (CUDA events, {@code
+ *     model.OpTimes}: gemm, attention, tp_collectives with their compression, optimizer, other_kernels, and their
+ *     total), the mean over the steps after the first; null on the CPU
  */
 public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
     double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,
-    Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans) {
+    Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
+    Map<String, Double> gpu_step_ms) {
 
   /** One step's losses; {@code val_loss} is null where validation was not run. */
   public record StepRow(int step, Double train_loss, Double val_loss, double lr) {}

@@ -13,6 +13,7 @@ import dev.taco.runtime.model.CollectiveSites;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
+import dev.taco.runtime.model.OpTimes;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -74,6 +75,21 @@ public final class Trainer {
     }
   }
 
+  /**
+   * Where a GPU run runs and how.
+   *
+   * @param context the GPU (owned by the caller)
+   * @param precision what the GEMMs multiply in
+   * @param tpComm false replaces the TP all-reduces by no-ops ({@code --no-tp-comm}: timing only, wrong numbers)
+   */
+  public record Gpu(CudaContext context, CudaOps.Precision precision, boolean tpComm) {
+    /** @throws NullPointerException for a null context or precision */
+    public Gpu {
+      java.util.Objects.requireNonNull(context, "context");
+      java.util.Objects.requireNonNull(precision, "precision");
+    }
+  }
+
   /** @throws IllegalArgumentException if {@code compression} names no codec ({@code fp32} = exact, no codec) */
   public static void requireKnownCompression(String compression) {
     if (!compression.equals("fp32")) Codecs.byName(compression);
@@ -101,7 +117,7 @@ public final class Trainer {
    * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, or a corpus shorter than
    *     a window
    */
-  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, CudaContext gpu) {
+  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, Gpu gpu) {
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -109,7 +125,9 @@ public final class Trainer {
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
     Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
-    log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU" : gpu.name());
+    log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU"
+        : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
+    Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
     Plan gpuPlan = gpu == null || r == 1 ? null : gpuPlan(compression);
     if (gpuPlan != null && opt.calibrationSteps() > 0 && !gpuPlan.exact()) {
       log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", gpuPlan.describe());
@@ -117,10 +135,10 @@ public final class Trainer {
     List<Long> wireBytes;
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
       wireBytes = LocalGroup.run(r, java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes()), comm -> {
-        if (gpu != null) return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, history, bar);
+        if (gpu != null) return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, history, gpuTimes, bar);
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
         long wire = trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history,
-            bar);
+            null, bar);
         if (comm.rank() == 0) {
           plans.putAll(sites.plans());
           errors.putAll(sites.sampledErrors());
@@ -141,7 +159,7 @@ public final class Trainer {
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
     return new RunResult(compression, r, opt.steps(), initialVal, finalVal, (double) total / opt.steps(), seconds,
-        tokensPerSecond, history, errors, plans);
+        tokensPerSecond, history, errors, plans, gpuTimes);
   }
 
   /**
@@ -171,16 +189,32 @@ public final class Trainer {
     return asked;
   }
 
-  /** One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop. */
-  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, CudaContext gpu,
-      Plan plan, List<RunResult.StepRow> history, ProgressBar bar) {
-    gpu.makeCurrent();
+  /**
+   * One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop; rank 0's
+   * operations are timed by CUDA events into {@code times}.
+   */
+  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, Gpu gpu,
+      Plan plan, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
+    CudaContext ctx = gpu.context();
+    ctx.makeCurrent();
     boolean alone = comm.worldSize() == 1;
-    try (DeviceLocalTransport link = alone ? null : new DeviceLocalTransport(gpu, comm);
+    try (DeviceLocalTransport link = alone ? null : new DeviceLocalTransport(ctx, comm);
          DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
-         CudaOps ops = alone ? new CudaOps(gpu) : new CudaOps(dc, plan)) {
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, ops, comm.rank(), opt.microBatch(), opt.seed());
-      return trainRank(model, corpus, opt, comm, null, history, bar);
+         CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
+             : new CudaOps(dc, plan, gpu.precision(), gpu.tpComm());
+         OpTimes timer = comm.rank() == 0 ? OpTimes.of(ops) : null) {
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), comm.rank(), opt.microBatch(),
+          opt.seed());
+      long wire = trainRank(model, corpus, opt, comm, null, history, timer, bar);
+      if (timer != null && opt.steps() > 1) {
+        double total = 0;
+        for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
+          times.put(e.getKey(), e.getValue() / (opt.steps() - 1));
+          total += e.getValue() / (opt.steps() - 1);
+        }
+        times.put("total", total);
+      }
+      return wire;
     }
   }
 
@@ -189,7 +223,7 @@ public final class Trainer {
    * (the CPU's) is null on the GPU: there the backend counts the bytes and nothing is sampled.
    */
   private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Communicator exact,
-      CollectiveSites sites, List<RunResult.StepRow> history, ProgressBar bar) {
+      CollectiveSites sites, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar) {
     int rank = exact.rank();
     int b = opt.microBatch(), t = model.config().seqLength();
     int[] in = new int[b * t], tgt = new int[b * t];
@@ -198,7 +232,10 @@ public final class Trainer {
     float[] normBuf = new float[1];
     for (int step = 0; step <= opt.steps(); step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) val = evaluate(model, sites, corpus, opt, b, t, step);
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) {
+        val = evaluate(model, sites, corpus, opt, b, t, step);
+        if (timer != null) timer.discard(); // evaluation is not a training step
+      }
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
@@ -235,6 +272,10 @@ public final class Trainer {
       float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
       float lr = learningRate(opt, step);
       model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
+      if (timer != null) {
+        timer.collect();
+        if (step == 0) timer.reset(); // the first step compiles the kernels
+      }
       if (rank == 0) {
         history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();

@@ -15,10 +15,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code taco train --device cuda} end to end on a tiny model (skipped with the reason without a GPU): TP = 1 with
- * exact collectives ends within 1 % of the CPU run's validation loss from the same seed; TP = 2 ranks sharing the GPU
- * ({@code device-local}) with bf16 on the wire write the same report as on the CPU, with the GPU's name and memory,
- * bytes on the wire and finite losses; a codec without GPU kernels is refused before any work.
+ * {@code taco train --device cuda} end to end on a tiny model (skipped with the reason without a GPU): TP = 1 in fp32
+ * ends within 1 % of the CPU run's validation loss from the same seed, and in bf16 (the default) within 3 %; TP = 2
+ * ranks sharing the GPU ({@code device-local}) with bf16 on the wire write the same report as on the CPU, with the
+ * GPU's name, memory, precision and per-step time breakdown, bytes on the wire and finite losses; {@code --no-tp-comm}
+ * puts no bytes on the wire and says in the report that its losses are wrong; a codec without GPU kernels is refused
+ * before any work.
  */
 @Tag("gpu")
 class TacoCliGpuTest {
@@ -45,12 +47,17 @@ class TacoCliGpuTest {
     Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
     String[] common = {"--data", text.toString(), "--hidden-size", "64", "--compression", "fp32", "--tp", "1"};
     JsonObject cpu = train(tmp.resolve("cpu"), common);
-    JsonObject gpu = train(tmp.resolve("gpu"), concat(common, "--device", "cuda"));
+    JsonObject gpu = train(tmp.resolve("gpu"), concat(common, "--device", "cuda", "--precision", "fp32"));
     assertThat(gpu.getAsJsonObject("config").get("device").getAsString()).isEqualTo("cuda");
     assertThat(gpu.getAsJsonObject("config").get("gpu").getAsString()).isNotBlank();
     assertThat(gpu.getAsJsonObject("config").get("gpu_memory_gib").getAsDouble()).isPositive();
-    assertThat(Math.abs(finalVal(gpu) - finalVal(cpu)) / finalVal(cpu)).as("GPU vs CPU final validation loss")
+    assertThat(gpu.getAsJsonObject("config").get("precision").getAsString()).isEqualTo("fp32");
+    assertThat(Math.abs(finalVal(gpu) - finalVal(cpu)) / finalVal(cpu)).as("GPU fp32 vs CPU final validation loss")
         .isLessThanOrEqualTo(0.01);
+    JsonObject bf16 = train(tmp.resolve("bf16"), concat(common, "--device", "cuda"));
+    assertThat(bf16.getAsJsonObject("config").get("precision").getAsString()).startsWith("bf16");
+    assertThat(Math.abs(finalVal(bf16) - finalVal(cpu)) / finalVal(cpu)).as("GPU bf16 vs CPU final validation loss")
+        .isLessThanOrEqualTo(0.03);
 
     JsonObject tp2 = train(tmp.resolve("tp2"), "--data", text.toString(), "--hidden-size", "64", "--compression",
         "none", "--tp", "2", "--device", "cuda");
@@ -60,6 +67,20 @@ class TacoCliGpuTest {
     assertThat(run.get("tp").getAsInt()).isEqualTo(2);
     assertThat(run.get("tp_bytes_per_step").getAsDouble()).isPositive();
     assertThat(Double.isFinite(run.get("final_val_loss").getAsDouble())).isTrue();
+    JsonObject times = run.getAsJsonObject("gpu_step_ms");
+    for (String k : new String[] {"gemm", "attention", "tp_collectives", "optimizer", "other_kernels", "total"}) {
+      assertThat(times.get(k).getAsDouble()).as("gpu_step_ms.%s", k).isPositive();
+    }
+    assertThat(tp2.getAsJsonObject("config").get("tp_comm").getAsBoolean()).isTrue();
+
+    JsonObject off = train(tmp.resolve("off"), "--data", text.toString(), "--hidden-size", "64", "--compression",
+        "none", "--tp", "2", "--device", "cuda", "--no-tp-comm");
+    assertThat(off.getAsJsonObject("config").get("tp_comm").getAsBoolean()).isFalse();
+    assertThat(off.getAsJsonObject("config").get("warning").getAsString()).contains("losses are wrong");
+    JsonObject offRun = off.getAsJsonArray("runs").get(0).getAsJsonObject();
+    assertThat(offRun.get("tp_bytes_per_step").getAsDouble()).isZero();
+    assertThat(offRun.getAsJsonObject("gpu_step_ms").get("tp_collectives").getAsDouble())
+        .isLessThan(times.get("tp_collectives").getAsDouble());
     if (dev.taco.runtime.train.Report.canPlot()) {
       assertThat(Files.readAllBytes(tmp.resolve("tp2").resolve("loss.png"))).startsWith((byte) 0x89, (byte) 'P');
     } else {

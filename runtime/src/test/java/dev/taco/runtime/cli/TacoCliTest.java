@@ -142,6 +142,13 @@ class TacoCliTest {
   }
 
   @Test
+  void gpuOnlyOptionsAreRefusedOnTheCpuAndPrecisionIsChecked() {
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "fp16")), "--precision must be fp32 or bf16, got 'fp16'");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "bf16")), "--precision bf16 needs a GPU");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--no-tp-comm")), "--no-tp-comm times the GPU step");
+  }
+
+  @Test
   void outputFolderAndDataPathProblems() throws Exception {
     Path file = Files.writeString(tmp.resolve("afile"), "x");
     assertOneLineError(run(tiny(file)), "exists and is not a folder");

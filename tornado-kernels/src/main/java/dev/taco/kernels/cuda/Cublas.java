@@ -28,9 +28,10 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Types and precision</h2>
  * A and B share one {@link DataType}; C is fp32, or bf16 when A and B are bf16 (the {@code cublasGemmEx} type table for
- * {@code CUBLAS_COMPUTE_32F}). Products accumulate in fp32 on every path. TF32 is off unless the handle was created
- * with {@code allowTf32}: fp32 inputs then use {@code CUBLAS_COMPUTE_32F_FAST_TF32} (10-bit mantissas in the
- * multiplies). The math mode is {@code CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION}: a
+ * {@code CUBLAS_COMPUTE_32F}). Products accumulate in fp32 on every path. fp32 inputs are multiplied as the handle's
+ * {@link Fp32Math} says: exactly ({@code CUBLAS_COMPUTE_32F}, the default), or on tensor cores with the inputs rounded
+ * to TF32 ({@code CUBLAS_COMPUTE_32F_FAST_TF32}, 10-bit mantissas) or to bf16 ({@code CUBLAS_COMPUTE_32F_FAST_16BF},
+ * 7-bit mantissas: the bf16-in, fp32-accumulate arithmetic of a bf16 GEMM on fp32 storage). The math mode is {@code CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION}: a
  * split-K reduction of a bf16-output GEMM also stays in fp32 (PyTorch's
  * {@code allow_bf16_reduced_precision_reduction = False}). {@code NVIDIA_TF32_OVERRIDE=1} in the environment would
  * force TF32 behind our back; leave it unset. Alpha and beta are fp32 host scalars (the default
@@ -79,12 +80,34 @@ public final class Cublas implements AutoCloseable {
   static final int COMPUTE_32F = 68;
   /** {@code CUBLAS_COMPUTE_32F_FAST_TF32}. */
   static final int COMPUTE_32F_FAST_TF32 = 77;
+  /** {@code CUBLAS_COMPUTE_32F_FAST_16BF}. */
+  static final int COMPUTE_32F_FAST_16BF = 75;
   /** {@code CUBLAS_GEMM_DEFAULT}: cuBLAS's heuristic picks the algorithm. */
   static final int GEMM_DEFAULT = -1;
   /** {@code CUBLAS_DEFAULT_MATH}. */
   static final int DEFAULT_MATH = 0;
   /** {@code CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION}. */
   static final int DISALLOW_REDUCED_PRECISION_REDUCTION = 16;
+
+  /**
+   * How a GEMM with fp32 inputs multiplies ({@code cublasComputeType_t}, cuBLAS guide "cublasComputeType_t"); bf16
+   * inputs always use {@code CUBLAS_COMPUTE_32F}. Accumulation is fp32 in every mode.
+   */
+  public enum Fp32Math {
+    /** {@code CUBLAS_COMPUTE_32F}: true fp32 products. */
+    STRICT(COMPUTE_32F),
+    /** {@code CUBLAS_COMPUTE_32F_FAST_TF32}: inputs rounded to TF32 (10-bit mantissa) on tensor cores. */
+    TF32(COMPUTE_32F_FAST_TF32),
+    /** {@code CUBLAS_COMPUTE_32F_FAST_16BF}: inputs rounded to bf16 (7-bit mantissa) on tensor cores. */
+    BF16(COMPUTE_32F_FAST_16BF);
+
+    /** The {@code cublasComputeType_t} value. */
+    public final int computeType;
+
+    Fp32Math(int computeType) {
+      this.computeType = computeType;
+    }
+  }
 
   /** Element types of A, B and C ({@code cudaDataType} value, bytes per element). */
   public enum DataType {
@@ -248,17 +271,17 @@ public final class Cublas implements AutoCloseable {
   private final Binding lib;
   private final CudaContext ctx;
   private final DeviceBuffer workspace;
-  private final boolean allowTf32;
+  private final Fp32Math fp32Math;
   private final long handle;
   private final Memory scalars = new Memory(8); // alpha at 0, beta at 4 (fp32)
   private long boundStream = -1; // the handle's stream; -1 before the first call
   private boolean closed;
 
-  private Cublas(Binding lib, CudaContext ctx, DeviceBuffer workspace, boolean allowTf32) {
+  private Cublas(Binding lib, CudaContext ctx, DeviceBuffer workspace, Fp32Math fp32Math) {
     this.lib = lib;
     this.ctx = ctx;
     this.workspace = workspace;
-    this.allowTf32 = allowTf32;
+    this.fp32Math = Objects.requireNonNull(fp32Math, "fp32Math");
     ctx.makeCurrent();
     LongByReference h = new LongByReference();
     lib.check("cublasCreate_v2", lib.api().cublasCreate_v2(h), "device " + ctx.ordinal());
@@ -272,8 +295,8 @@ public final class Cublas implements AutoCloseable {
       lib.api().cublasDestroy_v2(handle);
       throw e;
     }
-    LOG.debug("cuBLAS {} handle on device {} ({} MiB workspace, TF32 {})", lib.version(), ctx.ordinal(),
-        workspace.bytes() >> 20, allowTf32 ? "allowed" : "off");
+    LOG.debug("cuBLAS {} handle on device {} ({} MiB workspace, fp32 inputs {})", lib.version(), ctx.ordinal(),
+        workspace.bytes() >> 20, fp32Math);
   }
 
   /**
@@ -287,7 +310,7 @@ public final class Cublas implements AutoCloseable {
    * @throws UnsatisfiedLinkError if libcublas does not load
    */
   public static Cublas create(CudaContext ctx, DeviceBuffer workspace) {
-    return create(ctx, workspace, false);
+    return create(ctx, workspace, Fp32Math.STRICT);
   }
 
   /**
@@ -295,25 +318,25 @@ public final class Cublas implements AutoCloseable {
    *
    * @param ctx       the context
    * @param workspace device memory of this context for cuBLAS's scratch ({@link #WORKSPACE_BYTES} recommended)
-   * @param allowTf32 let fp32-input GEMMs use TF32 tensor cores ({@code CUBLAS_COMPUTE_32F_FAST_TF32})
+   * @param fp32Math  how GEMMs with fp32 inputs multiply
    * @return the handle
    * @throws CublasException      on a failed cuBLAS call
    * @throws UnsatisfiedLinkError if libcublas does not load
    * @throws IllegalArgumentException if the workspace belongs to another context or is empty
    */
-  public static Cublas create(CudaContext ctx, DeviceBuffer workspace, boolean allowTf32) {
+  public static Cublas create(CudaContext ctx, DeviceBuffer workspace, Fp32Math fp32Math) {
     Objects.requireNonNull(ctx, "ctx");
     Objects.requireNonNull(workspace, "workspace");
     sameContext(ctx, "workspace", workspace);
     if (workspace.bytes() <= 0) throw new IllegalArgumentException("workspace is empty");
-    return new Cublas(binding(), ctx, workspace, allowTf32);
+    return new Cublas(binding(), ctx, workspace, fp32Math);
   }
 
   /** @return the context */
   public CudaContext context() { return ctx; }
 
-  /** @return whether fp32-input GEMMs may use TF32 */
-  public boolean allowsTf32() { return allowTf32; }
+  /** @return how GEMMs with fp32 inputs multiply */
+  public Fp32Math fp32Math() { return fp32Math; }
 
   /** @return the {@code cublasHandle_t} */
   public long handle() { return handle; }
@@ -463,15 +486,23 @@ public final class Cublas implements AutoCloseable {
   }
 
   private int computeType(DataType inType) {
-    return inType == DataType.F32 && allowTf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
+    return inType == DataType.F32 ? fp32Math.computeType : COMPUTE_32F;
   }
 
   private static String describe(int transa, int transb, int m, int n, int k, DataType in, int lda, int ldb,
       DataType out, int ldc, int compute) {
     return "transa=" + (transa == OP_N ? "N" : "T") + " transb=" + (transb == OP_N ? "N" : "T") + " m=" + m + " n=" + n
         + " k=" + k + " lda=" + lda + " ldb=" + ldb + " ldc=" + ldc + " A/B=" + in + " C=" + out + " compute="
-        + (compute == COMPUTE_32F ? "CUBLAS_COMPUTE_32F" : compute == COMPUTE_32F_FAST_TF32 ? "CUBLAS_COMPUTE_32F_FAST_TF32"
-            : String.valueOf(compute));
+        + computeName(compute);
+  }
+
+  private static String computeName(int compute) {
+    return switch (compute) {
+      case COMPUTE_32F -> "CUBLAS_COMPUTE_32F";
+      case COMPUTE_32F_FAST_TF32 -> "CUBLAS_COMPUTE_32F_FAST_TF32";
+      case COMPUTE_32F_FAST_16BF -> "CUBLAS_COMPUTE_32F_FAST_16BF";
+      default -> String.valueOf(compute);
+    };
   }
 
   /** Puts the handle on {@code stream} (and our workspace back) if it is elsewhere; makes the context current. */

@@ -43,7 +43,7 @@ final class CublasMockScenarios {
     m.put("strided-batched-every-transpose", CublasMockScenarios::stridedBatched);
     m.put("zero-sizes", CublasMockScenarios::zeroSizes);
     m.put("stream-switch-resets-workspace", CublasMockScenarios::streamSwitch);
-    m.put("tf32-only-when-asked", CublasMockScenarios::tf32);
+    m.put("fast-fp32-math-only-when-asked", CublasMockScenarios::fastMath);
     m.put("bad-leading-dimension-from-cublas", CublasMockScenarios::badLeadingDimension);
     m.put("injected-statuses", CublasMockScenarios::injected);
     m.put("argument-checks-before-enqueue", CublasMockScenarios::argumentChecks);
@@ -165,7 +165,7 @@ final class CublasMockScenarios {
   static void create(CudaContext ctx) {
     try (DeviceBuffer ws = ctx.alloc(WS); Cublas blas = Cublas.create(ctx, ws)) {
       assertThat(log()).isEqualTo("create\nmath-mode 16\nset-workspace " + WS + "\n");
-      assertThat(blas.allowsTf32()).isFalse();
+      assertThat(blas.fp32Math()).isEqualTo(Cublas.Fp32Math.STRICT);
       assertThat(blas.context()).isSameAs(ctx);
     }
     assertThat(log()).endsWith("destroy\n");
@@ -336,19 +336,22 @@ final class CublasMockScenarios {
     }
   }
 
-  static void tf32(CudaContext ctx) {
+  static void fastMath(CudaContext ctx) {
     float[] a = {1, 2, 3, 4};
     try (DeviceBuffer ws = ctx.alloc(WS); Cublas strict = Cublas.create(ctx, ws);
-        Cublas fast = Cublas.create(ctx, ws, true); CudaStream s = ctx.createStream();
+        Cublas fast = Cublas.create(ctx, ws, Cublas.Fp32Math.TF32);
+        Cublas bf16 = Cublas.create(ctx, ws, Cublas.Fp32Math.BF16); CudaStream s = ctx.createStream();
         DeviceBuffer da = upload(ctx, a, DataType.F32); DeviceBuffer dh = upload(ctx, a, DataType.BF16);
         DeviceBuffer dc = ctx.alloc(16)) {
-      assertThat(fast.allowsTf32()).isTrue();
+      assertThat(fast.fp32Math()).isEqualTo(Cublas.Fp32Math.TF32);
       clearLog();
       strict.matmul(s, DataType.F32, DataType.F32, da, 0, da, 0, dc, 0, 2, 2, 2, false);
       fast.matmul(s, DataType.F32, DataType.F32, da, 0, da, 0, dc, 0, 2, 2, 2, false);
       fast.matmul(s, DataType.BF16, DataType.F32, dh, 0, dh, 0, dc, 0, 2, 2, 2, false);
+      bf16.matmul(s, DataType.F32, DataType.F32, da, 0, da, 0, dc, 0, 2, 2, 2, false);
+      bf16.matmul(s, DataType.BF16, DataType.F32, dh, 0, dh, 0, dc, 0, 2, 2, 2, false);
       assertThat(lines("gemm ")).extracting(l -> l.replaceAll(".* compute=(\\d+) .*", "$1"))
-          .containsExactly("68", "77", "68");
+          .containsExactly("68", "77", "68", "75", "68");
     }
   }
 

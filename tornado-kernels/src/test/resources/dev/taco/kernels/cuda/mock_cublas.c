@@ -183,7 +183,7 @@ static int gemm(const char* what, handle_t* h, int ta, int tb, int m, int n, int
   if (at != bt || !((at == R_32F && ct == R_32F) || (at == R_16BF && (ct == R_16BF || ct == R_32F)))) {
     return NOT_SUPPORTED;
   }
-  if (compute != 68 && compute != 77) return NOT_SUPPORTED;
+  if (compute != 68 && compute != 75 && compute != 77) return NOT_SUPPORTED; // 32F, 32F_FAST_16BF, 32F_FAST_TF32
   for (int q = 0; q < batch; q++) {
     const char* a = (const char*) A + (size_t) (q * sa) * (at == R_16BF ? 2 : 4);
     const char* b = (const char*) B + (size_t) (q * sb) * (bt == R_16BF ? 2 : 4);

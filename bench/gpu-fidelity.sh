@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Fidelity at GPU scale (issue E part 7), for the GPU machine: a ~11 M-parameter GPT (hidden 384, 6 layers, 6 heads,
+# sequence 256, micro-batch 16) trained on the bundled corpus at TP=2 (ranks sharing the GPU through device-local) for
+# each codec that has GPU kernels and each seed, with `taco train --device cuda`; then one summary of best and final
+# validation loss per codec. On the CPU machine first: bash bench/gpu-prepare.sh. On the GPU machine:
+#   bash bench/gpu-fidelity.sh OUT_DIR [STEPS] [SEEDS...]
+# Writes OUT_DIR/fid-<seed>/report.json per seed and OUT_DIR/fidelity.json:
+#   [{"codec", "seeds", "best_val", "final_val", "best_val_mean", "best_val_spread", ...}].
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck disable=SC1091
+source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on the CPU machine" >&2; exit 2; }
+out="${1:-${OUT:-target/gpu-fidelity}}"; shift || true
+steps="${1:-2000}"; shift || true
+seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
+codecs="${FIDELITY_CODECS:-none,taco}"
+for s in "${seeds[@]}"; do
+  java -Xmx16g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.taco.runtime.cli.TacoCli train \
+    --device cuda --tp 2 --compression "$codecs" --hidden-size 384 --num-layers 6 --num-attention-heads 6 \
+    --seq-length 256 --micro-batch-size 16 --lr 1e-3 --steps "$steps" --eval-interval 100 --eval-iters 16 \
+    --seed "$s" --out "$out/fid-$s" | grep -E "^(none|taco|int8|fp8|codec|  )|vs " || exit 1
+done
+python3 - "$out" "${seeds[@]}" <<'PY'
+import json, statistics, sys
+out, seeds = sys.argv[1], sys.argv[2:]
+rows = {}
+for s in seeds:
+    rep = json.load(open(f"{out}/fid-{s}/report.json"))
+    for run in rep["runs"]:
+        vals = [h["val_loss"] for h in run["history"] if h["val_loss"] is not None]
+        r = rows.setdefault(run["compression"], {"codec": run["compression"], "seeds": [], "best_val": [],
+                                                 "final_val": [], "best_step": []})
+        r["seeds"].append(int(s))
+        r["best_val"].append(min(vals))
+        r["final_val"].append(vals[-1])
+        r["best_step"].append([h["step"] for h in run["history"] if h["val_loss"] == min(vals)][0])
+for r in rows.values():
+    r["best_val_mean"] = statistics.mean(r["best_val"])
+    r["best_val_spread"] = max(r["best_val"]) - min(r["best_val"])
+    r["final_val_mean"] = statistics.mean(r["final_val"])
+base = rows.get("none")
+for r in rows.values():
+    if base: r["best_val_vs_none"] = r["best_val_mean"] / base["best_val_mean"] - 1
+json.dump(list(rows.values()), open(f"{out}/fidelity.json", "w"), indent=1)
+print(json.dumps(list(rows.values()), indent=1))
+PY
