@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.Parallel;
@@ -243,6 +244,41 @@ public final class Attention {
   }
 
   /**
+   * SIMT kernel, {@link #softmaxForwardWarp} on bf16 score and probability matrices (the GPU backend's bf16 mode,
+   * whose score GEMMs write bf16): the same warp per row, fp32 arithmetic on the decoded scores, each probability
+   * rounded to bf16 once ({@link Bf16#encode}). In place ({@code probs} may alias {@code preatt}): the first pass
+   * finds the maximum, the second sums the exponentials, the third writes them scaled. No checks.
+   */
+  @Kernel
+  public static void softmaxForwardWarpBf16(KernelContext ctx, short[] probs, int probsOff, short[] preatt,
+                                            int preattOff, int B, int NH, int T, float scale) {
+    int i = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (i >= B * NH * T) {
+      return; // whole warps leave together
+    }
+    int lane = ctx.laneId();
+    int t = i % T;
+    int p = preattOff + i * T;
+    int o = probsOff + i * T;
+    float max = Float.NEGATIVE_INFINITY;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      max = Math.max(max, Bf16.decode(preatt[p + t2]) * scale);
+    }
+    max = ctx.warpReduceMax(max);
+    float sum = 0f;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      sum += (float) Math.exp(Bf16.decode(preatt[p + t2]) * scale - max);
+    }
+    float inv = 1f / ctx.warpReduceSum(sum);
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      probs[o + t2] = Bf16.encode((float) Math.exp(Bf16.decode(preatt[p + t2]) * scale - max) * inv);
+    }
+    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+      probs[o + t2] = 0;
+    }
+  }
+
+  /**
    * Kernel: the backward pass of {@link #softmaxForward}. dpreatt(B,NH,T,T) from dprobs(B,NH,T,T) and the saved
    * probs: for t2 &lt;= t, {@code dpreatt = scale · probs · (dprobs − sum over t2' <= t of probs·dprobs)} (the softmax
    * Jacobian, then the chain rule through the scale); 0 for t2 &gt; t, so that a GEMM over the full matrix sees the
@@ -298,6 +334,36 @@ public final class Attention {
     }
     for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = 0f;
+    }
+  }
+
+  /**
+   * SIMT kernel, {@link #softmaxBackwardWarp} on bf16 matrices: fp32 arithmetic on the decoded values, the score
+   * gradient rounded to bf16 once. {@code dpreatt} may alias {@code dprobs} at the same offset. No checks.
+   */
+  @Kernel
+  public static void softmaxBackwardWarpBf16(KernelContext ctx, short[] dpreatt, int dpreattOff, short[] dprobs,
+                                             int dprobsOff, short[] probs, int probsOff, int B, int NH, int T,
+                                             float scale) {
+    int i = ctx.globalIdx / KernelContext.WARP_SIZE;
+    if (i >= B * NH * T) {
+      return;
+    }
+    int lane = ctx.laneId();
+    int t = i % T;
+    int a = probsOff + i * T;
+    int g = dprobsOff + i * T;
+    int o = dpreattOff + i * T;
+    float dot = 0f;
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      dot += Bf16.decode(probs[a + t2]) * Bf16.decode(dprobs[g + t2]);
+    }
+    dot = ctx.warpReduceSum(dot);
+    for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
+      dpreatt[o + t2] = Bf16.encode(scale * (Bf16.decode(probs[a + t2]) * (Bf16.decode(dprobs[g + t2]) - dot)));
+    }
+    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+      dpreatt[o + t2] = 0;
     }
   }
 

@@ -53,7 +53,10 @@ public final class LayerKernels {
         KernelRequest.of(LayerNorm.class, "layernormBackwardRowsWarp"),
         KernelRequest.of(Attention.class, "softmaxForwardWarp"),
         KernelRequest.of(Attention.class, "softmaxBackwardWarp"),
+        KernelRequest.of(Attention.class, "softmaxForwardWarpBf16"),
+        KernelRequest.of(Attention.class, "softmaxBackwardWarpBf16"),
         KernelRequest.of(CrossEntropy.class, "crossentropyForwardWarp"),
+        KernelRequest.of(Matmul.class, "roundToBf16"),
         KernelRequest.of(GradNorm.class, "gradNormPartials"),
         KernelRequest.of(AdamW.class, "adamwUpdate"));
   }

@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Gemm;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
@@ -55,6 +56,17 @@ public final class Matmul {
     Check.span("out", out, outOff, Check.n(N, OC));
     Check.span("bias", bias, biasOff, OC);
     matmulForwardBias(out, outOff, bias, biasOff, N, OC);
+  }
+
+  /**
+   * Kernel (the GPU backend's bf16 mode): {@code out[i] = in[i]} rounded to bf16 bits ({@link Bf16#encode}: nearest
+   * even, NaN kept, overflow to ±Inf), one operand of a bf16-in, fp32-accumulate GEMM. No checks.
+   */
+  @Kernel
+  public static void roundToBf16(short[] out, int outOff, float[] in, int inOff, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      out[outOff + i] = Bf16.encode(in[inOff + i]);
+    }
   }
 
   /** Kernel of {@link #addBias}: out(N,OC) += bias(OC), one iteration per element. No checks. */

@@ -61,8 +61,10 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     /** Exact fp32 products ({@code CUBLAS_COMPUTE_32F}): the testing mode, within 1e-4 of the CPU. */
     FP32(Cublas.Fp32Math.STRICT),
     /**
-     * GEMM inputs rounded to bf16 on tensor cores, fp32 accumulation ({@code CUBLAS_COMPUTE_32F_FAST_16BF}): the
-     * arithmetic of PyTorch's bf16 autocast for the matrix products; every other layer stays fp32.
+     * GEMM inputs rounded to bf16, fp32 accumulation, the arithmetic of PyTorch's bf16 autocast for the matrix
+     * products: the linear layers and the LM head multiply bf16 copies of their operands ({@link Matmul#roundToBf16},
+     * made at each use) on tensor cores; attention's GEMMs and the column sums let cuBLAS round their fp32 operands
+     * ({@code CUBLAS_COMPUTE_32F_FAST_16BF}, which may also pick TF32); every other layer stays fp32.
      */
     BF16(Cublas.Fp32Math.BF16);
 
@@ -96,6 +98,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private PinnedBuffer staging;
   private DeviceBuffer normPartials;
   private DeviceBuffer columns;
+  private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[3];
   private DeviceBuffer ones;
   private boolean closed;
 
@@ -299,8 +302,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void matmulForward(View<DeviceBuffer> out, View<DeviceBuffer> inp, View<DeviceBuffer> w,
       View<DeviceBuffer> bias, int B, int T, int C, int OC) {
     int n = B * T;
-    blas.matmul(stream, DataType.F32, DataType.F32, inp.arena(), inp.offset(), w.arena(), w.offset(), out.arena(),
-        out.offset(), n, OC, C, false);
+    Operand a = operand(inp, (long) n * C, ACTIVATION), b = operand(w, (long) C * OC, WEIGHT);
+    check("out", out, (long) n * OC);
+    blas.matmul(stream, a.type, DataType.F32, a.buf, a.off, b.buf, b.off, out.arena(), out.offset(), n, OC, C, false);
     if (bias != null) addBias(out, bias, n, OC);
   }
 
@@ -308,76 +312,123 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void matmulBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dw, View<DeviceBuffer> dbias,
       View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w, int B, int T, int C, int OC) {
     int n = B * T;
-    blas.matmulTransB(stream, DataType.F32, DataType.F32, dout.arena(), dout.offset(), w.arena(), w.offset(),
-        dinp.arena(), dinp.offset(), n, C, OC, true);
-    blas.matmulTransA(stream, DataType.F32, DataType.F32, inp.arena(), inp.offset(), dout.arena(), dout.offset(),
-        dw.arena(), dw.offset(), C, OC, n, true);
+    Operand d = operand(dout, (long) n * OC, GRADIENT), b = operand(w, (long) C * OC, WEIGHT);
+    check("dinp", dinp, (long) n * C);
+    check("dw", dw, (long) C * OC);
+    blas.matmulTransB(stream, d.type, DataType.F32, d.buf, d.off, b.buf, b.off, dinp.arena(), dinp.offset(), n, C, OC,
+        true);
+    Operand a = operand(inp, (long) n * C, ACTIVATION);
+    blas.matmulTransA(stream, a.type, DataType.F32, a.buf, a.off, d.buf, d.off, dw.arena(), dw.offset(), C, OC, n,
+        true);
     if (dbias != null) columnSums(dbias, dout, n, OC);
   }
 
   @Override
   public void headForward(View<DeviceBuffer> logits, View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C,
       int V) {
-    blas.matmulTransB(stream, DataType.F32, DataType.F32, x.arena(), x.offset(), wte.arena(), wte.offset(),
-        logits.arena(), logits.offset(), N, V, C, false);
+    Operand a = operand(x, (long) N * C, ACTIVATION), b = operand(wte, (long) V * C, WEIGHT);
+    check("logits", logits, (long) N * V);
+    blas.matmulTransB(stream, a.type, DataType.F32, a.buf, a.off, b.buf, b.off, logits.arena(), logits.offset(), N, V,
+        C, false);
   }
 
   @Override
   public void headBackward(View<DeviceBuffer> dx, View<DeviceBuffer> dwte, View<DeviceBuffer> dlogits,
       View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C, int V) {
-    blas.matmul(stream, DataType.F32, DataType.F32, dlogits.arena(), dlogits.offset(), wte.arena(), wte.offset(),
-        dx.arena(), dx.offset(), N, C, V, false);
-    blas.matmulTransA(stream, DataType.F32, DataType.F32, dlogits.arena(), dlogits.offset(), x.arena(), x.offset(),
-        dwte.arena(), dwte.offset(), V, C, N, true);
+    Operand d = operand(dlogits, (long) N * V, GRADIENT), b = operand(wte, (long) V * C, WEIGHT);
+    check("dx", dx, (long) N * C);
+    check("dwte", dwte, (long) V * C);
+    blas.matmul(stream, d.type, DataType.F32, d.buf, d.off, b.buf, b.off, dx.arena(), dx.offset(), N, C, V, false);
+    Operand a = operand(x, (long) N * C, ACTIVATION);
+    blas.matmulTransA(stream, d.type, DataType.F32, d.buf, d.off, a.buf, a.off, dwte.arena(), dwte.offset(), V, C, N,
+        true);
+  }
+
+  /** A GEMM operand: where it is and in which type. */
+  private record Operand(DeviceBuffer buf, long off, DataType type) {}
+
+  /** Work-space slots of the bf16 operands: an activation, a weight, an output gradient (a GEMM reads two at once). */
+  private static final int ACTIVATION = 0, WEIGHT = 1, GRADIENT = 2;
+
+  /**
+   * The {@code n} elements of {@code v} as a GEMM operand: in place (fp32) in {@link Precision#FP32} mode; in
+   * {@link Precision#BF16} mode rounded to bf16 ({@link Matmul#roundToBf16}) into work-space slot {@code slot},
+   * since cuBLAS multiplies bf16 operands at twice the speed and half the bytes. Converting at each use (weights
+   * twice a step, activations twice) keeps no copy that could go stale; it costs a read and a half-size write.
+   */
+  private Operand operand(View<DeviceBuffer> v, long n, int slot) {
+    if (precision == Precision.FP32) {
+      check("operand", v, n);
+      return new Operand(v.arena(), v.offset(), DataType.F32);
+    }
+    if (n > Integer.MAX_VALUE) throw new IllegalArgumentException("a bf16 operand of " + n + " elements is too large");
+    DeviceBuffer s = bf16Scratch[slot];
+    if (s == null || s.bytes() < 2 * n) {
+      release(s);
+      s = alloc((n + 1) / 2);
+      bf16Scratch[slot] = s;
+    }
+    launch(Matmul.class, "roundToBf16", n, s, 0, p("operand", v, n), 0, (int) n);
+    return new Operand(s, 0, DataType.BF16);
   }
 
   /**
    * As llm.c's cuBLAS attention, without its head permutes: the scores Q·Kᵀ of every (b,h) as strided-batched GEMMs
    * reading q and k in place from qkv (B,T,3C) (leading dimension 3C) into {@code att} (B,NH,T,T); the causal softmax
    * in place ({@link Attention#softmaxForwardWarp}); then P·V straight into out (B,T,C) (leading dimension C). See
-   * {@link #headGemms} for the batching.
+   * {@link #headGemms} for the batching. In {@link Precision#BF16} mode the GEMMs read a bf16 copy of qkv and the
+   * score and probability matrices are bf16, in the first half of {@code att}'s bytes
+   * ({@link Attention#softmaxForwardWarpBf16}): half the bytes of the (B,NH,T,T) matrices, which bound this layer.
    */
   @Override
   public void attentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv, int B, int T,
       int NH, int HS) {
     int c = NH * HS;
-    long tt = (long) T * T, n = (long) B * T * c;
-    Long pAtt = p("att", att, B * NH * tt);
-    check("qkv", qkv, 3 * n);
+    long n = (long) B * T * c;
     check("out", out, n);
+    Operand q = operand(qkv, 3 * n, ACTIVATION), s = scores("att", att, (long) B * NH * T * T);
     Heads h = new Heads(B, NH, T, c, HS);
-    long q = qkv.offset(), a = att.offset();
-    headGemms(h, false, true, T, T, HS, qkv.arena(), q, 3 * c, h.qkv, qkv.arena(), q + c, 3 * c, h.qkv, 0f,
-        att.arena(), a, T, h.att);
-    launchWarps(Attention.class, "softmaxForwardWarp", (long) B * NH * T, pAtt, 0, pAtt, 0, B, NH, T,
-        Attention.scale(HS));
-    headGemms(h, false, false, T, HS, T, att.arena(), a, T, h.att, qkv.arena(), q + 2 * c, 3 * c, h.qkv, 0f,
-        out.arena(), out.offset(), c, h.rows);
+    headGemms(h, s.type, false, true, T, T, HS, q, 0, 3 * c, h.qkv, q, c, 3 * c, h.qkv, 0f, s, 0, T, h.att);
+    long ps = s.buf.pointer() + s.off * s.type.bytes;
+    launchWarps(Attention.class, s.type == DataType.F32 ? "softmaxForwardWarp" : "softmaxForwardWarpBf16",
+        (long) B * NH * T, ps, 0, ps, 0, B, NH, T, Attention.scale(HS));
+    headGemms(h, DataType.F32, false, false, T, HS, T, s, 0, T, h.att, q, 2 * c, 3 * c, h.qkv, 0f,
+        new Operand(out.arena(), out.offset(), DataType.F32), 0, c, h.rows);
   }
 
   /**
    * The backward of {@link #attentionForward} (llm.c's {@code attention_backward}), in place: with dY the heads of
    * {@code dout} (leading dimension C), dP = dY·Vᵀ into {@code scratch}, dV += Pᵀ·dY; dS = softmax backward in place
    * (scale included); dQ += dS·K, dK += dSᵀ·Q; dQ, dK, dV added straight into {@code dqkv} (leading dimension 3C).
+   * In bf16 mode dY and qkv are read as bf16 copies and P, dP, dS are bf16, as in the forward.
    */
   @Override
   public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
       View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
     int c = NH * HS;
-    long tt = (long) T * T, n = (long) B * T * c;
-    Long pScratch = p("scratch", scratch, B * NH * tt), pAtt = p("att", att, B * NH * tt);
+    long n = (long) B * T * c, bhtt = (long) B * NH * T * T;
     check("dqkv", dqkv, 3 * n);
-    check("qkv", qkv, 3 * n);
-    check("dout", dout, n);
+    Operand q = operand(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT);
+    Operand p = scores("att", att, bhtt), d = scores("scratch", scratch, bhtt);
+    Operand g = new Operand(dqkv.arena(), dqkv.offset(), DataType.F32);
     Heads h = new Heads(B, NH, T, c, HS);
-    DeviceBuffer qa = qkv.arena(), ga = dqkv.arena(), ya = dout.arena(), sa = scratch.arena(), aa = att.arena();
-    long q = qkv.offset(), g = dqkv.offset(), y = dout.offset(), s = scratch.offset(), a = att.offset();
-    headGemms(h, false, true, T, T, HS, ya, y, c, h.rows, qa, q + 2 * c, 3 * c, h.qkv, 0f, sa, s, T, h.att);
-    headGemms(h, true, false, T, HS, T, aa, a, T, h.att, ya, y, c, h.rows, 1f, ga, g + 2 * c, 3 * c, h.qkv);
-    launchWarps(Attention.class, "softmaxBackwardWarp", (long) B * NH * T, pScratch, 0, pScratch, 0, pAtt, 0, B, NH,
-        T, Attention.scale(HS));
-    headGemms(h, false, false, T, HS, T, sa, s, T, h.att, qa, q + c, 3 * c, h.qkv, 1f, ga, g, 3 * c, h.qkv);
-    headGemms(h, true, false, T, HS, T, sa, s, T, h.att, qa, q, 3 * c, h.qkv, 1f, ga, g + c, 3 * c, h.qkv);
+    headGemms(h, d.type, false, true, T, T, HS, y, 0, c, h.rows, q, 2 * c, 3 * c, h.qkv, 0f, d, 0, T, h.att);
+    headGemms(h, DataType.F32, true, false, T, HS, T, p, 0, T, h.att, y, 0, c, h.rows, 1f, g, 2 * c, 3 * c, h.qkv);
+    long pd = d.buf.pointer() + d.off * d.type.bytes, pp = p.buf.pointer() + p.off * p.type.bytes;
+    launchWarps(Attention.class, d.type == DataType.F32 ? "softmaxBackwardWarp" : "softmaxBackwardWarpBf16",
+        (long) B * NH * T, pd, 0, pd, 0, pp, 0, B, NH, T, Attention.scale(HS));
+    headGemms(h, DataType.F32, false, false, T, HS, T, d, 0, T, h.att, q, c, 3 * c, h.qkv, 1f, g, 0, 3 * c, h.qkv);
+    headGemms(h, DataType.F32, true, false, T, HS, T, d, 0, T, h.att, q, 0, 3 * c, h.qkv, 1f, g, c, 3 * c, h.qkv);
+  }
+
+  /**
+   * A (B,NH,T,T) score-shaped tensor of {@code n} elements as a GEMM operand: itself (fp32), or in bf16 mode its bytes
+   * read as bf16 (the first half of the region holds the matrix).
+   */
+  private Operand scores(String name, View<DeviceBuffer> v, long n) {
+    check(name, v, n);
+    return precision == Precision.FP32 ? new Operand(v.arena(), v.offset(), DataType.F32)
+        : new Operand(v.arena(), 2 * v.offset(), DataType.BF16);
   }
 
   /**
@@ -394,18 +445,20 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /**
    * One product {@code C = op(A)·op(B) + beta·C} for every (b,h), as strided-batched GEMMs: batched over the longer of
    * B and NH (a constant stride either way), one call per index of the shorter, so a step makes min(B, NH) calls per
-   * product rather than B·NH. Offsets are of (b,h) = (0,0); {@code sA}, {@code sB}, {@code sC} are the operands'
-   * strides from {@link Heads}.
+   * product rather than B·NH. A and B share a type; {@code outType} is C's. Offsets ({@code aAt} ...) are of (b,h) =
+   * (0,0), in elements from each operand's own offset; {@code sA}, {@code sB}, {@code sC} are the strides from
+   * {@link Heads}.
    */
-  private void headGemms(Heads h, boolean transA, boolean transB, int m, int n, int k, DeviceBuffer a, long aOff,
-      int lda, long[] sA, DeviceBuffer b, long bOff, int ldb, long[] sB, float beta, DeviceBuffer c, long cOff, int ldc,
+  private void headGemms(Heads h, DataType outType, boolean transA, boolean transB, int m, int n, int k, Operand a,
+      long aAt, int lda, long[] sA, Operand b, long bAt, int ldb, long[] sB, float beta, Operand c, long cAt, int ldc,
       long[] sC) {
+    if (a.type != b.type || c.type != outType) throw new IllegalStateException("attention operand types disagree");
     int batchDim = h.NH() >= h.B() ? 1 : 0, loopDim = 1 - batchDim;
     int calls = batchDim == 1 ? h.B() : h.NH(), batch = batchDim == 1 ? h.NH() : h.B();
-    DataType f = DataType.F32;
     for (int i = 0; i < calls; i++) {
-      blas.gemmStridedBatched(stream, transA, transB, m, n, k, f, f, 1f, a, aOff + i * sA[loopDim], lda, sA[batchDim],
-          b, bOff + i * sB[loopDim], ldb, sB[batchDim], beta, c, cOff + i * sC[loopDim], ldc, sC[batchDim], batch);
+      blas.gemmStridedBatched(stream, transA, transB, m, n, k, a.type, outType, 1f, a.buf, a.off + aAt
+          + i * sA[loopDim], lda, sA[batchDim], b.buf, b.off + bAt + i * sB[loopDim], ldb, sB[batchDim], beta, c.buf,
+          c.off + cAt + i * sC[loopDim], ldc, sC[batchDim], batch);
     }
   }
 

@@ -80,6 +80,74 @@ class GpuKernelFormsTest {
   }
 
   @Test
+  void bf16OperandsAreRoundedToNearestEvenWithinHalfAnUlp() {
+    long seed = System.nanoTime();
+    Random r = new Random(seed);
+    int n = 4096;
+    float[] x = new float[n + 3];
+    for (int i = 0; i < x.length; i++) x[i] = (float) (r.nextGaussian() * Math.pow(10, r.nextInt(60) - 30));
+    x[5] = Float.NaN;
+    x[6] = Float.NEGATIVE_INFINITY;
+    x[7] = Float.MIN_VALUE;
+    x[8] = Float.intBitsToFloat(0x3F808000); // a tie: 1 + 2^-8, rounds to the even 1.0
+    short[] out = new short[n + 1];
+    Matmul.roundToBf16(out, 1, x, 3, n);
+    assertThat(out[0]).isZero();
+    for (int i = 0; i < n; i++) {
+      float v = x[3 + i], got = dev.taco.kernels.Bf16.decode(out[1 + i]);
+      if (Float.isNaN(v)) {
+        assertThat(Float.isNaN(got)).as("seed %d: NaN stays NaN", seed).isTrue();
+      } else if (Float.isInfinite(v) || v == 0 || Math.abs(v) < Float.MIN_NORMAL) {
+        assertThat((double) got).as("seed %d: element %d", seed, i).isCloseTo(v, org.assertj.core.data.Offset.offset(
+            (double) Float.MIN_NORMAL));
+      } else {
+        assertThat(Math.abs(((double) got - v) / v)).as("seed %d: element %d (%s -> %s)", seed, i, v, got)
+            .isLessThanOrEqualTo(Math.pow(2, -8));
+      }
+    }
+    assertThat(dev.taco.kernels.Bf16.decode(out[1 + 5])).isEqualTo(1.0f);
+  }
+
+  @Test
+  void bf16SoftmaxKernelsMatchTheFp32OnesOnTheSameInputsWithinOneRounding() {
+    long seed = System.nanoTime();
+    Random r = new Random(seed);
+    for (int round = 0; round < 3; round++) {
+      int b = 1 + r.nextInt(2), nh = 1 + r.nextInt(3), t = 1 + r.nextInt(70);
+      int n = b * nh * t * t;
+      float scale = 0.125f + r.nextFloat();
+      String at = "seed " + seed + " B=" + b + " NH=" + nh + " T=" + t;
+      short[] s16 = new short[n], d16 = new short[n];
+      float[] s32 = new float[n], d32 = new float[n];
+      for (int i = 0; i < n; i++) {
+        s16[i] = dev.taco.kernels.Bf16.encode((float) (3 * r.nextGaussian()));
+        s32[i] = dev.taco.kernels.Bf16.decode(s16[i]);
+        d16[i] = dev.taco.kernels.Bf16.encode((float) r.nextGaussian());
+        d32[i] = dev.taco.kernels.Bf16.decode(d16[i]);
+      }
+      Attention.softmaxForward(s32, 0, s32, 0, b, nh, t, scale);
+      SimtEmulator.launch(blocks(b * nh * t), 32 * WARPS,
+          k -> Attention.softmaxForwardWarpBf16(k, s16, 0, s16, 0, b, nh, t, scale));
+      float[] p16 = new float[n];
+      for (int i = 0; i < n; i++) p16[i] = dev.taco.kernels.Bf16.decode(s16[i]);
+      assertThat(AttentionGemmFormTest.relL2(p16, s32)).as("%s: bf16 probabilities", at).isLessThanOrEqualTo(4e-3);
+      short[] pIn = s16.clone();
+      Attention.softmaxBackward(d32, 0, d32, 0, p16, 0, b, nh, t, scale);
+      SimtEmulator.launch(blocks(b * nh * t), 32 * WARPS,
+          k -> Attention.softmaxBackwardWarpBf16(k, d16, 0, d16, 0, pIn, 0, b, nh, t, scale));
+      float[] g16 = new float[n];
+      for (int i = 0; i < n; i++) g16[i] = dev.taco.kernels.Bf16.decode(d16[i]);
+      assertThat(AttentionGemmFormTest.relL2(g16, d32)).as("%s: bf16 score gradients", at).isLessThanOrEqualTo(4e-3);
+      for (int row = 0; row < b * nh * t; row++) {
+        for (int col = row % t + 1; col < t; col++) {
+          assertThat(p16[row * t + col]).as("%s: masked probability", at).isZero();
+          assertThat(g16[row * t + col]).as("%s: masked gradient", at).isZero();
+        }
+      }
+    }
+  }
+
+  @Test
   void columnGatherOfDwteIsBitIdenticalToTheRowGather() {
     long seed = System.nanoTime();
     Random r = new Random(seed);

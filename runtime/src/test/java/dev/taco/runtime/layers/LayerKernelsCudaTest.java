@@ -45,7 +45,9 @@ class LayerKernelsCudaTest {
 
   @BeforeAll
   static void translate() throws IOException {
-    sources = CLASSES.stream().map(c -> ROOT.resolve(c.getName().replace('.', '/') + ".java")).toList();
+    sources = new ArrayList<>(CLASSES.stream().map(c -> ROOT.resolve(c.getName().replace('.', '/') + ".java"))
+        .toList());
+    sources.add(Path.of("../tornado-kernels/src/main/java/dev/taco/kernels/Bf16.java")); // roundToBf16 calls it
     cuda = new KernelTranslator(sources).translate(LayerKernels.kernels());
     Files.createDirectories(OUT);
     Files.writeString(OUT.resolve("layers.cu"), cuda);
