@@ -20,8 +20,9 @@ import java.util.SplittableRandom;
 /**
  * Times one training step of the GPU backend ({@link CudaOps}, TP = 1) per model shape, as
  * {@code ../shared/tools/torch_gpt_step.py} times PyTorch's (issue E part 6): vocabulary 256, embeddings, tied LM
- * head, cross-entropy, AdamW with global-norm clipping. A step is zero-grad, forward (the loss comes back to the host),
- * backward, the gradient norm (back to the host) and the update: what {@code taco train} does. Median of
+ * head, cross-entropy, AdamW with global-norm clipping. A step is {@code Gpt.trainStep} (zero-grad, forward, backward:
+ * one CUDA graph from the third step on; the loss comes back to the host), the gradient norm (back to the host) and the
+ * update: what {@code taco train} does. Median of
  * {@link #SAMPLES} steps by CUDA events on the backend's stream after {@link #WARMUP} warm-up steps (the first compiles
  * the kernels).
  *
@@ -94,9 +95,7 @@ public final class GpuTrainStep {
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
         start.record(backend.stream());
-        model.zeroGrad();
-        model.forward(in, tgt);
-        model.backward();
+        model.trainStep(in, tgt); // from the third step on one CUDA graph (not under OpTimes)
         float norm = (float) Math.sqrt(model.gradSquaredNorm(true));
         model.update(1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, norm > 1f ? 1f / norm : 1f, i + WARMUP + 1);
         end.record(backend.stream());

@@ -1,6 +1,7 @@
 package dev.taco.runtime.cli;
 
 import dev.taco.codec.Codecs;
+import dev.taco.collective.nccl.Nccl;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cuda;
 import dev.taco.kernels.cuda.CudaContext;
@@ -100,8 +101,8 @@ public final class TacoCli {
     int distributedTimeoutMinutes = 2;
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
-        + " (GPU 0; with --tp > 1 the ranks share it through the device-local transport, every site uses the"
-        + " codec as given: no calibration or codec-error sampling, and only fp32, none and the dual-scale taco codecs),"
+        + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 every site uses the codec as given: no calibration"
+        + " or codec-error sampling, and only fp32, none and the dual-scale taco codecs),"
         + " auto (cuda if a GPU is usable, else cpu). Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 
@@ -110,6 +111,12 @@ public final class TacoCli {
         + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and activations are stored in"
         + " fp32 either way. The CPU trains in fp32.")
     String precision;
+
+    @Option(names = "--tp-transport", paramLabel = "auto|device-local|nccl", description = "On GPUs, how the TP ranks"
+        + " talk: nccl (a GPU per rank, GPUs 0..tp-1, NCCL), device-local (every rank on GPU 0, device copies; for"
+        + " tests, no real link), auto (nccl when there are tp GPUs and NCCL loads, else device-local). Default:"
+        + " ${DEFAULT-VALUE}.")
+    String tpTransport = "auto";
 
     @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
         + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
@@ -127,12 +134,12 @@ public final class TacoCli {
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
       try (CudaContext gpu = openDevice(device)) {
-        Trainer.Gpu run = gpuOptions(gpu, precision, noTpComm);
+        Trainer.Gpu run = gpuOptions(gpu, precision, noTpComm, tpTransport, tp);
         if (gpu == null) {
           requireMemory(cfg, microBatch);
         } else {
           requireDeviceMemory(cfg, microBatch, gpu);
-          if (tp > 1) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails before any work
+          if (tp > 1 || run.nccl()) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails up front
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
         corpus.requireWindow(seqLength);
@@ -141,6 +148,7 @@ public final class TacoCli {
         log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
             numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
                 ? Runtime.getRuntime().availableProcessors() + " cores"
+                : run.nccl() ? "GPUs 0.." + (tp - 1) + " through NCCL"
                 : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
         List<RunResult> runs = new ArrayList<>();
         if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
@@ -168,6 +176,7 @@ public final class TacoCli {
         config.put("precision", run.precision() == CudaOps.Precision.BF16 ? "bf16 GEMM inputs, fp32 accumulation and"
             + " storage" : "fp32");
         config.put("tp_comm", run.tpComm());
+        config.put("tp_transport", run.nccl() ? "nccl" : tp > 1 ? "device-local" : "none");
         if (!run.tpComm()) config.put("warning", "--no-tp-comm: TP all-reduces skipped, losses are wrong");
       }
       config.put("steps", steps);
@@ -190,16 +199,34 @@ public final class TacoCli {
    *
    * @throws IllegalArgumentException for a precision other than fp32/bf16, or a GPU-only option on the CPU
    */
-  static Trainer.Gpu gpuOptions(CudaContext gpu, String precision, boolean noTpComm) {
+  static Trainer.Gpu gpuOptions(CudaContext gpu, String precision, boolean noTpComm, String transport, int tp) {
     if (precision != null && !precision.equals("fp32") && !precision.equals("bf16")) {
       throw new IllegalArgumentException("--precision must be fp32 or bf16, got '" + precision + "'");
+    }
+    if (!List.of("auto", "device-local", "nccl").contains(transport)) {
+      throw new IllegalArgumentException("--tp-transport must be auto, device-local or nccl, got '" + transport + "'");
     }
     if (gpu == null) {
       if ("bf16".equals(precision)) throw new IllegalArgumentException("--precision bf16 needs a GPU: the CPU trains in fp32");
       if (noTpComm) throw new IllegalArgumentException("--no-tp-comm times the GPU step; it needs --device cuda");
+      if (!transport.equals("auto")) throw new IllegalArgumentException("--tp-transport " + transport + " needs a GPU");
       return null;
     }
-    return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16, !noTpComm);
+    int gpus = Cuda.deviceCount();
+    boolean nccl = switch (transport) {
+      case "nccl" -> {
+        if (!Nccl.available()) throw new IllegalArgumentException("--tp-transport nccl: " + Nccl.unavailableReason());
+        if (gpus < tp) {
+          throw new IllegalArgumentException("--tp-transport nccl needs a GPU per rank: --tp " + tp + " but this machine"
+              + " has " + gpus + " GPU" + (gpus == 1 ? "" : "s") + " (--tp-transport device-local shares one)");
+        }
+        yield true;
+      }
+      case "auto" -> tp > 1 && gpus >= tp && Nccl.available();
+      default -> false;
+    };
+    return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16, !noTpComm,
+        nccl);
   }
 
   /**

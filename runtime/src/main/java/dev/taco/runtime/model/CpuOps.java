@@ -164,6 +164,13 @@ public final class CpuOps implements Ops<float[]> {
   }
 
   @Override
+  public float meanLoss(View<float[]> losses, int n) {
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += losses.arena()[losses.off() + i];
+    return (float) (total / n);
+  }
+
+  @Override
   public long bytesSent() {
     return tp.bytesSent();
   }

@@ -10,6 +10,7 @@ import dev.taco.kernels.cuda.Cublas.DataType;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaException;
 import dev.taco.kernels.cuda.CudaFunction;
+import dev.taco.kernels.cuda.CudaGraph;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.Dim3;
@@ -101,6 +102,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[3];
   private DeviceBuffer ones;
   private boolean closed;
+  private boolean capturing;
+  private Object graphKey;
+  private int graphRuns;
+  private long graphLaunches;
+  private CudaGraph graph;
+  private final List<Upload> graphUploads = new ArrayList<>();
 
   /**
    * One rank alone (TP = 1): its own stream; the TP all-reduces move nothing.
@@ -208,6 +215,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public DeviceBuffer alloc(long n) {
     if (n <= 0) throw new IllegalArgumentException("an arena needs at least one element, got " + n);
+    if (capturing) throw new IllegalStateException("device memory allocated while a step is captured as a graph");
     DeviceBuffer b;
     try {
       b = ctx.alloc(4 * n);
@@ -482,6 +490,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Frees a work-space arena being replaced by a larger one, once the stream no longer uses it. */
   private void release(DeviceBuffer b) {
     if (b == null) return;
+    if (capturing) throw new IllegalStateException("work space released while a step is captured as a graph");
     stream.synchronize();
     owned.remove(b);
     b.close();
@@ -516,7 +525,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     launch(Matmul.class, "matmulForwardBias", (long) rows * C, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
   }
 
-  /** Waits for the stream to bring the B·T losses back and sums them in order, as the CPU does. */
+  /**
+   * Waits for the stream to bring the B·T losses back and sums them in order, as the CPU does; while a step is being
+   * captured as a graph ({@link #replay}) nothing comes back and the result is NaN ({@link #meanLoss} reads it after
+   * the replay).
+   */
   @Override
   public float crossEntropyForward(View<DeviceBuffer> losses, View<DeviceBuffer> probs, View<DeviceBuffer> logits,
       int[] targets, int B, int T, int V) {
@@ -524,11 +537,86 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     DeviceBuffer ids = upload(targets, bt, V, "targets");
     launchWarps(CrossEntropy.class, "crossentropyForwardWarp", bt, p("losses", losses, bt), 0, p("probs", probs, (long) bt * V),
         0, p("logits", logits, (long) bt * V), 0, ids, 0, B, T, V);
-    float[] l = toHost(losses, bt);
+    return capturing ? Float.NaN : meanLoss(losses, bt);
+  }
+
+  @Override
+  public float meanLoss(View<DeviceBuffer> losses, int n) {
+    float[] l = toHost(losses, n);
     double total = 0.0;
     for (float x : l) total += x;
-    return (float) (total / bt);
+    return (float) (total / n);
   }
+
+  /**
+   * One rank alone (TP = 1): the first call runs {@code work} (it compiles the kernels and allocates the work space),
+   * the second captures it as a CUDA graph ({@link CudaGraph}, thread-local capture) and launches it, later calls
+   * launch the graph; before each launch the token ids that {@code work} uploads (its host arrays, which must be the
+   * same arrays every call) are checked and copied again. A new {@code key} starts over. In a TP group {@code work}
+   * runs as it is: the device-local collectives coordinate the ranks from the host, which a graph cannot hold.
+   *
+   * @throws IllegalStateException if the captured work allocates device memory or waits for the host (a bug)
+   */
+  @Override
+  public void replay(Object key, Runnable work) {
+    if (tp != null) {
+      work.run();
+      return;
+    }
+    if (key != graphKey) {
+      if (graph != null) graph.close();
+      graph = null;
+      graphKey = key;
+      graphRuns = 0;
+      graphUploads.clear();
+    }
+    if (graphRuns++ == 0) {
+      work.run();
+      return;
+    }
+    if (graph == null) {
+      stream.synchronize();
+      graphUploads.clear();
+      RuntimeException failure = null;
+      capturing = true;
+      stream.beginCapture(CudaGraph.CaptureMode.THREAD_LOCAL);
+      try {
+        work.run();
+      } catch (RuntimeException e) {
+        failure = e;
+      }
+      capturing = false;
+      CudaGraph captured;
+      try {
+        captured = stream.endCapture(); // ends the capture even when the work failed
+      } catch (RuntimeException e) {
+        if (failure == null) throw e;
+        failure.addSuppressed(e);
+        throw failure;
+      }
+      if (failure != null) {
+        captured.close();
+        throw failure;
+      }
+      try {
+        graph = captured.instantiate();
+      } catch (RuntimeException e) {
+        captured.close();
+        throw e;
+      }
+    }
+    for (Upload u : graphUploads) copyIn(checkedIds(u.ids, u.n, u.vocab, u.name), u.device);
+    graph.launch(stream);
+    graphLaunches++;
+  }
+
+  /** How many times {@link #replay} has launched a captured graph. */
+  public long graphLaunches() {
+    return graphLaunches;
+  }
+
+  /** A host id array that a captured step reads from its device copy, copied again before each replay. */
+  private record Upload(int[] ids, int n, int vocab, String name, DeviceBuffer device) {}
 
   @Override
   public void crossEntropyBackward(View<DeviceBuffer> dlogits, View<DeviceBuffer> probs, int[] targets, int B, int T,
@@ -613,6 +701,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     } catch (RuntimeException e) {
       failure = e;
     }
+    if (graph != null) graph.close();
     blas.close();
     for (DeviceBuffer b : owned) b.close();
     owned.clear();
@@ -653,8 +742,26 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
   }
 
-  /** Checks {@code n} ids against {@code [0, V)} and copies them to the device copy kept for {@code ids}. */
+  /**
+   * Checks {@code n} ids against {@code [0, V)} and copies them to the device copy kept for {@code ids}; while a step
+   * is being captured, registers the copy to be made before each replay instead ({@link #replay}).
+   */
   private DeviceBuffer upload(int[] ids, int n, int V, String name) {
+    checkedIds(ids, n, V, name);
+    DeviceBuffer d = hostCopies.get(ids);
+    if (d == null) {
+      d = alloc(ids.length);
+      hostCopies.put(ids, d);
+    }
+    if (capturing) {
+      graphUploads.add(new Upload(ids, n, V, name, d));
+    } else {
+      copyIn(ids, d);
+    }
+    return d;
+  }
+
+  private static int[] checkedIds(int[] ids, int n, int V, String name) {
     if (ids.length < n) throw new IllegalArgumentException(name + " has " + ids.length + " ids, needs " + n);
     for (int i = 0; i < n; i++) {
       if (ids[i] < 0 || ids[i] >= V) {
@@ -662,13 +769,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
             + ")");
       }
     }
-    DeviceBuffer d = hostCopies.get(ids);
-    if (d == null) {
-      d = alloc(ids.length);
-      hostCopies.put(ids, d);
-    }
-    copyIn(ids, d);
-    return d;
+    return ids;
   }
 
   private DeviceBuffer uploaded(int[] ids, String name) {
@@ -692,6 +793,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private void copyIn(Object array, DeviceBuffer d) {
     long bytes = HostArrays.byteSize(array);
     if (bytes == 0) return;
+    if (capturing) throw new IllegalStateException("a host copy while a step is captured as a graph");
     stream.synchronize();
     if (staging == null || staging.bytes() < bytes) {
       if (staging != null) staging.close();

@@ -139,12 +139,36 @@ public final class Gpt<A> {
    * @param tgt next-token ids (B,T)
    */
   public float forward(int[] in, int[] tgt) {
+    load(in, tgt);
+    return forwardLoaded();
+  }
+
+  /**
+   * One training step's forward and backward: zero-grad, {@link #forward}, {@link #backward}, as one
+   * {@link Ops#replay} (a GPU backend at TP = 1 replays it as a CUDA graph from the second step on); returns the mean
+   * loss. The same numbers as the three calls.
+   */
+  public float trainStep(int[] in, int[] tgt) {
+    load(in, tgt);
+    ops.replay(this, () -> {
+      zeroGrad();
+      forwardLoaded();
+      backward();
+    });
+    return ops.meanLoss(av(a.losses), b * t);
+  }
+
+  /** Copies a micro-batch into the model's own token arrays (whose identity the backends may rely on). */
+  private void load(int[] in, int[] tgt) {
     if (in.length != b * t || tgt.length != b * t) {
       throw new IllegalArgumentException("expected " + b * t + " tokens and targets (B=" + b + ", T=" + t + "), got "
           + in.length + " and " + tgt.length);
     }
     System.arraycopy(in, 0, inputs, 0, in.length);
     System.arraycopy(tgt, 0, targets, 0, tgt.length);
+  }
+
+  private float forwardLoaded() {
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
     int v = cfg.vocabSize(), n = b * t * c;
     ops.encoderForward(av(a.encoded), inputs, pv(p.wte), pv(p.wpe), b, t, c, v);

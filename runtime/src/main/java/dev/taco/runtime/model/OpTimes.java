@@ -12,14 +12,16 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #wrap} gives an {@link Ops}
+ * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #ops} gives an {@link Ops}
  * that records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and
  * {@link #collect} (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and
  * the LM head, their bias epilogues included), {@code attention}, {@code tp_collectives} (the all-reduces, compression
  * included), {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to
  * step; the host still waits only where the backend does. An interval is the GPU's timeline between two events, so it
  * also holds the GPU's idle time while the host works inside the call: the host-side sums and uploads of
- * {@code crossEntropyForward}, {@code squaredNorm} and {@code encoderForward}, and launch gaps.
+ * {@code crossEntropyForward}, {@code squaredNorm} and {@code encoderForward}, and launch gaps. A timed step runs its
+ * operations one by one ({@link Ops#replay} does not replay a graph while timing is on: {@link #setEnabled}), so it
+ * shows what each operation costs, not what a graph-replayed step costs in all.
  */
 public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final CudaOps target;
@@ -28,6 +30,8 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final List<String> pendingMethods = new ArrayList<>();
   private final Map<String, Double> totals = new LinkedHashMap<>();
   private final Map<String, Double> methods = new LinkedHashMap<>();
+  private boolean enabled = true;
+  private int steps;
 
   private OpTimes(CudaOps target) {
     this.target = target;
@@ -54,13 +58,38 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       case "attentionForward", "attentionBackward" -> "attention";
       case "allReduce" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";
-      case "alloc", "fromHost", "bytesSent" -> null;
+      case "alloc", "fromHost", "bytesSent", "replay" -> null;
       default -> "other_kernels";
     };
   }
 
+  /**
+   * Whether the following calls are timed (default true). Untimed calls go straight to the backend, {@link
+   * Ops#replay} included (so a GPU step may run as one CUDA graph); timed calls never replay a graph, since each
+   * operation is bracketed by its own events.
+   */
+  public void setEnabled(boolean on) {
+    enabled = on;
+  }
+
+  /** The number of {@link #collect} calls that added something: the steps the totals are over. */
+  public int steps() {
+    return steps;
+  }
+
   @Override
   public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+    if (enabled && method.getName().equals("replay")) { // timed operation by operation: never as one graph
+      ((Runnable) args[1]).run();
+      return null;
+    }
+    if (!enabled) {
+      try {
+        return method.invoke(target, args);
+      } catch (InvocationTargetException e) {
+        throw e.getCause();
+      }
+    }
     String cat = method.getDeclaringClass() == Ops.class ? category(method.getName()) : null;
     if (cat != null) event(2 * pending.size()).record(target.stream());
     try {
@@ -92,6 +121,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     }
     pending.clear();
     pendingMethods.clear();
+    steps++;
   }
 
   /** Milliseconds per category summed over the collected steps (insertion order: the categories above). */
@@ -104,12 +134,8 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     totals.replaceAll((k, v) -> 0.0);
     methods.clear();
     pending.clear();
-  }
-
-  /** Drops the operations since the last {@link #collect} without adding them (e.g. an evaluation's forward passes). */
-  public void discard() {
-    pending.clear();
     pendingMethods.clear();
+    steps = 0;
   }
 
   /** Milliseconds per {@link Ops} method summed over the collected steps (the finer view behind {@link #totals}). */

@@ -76,6 +76,19 @@ public interface Ops<A> {
   /** The tensor-parallel all-reduce of a {@code rows x cols} tensor at collective site {@code site}, in place. */
   void allReduce(String site, View<A> x, int rows, int cols);
 
+  /** The mean of the {@code n} losses at {@code losses}, added in order in float64 (a host scalar; waits for them). */
+  float meanLoss(View<A> losses, int n);
+
+  /**
+   * Runs {@code work}: one training step's device work (zero-grad, forward, backward), which reads nothing back to
+   * the host and whose host arrays keep their identity from call to call. A GPU backend may capture it once as a CUDA
+   * graph for {@code key} and replay the graph afterwards, copying the host arrays it uploaded again before each
+   * replay (so a step costs one launch instead of hundreds); the CPU just runs it.
+   */
+  default void replay(Object key, Runnable work) {
+    work.run();
+  }
+
   /** Bytes this rank has put on the TP wire so far (0 with one rank). */
   long bytesSent();
 

@@ -20,7 +20,8 @@ import java.util.Map;
  * @param plans the calibrated plan of each collective site (CPU runs)
  * @param gpu_step_ms on a GPU: rank 0's device time per training step in ms by category (CUDA events, {@code
  *     model.OpTimes}: gemm, attention, tp_collectives with their compression, optimizer, other_kernels, and their
- *     total), the mean over the steps after the first; null on the CPU
+ *     total), the mean over steps 1, 11, 21, ... (run eagerly to be timed, the others as one CUDA graph at TP = 1);
+ *     null on the CPU
  */
 public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
     double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,

@@ -7,6 +7,10 @@ import dev.taco.runtime.data.Corpus;
 import dev.taco.collective.Plan;
 import dev.taco.collective.device.DeviceCollectives;
 import dev.taco.collective.device.DeviceLocalTransport;
+import dev.taco.collective.device.DeviceTransport;
+import dev.taco.collective.device.NcclTransport;
+import dev.taco.collective.nccl.Nccl;
+import dev.taco.collective.nccl.NcclCommunicator;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.runtime.model.CollectiveSites;
@@ -81,8 +85,10 @@ public final class Trainer {
    * @param context the GPU (owned by the caller)
    * @param precision what the GEMMs multiply in
    * @param tpComm false replaces the TP all-reduces by no-ops ({@code --no-tp-comm}: timing only, wrong numbers)
+   * @param nccl the TP ranks on GPUs 0..R-1, one each, their collectives through NCCL ({@code NcclTransport}); false:
+   *     every rank on {@code context}'s GPU, through {@code device-local}
    */
-  public record Gpu(CudaContext context, CudaOps.Precision precision, boolean tpComm) {
+  public record Gpu(CudaContext context, CudaOps.Precision precision, boolean tpComm, boolean nccl) {
     /** @throws NullPointerException for a null context or precision */
     public Gpu {
       java.util.Objects.requireNonNull(context, "context");
@@ -128,14 +134,26 @@ public final class Trainer {
     log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU"
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
-    Plan gpuPlan = gpu == null || r == 1 ? null : gpuPlan(compression);
+    Plan gpuPlan = gpu == null || (r == 1 && !gpu.nccl()) ? null : gpuPlan(compression);
     if (gpuPlan != null && opt.calibrationSteps() > 0 && !gpuPlan.exact()) {
       log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", gpuPlan.describe());
     }
     List<Long> wireBytes;
+    java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
+    List<CudaContext> devices = new ArrayList<>();
+    List<NcclCommunicator> nccl = new ArrayList<>();
     try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
-      wireBytes = LocalGroup.run(r, java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes()), comm -> {
-        if (gpu != null) return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, history, gpuTimes, bar);
+      if (gpu != null && gpu.nccl()) {
+        devices.add(gpu.context());
+        for (int d = 1; d < r; d++) devices.add(CudaContext.open(d));
+        nccl.addAll(NcclCommunicator.initAll(devices, timeout));
+        log.info("TP collectives through NCCL {} on GPUs 0..{}", Nccl.get().version(), r - 1);
+      }
+      wireBytes = LocalGroup.run(r, timeout, comm -> {
+        if (gpu != null) {
+          return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, nccl.isEmpty() ? null : nccl.get(comm.rank()),
+              history, gpuTimes, bar);
+        }
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
         long wire = trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history,
             null, bar);
@@ -145,6 +163,9 @@ public final class Trainer {
         }
         return wire;
       });
+    } finally {
+      for (NcclCommunicator c : nccl) c.close();
+      for (int d = 1; d < devices.size(); d++) devices.get(d).close();
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     long total = 0;
@@ -189,16 +210,20 @@ public final class Trainer {
     return asked;
   }
 
+  /** On a GPU, rank 0 times steps 1, 1 + this, 1 + 2·this, ... by CUDA events around each operation. */
+  static final int TIMED_INTERVAL = 10;
+
   /**
    * One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop; rank 0's
    * operations are timed by CUDA events into {@code times}.
    */
   private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, Gpu gpu,
-      Plan plan, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
-    CudaContext ctx = gpu.context();
+      Plan plan, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
+    CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
-    boolean alone = comm.worldSize() == 1;
-    try (DeviceLocalTransport link = alone ? null : new DeviceLocalTransport(ctx, comm);
+    boolean alone = comm.worldSize() == 1 && nccl == null;
+    try (DeviceTransport link = alone ? null : nccl != null ? new NcclTransport(nccl)
+             : new DeviceLocalTransport(ctx, comm);
          DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
          CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
              : new CudaOps(dc, plan, gpu.precision(), gpu.tpComm());
@@ -206,11 +231,11 @@ public final class Trainer {
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), comm.rank(), opt.microBatch(),
           opt.seed());
       long wire = trainRank(model, corpus, opt, comm, null, history, timer, bar);
-      if (timer != null && opt.steps() > 1) {
+      if (timer != null && timer.steps() > 0) {
         double total = 0;
         for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
-          times.put(e.getKey(), e.getValue() / (opt.steps() - 1));
-          total += e.getValue() / (opt.steps() - 1);
+          times.put(e.getKey(), e.getValue() / timer.steps());
+          total += e.getValue() / timer.steps();
         }
         times.put("total", total);
       }
@@ -233,9 +258,11 @@ public final class Trainer {
     for (int step = 0; step <= opt.steps(); step++) {
       Double val = null;
       if (step % opt.evalInterval() == 0 || step == opt.steps()) {
+        if (timer != null) timer.setEnabled(false); // evaluation is not a training step
         val = evaluate(model, sites, corpus, opt, b, t, step);
-        if (timer != null) timer.discard(); // evaluation is not a training step
       }
+      // every TIMED_INTERVAL-th step is timed operation by operation (not as one graph); step 0 compiles the kernels
+      if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
@@ -243,14 +270,12 @@ public final class Trainer {
       corpus.batch(false, trainRng, b, t, in, tgt);
       if (sites != null) sites.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
       long before = model.bytesSent();
-      model.zeroGrad();
       float loss;
       try {
-        loss = model.forward(in, tgt);
+        loss = model.trainStep(in, tgt); // zero-grad, forward, backward; one CUDA graph on a GPU at TP = 1
         if (!Float.isFinite(loss)) {
           throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
         }
-        model.backward();
       } catch (IllegalArgumentException e) {
         String msg = String.valueOf(e.getMessage());
         if (msg.contains("non-finite")) {
@@ -272,10 +297,7 @@ public final class Trainer {
       float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
       float lr = learningRate(opt, step);
       model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
-      if (timer != null) {
-        timer.collect();
-        if (step == 0) timer.reset(); // the first step compiles the kernels
-      }
+      if (timer != null) timer.collect();
       if (rank == 0) {
         history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();

@@ -19,8 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
  * ends within 1 % of the CPU run's validation loss from the same seed, and in bf16 (the default) within 3 %; TP = 2
  * ranks sharing the GPU ({@code device-local}) with bf16 on the wire write the same report as on the CPU, with the
  * GPU's name, memory, precision and per-step time breakdown, bytes on the wire and finite losses; {@code --no-tp-comm}
- * puts no bytes on the wire and says in the report that its losses are wrong; a codec without GPU kernels is refused
- * before any work.
+ * puts no bytes on the wire and says in the report that its losses are wrong; TP = 1 through a one-rank NCCL
+ * communicator ({@code --tp-transport nccl}) ends where the run without one does, and TP = 2 over NCCL on one GPU is
+ * refused naming the GPU count; a codec without GPU kernels is refused before any work.
  */
 @Tag("gpu")
 class TacoCliGpuTest {
@@ -54,6 +55,15 @@ class TacoCliGpuTest {
     assertThat(gpu.getAsJsonObject("config").get("precision").getAsString()).isEqualTo("fp32");
     assertThat(Math.abs(finalVal(gpu) - finalVal(cpu)) / finalVal(cpu)).as("GPU fp32 vs CPU final validation loss")
         .isLessThanOrEqualTo(0.01);
+    JsonObject viaNccl = train(tmp.resolve("nccl"), concat(common, "--device", "cuda", "--precision", "fp32",
+        "--tp-transport", "nccl")); // TP = 1 through an NCCL communicator of one rank: the same run
+    assertThat(viaNccl.getAsJsonObject("config").get("tp_transport").getAsString()).isEqualTo("nccl");
+    assertThat(Math.abs(finalVal(viaNccl) - finalVal(gpu)) / finalVal(gpu)).as("NCCL TP=1 vs alone").isLessThanOrEqualTo(
+        1e-6);
+    if (Cuda.deviceCount() < 2) {
+      TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n2"), "--device", "cuda",
+          "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU per rank: --tp 2 but this machine has 1 GPU");
+    }
     JsonObject bf16 = train(tmp.resolve("bf16"), concat(common, "--device", "cuda"));
     assertThat(bf16.getAsJsonObject("config").get("precision").getAsString()).startsWith("bf16");
     assertThat(Math.abs(finalVal(bf16) - finalVal(cpu)) / finalVal(cpu)).as("GPU bf16 vs CPU final validation loss")

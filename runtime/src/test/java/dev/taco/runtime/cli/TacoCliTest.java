@@ -146,6 +146,9 @@ class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "fp16")), "--precision must be fp32 or bf16, got 'fp16'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "bf16")), "--precision bf16 needs a GPU");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--no-tp-comm")), "--no-tp-comm times the GPU step");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "ib")),
+        "--tp-transport must be auto, device-local or nccl, got 'ib'");
   }
 
   @Test

@@ -142,6 +142,40 @@ class GptCudaGpuTest {
   }
 
   @Test
+  void aStepReplayedAsACudaGraphComputesWhatTheEagerStepComputes() {
+    assumeGpu();
+    SplittableRandom rng = new SplittableRandom(SEED ^ 0x6AL);
+    try (CudaOps eager = new CudaOps(ctx, CudaOps.Precision.BF16);
+         CudaOps graphed = new CudaOps(ctx, CudaOps.Precision.BF16)) {
+      Gpt<DeviceBuffer> a = new Gpt<>(CFG, eager, 0, B, 11), g = new Gpt<>(CFG, graphed, 0, B, 11);
+      int n = a.layout().size();
+      boolean bits = true;
+      for (int step = 1; step <= 5; step++) {
+        int[][] data = batch(rng);
+        if (step == 4) g.forward(batch(rng)[0], batch(rng)[1]); // an evaluation in between overwrites the token copies
+        a.zeroGrad();
+        float la = a.forward(data[0], data[1]);
+        a.backward();
+        float lg = g.trainStep(data[0], data[1]);
+        assertThat((double) Math.abs(lg - la) / la).as("step %d: loss (graph %s, eager %s)", step, lg, la)
+            .isLessThanOrEqualTo(1e-6);
+        float[] ga = eager.toHost(new View<>(a.grads(), 0), n), gg = graphed.toHost(new View<>(g.grads(), 0), n);
+        assertThat(relL2(gg, ga, 0, n)).as("step %d: gradients, relative L2", step).isLessThanOrEqualTo(1e-6);
+        bits &= Float.floatToRawIntBits(lg) == Float.floatToRawIntBits(la) && java.util.Arrays.equals(gg, ga);
+        a.update(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1f, step);
+        g.update(1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1f, step);
+      }
+      System.out.println("graph replay vs eager step: bit-identical " + bits + ", " + graphed.graphLaunches()
+          + " graph launches");
+      assertThat(graphed.graphLaunches()).as("steps 2 to 5 ran as one graph each").isEqualTo(4);
+      int[][] bad = batch(rng);
+      bad[0][3] = CFG.vocabSize();
+      assertThatThrownBy(() -> g.trainStep(bad[0], bad[1])).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("tokens[3] = 256");
+    }
+  }
+
+  @Test
   void bf16ModeStaysWithinItsDocumentedBound() {
     assumeGpu();
     SplittableRandom rng = new SplittableRandom(SEED ^ 0xBF16L);
