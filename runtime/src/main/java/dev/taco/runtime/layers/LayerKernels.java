@@ -57,6 +57,7 @@ public final class LayerKernels {
         KernelRequest.of(Attention.class, "softmaxBackwardWarpBf16"),
         KernelRequest.of(CrossEntropy.class, "crossentropyForwardWarp"),
         KernelRequest.of(Matmul.class, "roundToBf16"),
+        KernelRequest.of(Matmul.class, "roundToBf16x8"),
         KernelRequest.of(GradNorm.class, "gradNormPartials"),
         KernelRequest.of(AdamW.class, "adamwUpdate"));
   }

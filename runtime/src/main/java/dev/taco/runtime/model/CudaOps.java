@@ -7,6 +7,7 @@ import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cublas.DataType;
+import dev.taco.kernels.cuda.CublasLt;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaException;
 import dev.taco.kernels.cuda.CudaFunction;
@@ -93,6 +94,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final CudaStream stream;
   private final DeviceBuffer workspace;
   private final Cublas blas;
+  private final CublasLt lt; // null in fp32 mode or without libcublasLt
   private final List<DeviceBuffer> owned = new ArrayList<>();
   private final Map<String, CudaFunction> kernels = new HashMap<>();
   private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
@@ -163,11 +165,15 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     this.ownsStream = shared == null;
     this.stream = ownsStream ? ctx.createStream() : shared;
     Cublas handle = null;
+    CublasLt fused = null;
     DeviceBuffer ws = null;
     try {
       ws = alloc(Cublas.WORKSPACE_BYTES / 4);
       handle = Cublas.create(ctx, ws, precision.math);
+      // cuBLASLt's bias epilogue for the bf16 linear layers; both handles use the workspace, in stream order
+      if (precision == Precision.BF16 && CublasLt.available()) fused = CublasLt.create(ctx, ws);
     } catch (RuntimeException | LinkageError e) {
+      if (handle != null) handle.close();
       for (DeviceBuffer b : owned) b.close();
       owned.clear();
       if (ownsStream) stream.close();
@@ -175,6 +181,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
     this.workspace = ws;
     this.blas = handle;
+    this.lt = fused;
   }
 
   /** The TP world size (1 without collectives). */
@@ -312,6 +319,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     int n = B * T;
     Operand a = operand(inp, (long) n * C, ACTIVATION), b = operand(w, (long) C * OC, WEIGHT);
     check("out", out, (long) n * OC);
+    if (bias != null && lt != null) { // bf16 operands: the bias added in cuBLASLt's epilogue, no extra pass
+      check("bias", bias, OC);
+      lt.matmul(stream, CublasLt.Epilogue.BIAS, false, false, n, OC, C, a.buf, a.off, b.buf, b.off, bias.arena(),
+          bias.offset(), DataType.F32, out.arena(), out.offset());
+      return;
+    }
     blas.matmul(stream, a.type, DataType.F32, a.buf, a.off, b.buf, b.off, out.arena(), out.offset(), n, OC, C, false);
     if (bias != null) addBias(out, bias, n, OC);
   }
@@ -376,7 +389,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       s = alloc((n + 1) / 2);
       bf16Scratch[slot] = s;
     }
-    launch(Matmul.class, "roundToBf16", n, s, 0, p("operand", v, n), 0, (int) n);
+    if (v.offset() % 4 == 0 && n % 8 == 0) { // 16-byte aligned: eight elements per thread
+      launch(Matmul.class, "roundToBf16x8", n / 8, s, 0, p("operand", v, n), 0, (int) (n / 8));
+    } else {
+      launch(Matmul.class, "roundToBf16", n, s, 0, p("operand", v, n), 0, (int) n);
+    }
     return new Operand(s, 0, DataType.BF16);
   }
 
@@ -702,6 +719,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       failure = e;
     }
     if (graph != null) graph.close();
+    if (lt != null) lt.close();
     blas.close();
     for (DeviceBuffer b : owned) b.close();
     owned.clear();

@@ -78,6 +78,9 @@ class LayerKernelsCudaTest {
     assertThat(cuda).contains("__device__ __forceinline__ float Attention_dot(")
         .contains("__device__ __forceinline__ float Gelu_tanh(");
     assertThat(cuda).doesNotContain("Check_");
+    // (float) Math.exp of a float argument in single precision (softmax, cross-entropy, GELU's tanh); the loss's
+    // log-sum-exp stays a double expression (one per row)
+    assertThat(cuda).contains("expf(").doesNotContain(" exp(").doesNotContain("(exp(").contains("log((double)");
   }
 
   @Test

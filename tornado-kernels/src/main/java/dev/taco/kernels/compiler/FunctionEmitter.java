@@ -608,6 +608,10 @@ final class FunctionEmitter {
         if (!CTypes.supported(to)) {
           throw error(c, "cast to " + env.type(src, c) + " is not supported");
         }
+        Typed single = singlePrecision(c, to);
+        if (single != null) {
+          return single;
+        }
         Typed v = expr(c.getExpression());
         return new Typed(v.kind() == to ? v.c() : conv(v, to), to);
       }
@@ -790,6 +794,31 @@ final class FunctionEmitter {
   }
 
   // ---- calls ----
+
+  /**
+   * {@code (float) Math.exp(x)} and {@code (float) Math.log(x)} with a float {@code x} as CUDA's {@code expf} /
+   * {@code logf} (see {@link Intrinsics}: a few ulp from Java's double-then-round, at float instead of double speed);
+   * null for any other cast.
+   */
+  private Typed singlePrecision(TypeCastTree c, TypeKind to) {
+    ExpressionTree inner = c.getExpression();
+    while (inner instanceof ParenthesizedTree p) {
+      inner = p.getExpression();
+    }
+    if (to != TypeKind.FLOAT || !(inner instanceof MethodInvocationTree mi) || mi.getArguments().size() != 1) {
+      return null;
+    }
+    if (!(env.element(src, mi) instanceof ExecutableElement me)
+        || !((TypeElement) me.getEnclosingElement()).getQualifiedName().contentEquals("java.lang.Math")) {
+      return null;
+    }
+    String name = me.getSimpleName().toString();
+    ExpressionTree arg = mi.getArguments().get(0);
+    if (!(name.equals("exp") || name.equals("log")) || env.type(src, arg).getKind() != TypeKind.FLOAT) {
+      return null;
+    }
+    return new Typed(name + "f(" + conv(expr(arg), TypeKind.FLOAT) + ")", TypeKind.FLOAT);
+  }
 
   private Typed call(MethodInvocationTree mi) {
     Element el = env.element(src, mi);
