@@ -109,7 +109,8 @@ public final class TacoCli {
     @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
         + " in: bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, as PyTorch's bf16 autocast; the"
         + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and activations are stored in"
-        + " fp32 either way. The CPU trains in fp32.")
+        + " fp32 either way. The CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
+        + " a warning).")
     String precision;
 
     @Option(names = "--tp-transport", paramLabel = "auto|device-local|nccl", description = "On GPUs, how the TP ranks"
@@ -120,7 +121,7 @@ public final class TacoCli {
 
     @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
         + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
-        + " keeps its partial sums), and the report says so.")
+        + " keeps its partial sums), and the report says so. Needs --tp > 1.")
     boolean noTpComm;
 
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and loss-diff.png. Default: runs/<timestamp>.")
@@ -133,8 +134,9 @@ public final class TacoCli {
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
+      checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       try (CudaContext gpu = openDevice(device)) {
-        Trainer.Gpu run = gpuOptions(gpu, precision, noTpComm, tpTransport, tp);
+        Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp);
         if (gpu == null) {
           requireMemory(cfg, microBatch);
         } else {
@@ -199,18 +201,41 @@ public final class TacoCli {
    *
    * @throws IllegalArgumentException for a precision other than fp32/bf16, or a GPU-only option on the CPU
    */
-  static Trainer.Gpu gpuOptions(CudaContext gpu, String precision, boolean noTpComm, String transport, int tp) {
+  static void checkGpuOptionValues(String precision, String transport) {
     if (precision != null && !precision.equals("fp32") && !precision.equals("bf16")) {
       throw new IllegalArgumentException("--precision must be fp32 or bf16, got '" + precision + "'");
     }
     if (!List.of("auto", "device-local", "nccl").contains(transport)) {
       throw new IllegalArgumentException("--tp-transport must be auto, device-local or nccl, got '" + transport + "'");
     }
+  }
+
+  /**
+   * The GPU run's options, or null on the CPU. GPU-only options (bf16, an explicit transport, {@code --no-tp-comm})
+   * are refused with {@code --device cpu}, and ignored with a warning when {@code --device auto} found no GPU, so that
+   * one command line runs on either machine.
+   *
+   * @throws IllegalArgumentException for a GPU-only option on the CPU, NCCL with fewer GPUs than ranks, or
+   *     {@code --no-tp-comm} at TP = 1 (nothing to skip)
+   */
+  static Trainer.Gpu gpuOptions(CudaContext gpu, String device, String precision, boolean noTpComm, String transport,
+      int tp) {
+    checkGpuOptionValues(precision, transport);
     if (gpu == null) {
-      if ("bf16".equals(precision)) throw new IllegalArgumentException("--precision bf16 needs a GPU: the CPU trains in fp32");
-      if (noTpComm) throw new IllegalArgumentException("--no-tp-comm times the GPU step; it needs --device cuda");
-      if (!transport.equals("auto")) throw new IllegalArgumentException("--tp-transport " + transport + " needs a GPU");
-      return null;
+      List<String> gpuOnly = new ArrayList<>();
+      if ("bf16".equals(precision)) gpuOnly.add("--precision bf16");
+      if (noTpComm) gpuOnly.add("--no-tp-comm");
+      if (!transport.equals("auto")) gpuOnly.add("--tp-transport " + transport);
+      if (gpuOnly.isEmpty()) return null;
+      if (device.equals("auto")) {
+        log.warn("{} ignored: no GPU, and the CPU trains in fp32 with its own collectives", String.join(", ", gpuOnly));
+        return null;
+      }
+      throw new IllegalArgumentException(gpuOnly.get(0) + " needs a GPU (--device cuda, or auto on a machine with"
+          + " one): the CPU trains in fp32 with its own collectives");
+    }
+    if (noTpComm && tp == 1) {
+      throw new IllegalArgumentException("--no-tp-comm with --tp 1: there are no TP collectives to skip");
     }
     int gpus = Cuda.deviceCount();
     boolean nccl = switch (transport) {

@@ -60,6 +60,8 @@ class TacoCliGpuTest {
     assertThat(viaNccl.getAsJsonObject("config").get("tp_transport").getAsString()).isEqualTo("nccl");
     assertThat(Math.abs(finalVal(viaNccl) - finalVal(gpu)) / finalVal(gpu)).as("NCCL TP=1 vs alone").isLessThanOrEqualTo(
         1e-6);
+    TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n1"), "--device", "cuda", "--tp", "1",
+        "--no-tp-comm")), "--no-tp-comm with --tp 1: there are no TP collectives to skip");
     if (Cuda.deviceCount() < 2) {
       TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n2"), "--device", "cuda",
           "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU per rank: --tp 2 but this machine has 1 GPU");

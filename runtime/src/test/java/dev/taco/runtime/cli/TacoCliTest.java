@@ -145,10 +145,25 @@ class TacoCliTest {
   void gpuOnlyOptionsAreRefusedOnTheCpuAndPrecisionIsChecked() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "fp16")), "--precision must be fp32 or bf16, got 'fp16'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "bf16")), "--precision bf16 needs a GPU");
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--no-tp-comm")), "--no-tp-comm times the GPU step");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--no-tp-comm")), "--no-tp-comm needs a GPU");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU");
+    // a bad value is named even where the device cannot open
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--device", "cuda", "--precision", "fp16")),
+        "--precision must be fp32 or bf16, got 'fp16'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "ib")),
         "--tp-transport must be auto, device-local or nccl, got 'ib'");
+  }
+
+  @Test
+  void deviceAutoWithoutAGpuIgnoresGpuOnlyOptionsAndTrainsOnTheCpu() throws Exception {
+    assumeFalse(dev.taco.kernels.cuda.Cuda.available() && dev.taco.kernels.cuda.Cuda.deviceCount() > 0,
+        "this machine has a GPU: there --device auto takes it");
+    Path out = tmp.resolve("auto-gpu-options");
+    Result r = run(tiny(out, "--device", "auto", "--precision", "bf16", "--no-tp-comm", "--tp-transport", "nccl"));
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.err()).contains("--precision bf16, --no-tp-comm, --tp-transport nccl ignored: no GPU");
+    JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
+    assertThat(report.getAsJsonObject("config").get("device").getAsString()).isEqualTo("cpu");
   }
 
   @Test
