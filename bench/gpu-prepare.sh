@@ -20,7 +20,8 @@ rm -rf .device/cache .device/cuda .device/test
 # one file per kernel specialisation, named by a key over the kernel's sources and the translator (KernelSources)
 "$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:collective/target/classes:runtime/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
   dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java:runtime/src/main/java .device/cuda \
-  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels dev.taco.runtime.layers.LayerKernels
+  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels dev.taco.kernels.gpu.GroupTwoShotKernels \
+  dev.taco.runtime.layers.LayerKernels
 mkdir -p .device/test/lib
 for m in tornado-kernels collective runtime bench; do
   [ -d "$m/target/test-classes" ] && cp -r "$m/target/test-classes" ".device/test/$m"

@@ -83,9 +83,10 @@ public final class GroupKernels {
       int len = Math.min(groupSize, cols - c0);
       int src = xOff + r * cols + c0;
       int code = r * stride + c0;
-      float[] v = x;
-      int vOff = src;
-      int m = len;
+      if (!hadamard) {
+        encodeGroup(x, src, len, qm, kind, out, scaleOff + 4 * t, codeOff, code);
+        continue;
+      }
       float a = 0f;
       boolean special = false;
       for (int i = 0; i < len; i++) {
@@ -96,36 +97,57 @@ public final class GroupKernels {
           special = true;
         }
       }
-      float stored = a;
-      if (hadamard) {
-        v = work;
-        vOff = t * groupSize;
-        m = groupSize;
+      float stored;
+      int w = t * groupSize;
+      for (int i = 0; i < groupSize; i++) {
+        work[w + i] = i < len ? x[src + i] : 0f;
+      }
+      if (special) {
+        stored = -a;
+      } else {
+        Hadamard.fwht(work, w, groupSize);
+        a = 0f;
         for (int i = 0; i < groupSize; i++) {
-          work[vOff + i] = i < len ? x[src + i] : 0f;
+          a = Math.max(a, Math.abs(work[w + i]));
         }
-        if (special) {
-          stored = -a;
-        } else {
-          Hadamard.fwht(work, vOff, groupSize);
-          a = 0f;
-          for (int i = 0; i < groupSize; i++) {
-            a = Math.max(a, Math.abs(work[vOff + i]));
-          }
-          stored = a;
-        }
+        stored = a;
       }
       Bytes.putFloat(out, scaleOff + 4 * t, stored);
-      for (int i = 0; i < m; i += 2) {
-        int q0 = quantise(v[vOff + i], a, qm, kind);
-        int q1 = i + 1 < m ? quantise(v[vOff + i + 1], a, qm, kind) : 0;
-        if (kind == INT4) {
-          out[codeOff + ((code + i) >> 1)] = (byte) ((q0 & 0xF) | (q1 << 4));
-        } else {
-          out[codeOff + code + i] = (byte) q0;
-          if (i + 1 < m) {
-            out[codeOff + code + i + 1] = (byte) q1;
-          }
+      writeCodes(work, w, groupSize, a, qm, kind, out, codeOff, code);
+    }
+  }
+
+  /**
+   * One group without a transform, as {@link #encode} writes it: the absmax {@code a} of the finite values among
+   * {@code x[src .. src + len)} at {@code out[scaleAt]} (float32 LE), then the codes {@code Q(x / a * qm)} from code
+   * index {@code code} of the code region at {@code codeOff} (int4: two a byte). A device function for the GPU's
+   * two-shot kernels too ({@code kernels.gpu.GroupTwoShotKernels}), so both write the same bytes.
+   */
+  public static void encodeGroup(float[] x, int src, int len, float qm, int kind, byte[] out, int scaleAt,
+      int codeOff, int code) {
+    float a = 0f;
+    for (int i = 0; i < len; i++) {
+      float e = Math.abs(x[src + i]);
+      if (e <= Float.MAX_VALUE) {
+        a = Math.max(a, e);
+      }
+    }
+    Bytes.putFloat(out, scaleAt, a);
+    writeCodes(x, src, len, a, qm, kind, out, codeOff, code);
+  }
+
+  /** The codes {@code Q(v / a * qm)} of {@code v[vOff .. vOff + m)} from code index {@code code} (int4: two a byte). */
+  private static void writeCodes(float[] v, int vOff, int m, float a, float qm, int kind, byte[] out, int codeOff,
+      int code) {
+    for (int i = 0; i < m; i += 2) {
+      int q0 = quantise(v[vOff + i], a, qm, kind);
+      int q1 = i + 1 < m ? quantise(v[vOff + i + 1], a, qm, kind) : 0;
+      if (kind == INT4) {
+        out[codeOff + ((code + i) >> 1)] = (byte) ((q0 & 0xF) | (q1 << 4));
+      } else {
+        out[codeOff + code + i] = (byte) q0;
+        if (i + 1 < m) {
+          out[codeOff + code + i + 1] = (byte) q1;
         }
       }
     }
@@ -143,8 +165,8 @@ public final class GroupKernels {
     return (int) Math.max(-qm, Math.min(qm, (float) Math.rint(s)));
   }
 
-  /** The value of a code: {@code D(q)}, NaN for a marker. */
-  private static float dequantise(int q, int kind) {
+  /** The value of a code: {@code D(q)}, NaN for a marker (the GPU's two-shot kernels decode with it too). */
+  public static float dequantise(int q, int kind) {
     if (kind == E4M3) {
       return Fp8.decodeE4M3((byte) q);
     }

@@ -2,6 +2,7 @@ package dev.taco.collective.device;
 
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Bf16Codec;
+import dev.taco.codec.Int8GroupCodec;
 import dev.taco.codec.TacoCodec;
 import dev.taco.collective.Plan;
 import dev.taco.collective.Wire;
@@ -11,6 +12,8 @@ import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.TaskGraph;
 import dev.taco.kernels.cuda.WorkerGrid;
+import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.gpu.GroupTwoShotKernels;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
 import java.util.HashMap;
 import java.util.List;
@@ -64,9 +67,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   }
 
   /**
-   * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16) and the dual-scale
-   * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload) have
-   * kernels, in every layout.
+   * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16), the dual-scale
+   * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload) and
+   * {@code int8-group} (any G, fp32 tensors: {@link GroupTwoShotKernels}) have kernels, in every layout.
    */
   static String unsupported(Plan plan) {
     AbstractCodec c = plan.codec();
@@ -75,6 +78,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     }
     if (c instanceof TacoCodec t) {
       return t.dualScale() ? null : t.name() + " (single scale) has no GPU kernels";
+    }
+    if (c instanceof Int8GroupCodec) {
+      return null; // GroupTwoShotKernels, fp32 tensors (bf16 ones are refused when the steps are recorded)
     }
     return c.name() + " has no GPU kernels";
   }
@@ -97,6 +103,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     }
     if (plan.codec() instanceof TacoCodec t) {
       return TwoShotGpuKernels.bodyBytes(pr, cols, t.groupSize());
+    }
+    if (plan.codec() instanceof Int8GroupCodec c) {
+      return GroupTwoShotKernels.bodyBytes(pr, cols, c.groupSize());
     }
     return TwoShotGpuKernels.rawBytes(pr, cols, TwoShotGpuKernels.RAW_BF16);
   }
@@ -146,7 +155,11 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     DeviceBuffer xb = x.buffer();
     DeviceBuffer body = out.slot(slot);
     int pr = out.rows();
-    if (plan.codec() instanceof TacoCodec t) {
+    if (plan.codec() instanceof Int8GroupCodec c) {
+      int g = fp32Groups(c);
+      kernel("compress", piece, cover((long) pr * TacoKernels.groupsPerRow(cols, g)),
+          (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, xb, body, row0, realRows, pr, cols, g));
+    } else if (plan.codec() instanceof TacoCodec t) {
       TwoShotGpuKernels.checkShape(pr, cols, t.groupSize());
       kernel("compress", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::compressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, body,
@@ -170,7 +183,11 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int slot = (int) recv.slotBytes();
     int me = rank();
     int world = worldSize();
-    if (plan.codec() instanceof TacoCodec t) {
+    if (plan.codec() instanceof Int8GroupCodec c) {
+      int g = fp32Groups(c);
+      kernel("reduce", piece, cover((long) realRows * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups,
+          xb, r, slot, me, world, yb, row0, realRows, pr, cols, g, yRow0, realRows));
+    } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot,
               me, world, yb, yb, row0, realRows, pr, cols, yRow0, t.groupSize(), t.hadamard(), t.format().code(),
@@ -193,7 +210,14 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int slot = (int) recv.slotBytes();
     int me = rank();
     int world = worldSize();
-    if (plan.codec() instanceof TacoCodec t) {
+    if (plan.codec() instanceof Int8GroupCodec c) {
+      int g = fp32Groups(c);
+      DeviceBuffer y = alloc(4L * pr * cols); // the reduced chunk, zero rows included, then re-compressed
+      kernel("reduce", piece, cover((long) pr * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups, xb, r,
+          slot, me, world, y, row0, realRows, pr, cols, g, 0, pr));
+      kernel("compress", piece, cover((long) pr * TacoKernels.groupsPerRow(cols, g)),
+          (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, y, body, 0, pr, pr, cols, g));
+    } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceCompressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r,
               slot, me, world, body, row0, realRows, pr, cols, t.groupSize(), t.hadamard(), t.format().code(), bf16));
@@ -213,7 +237,13 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int pr = in.rows();
     int slot = (int) in.slotBytes();
     int blocks = worldSize() * pr;
-    if (plan.codec() instanceof TacoCodec t) {
+    if (plan.codec() instanceof Int8GroupCodec c) {
+      int g = fp32Groups(c);
+      int world = worldSize();
+      kernel("decompress", piece, cover((long) blocks * cols), (gr, n) -> gr.task(n,
+          GroupTwoShotKernels::decompressGroups, b, slot, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, g,
+          world));
+    } else if (plan.codec() instanceof TacoCodec t) {
       kernel("decompress", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::decompressRows, TaskGraph.KERNEL_CONTEXT, b, slot,
               ob, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, t.groupSize(), t.hadamard(),
@@ -271,6 +301,19 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
           .grid(WorkerGrid.of(TwoShotGpuKernels.transposeBlocks(r, c), TwoShotGpuKernels.TRANSPOSE_THREADS));
     }
     graph.onLane(TaskGraph.COMPUTE_LANE);
+  }
+
+  /** The group size of an int8-group plan, whose kernels take fp32 tensors only. */
+  private int fp32Groups(Int8GroupCodec c) {
+    if (bf16) {
+      throw new IllegalArgumentException("int8-group: the GPU kernels take fp32 tensors (this collective is bf16)");
+    }
+    return c.groupSize();
+  }
+
+  /** A grid for a grid-stride {@code @Parallel} kernel of {@code n} iterations. */
+  private static WorkerGrid cover(long n) {
+    return WorkerGrid.cover(Math.max(1, n), 256);
   }
 
   /** The raw wire format of an exact (fp32) or {@code none} (bf16) plan. */

@@ -104,7 +104,7 @@ class TacoCliGpuTest {
   void aCodecWithoutGpuKernelsIsRefusedUpFront() {
     assumeGpu();
     TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("o"), "--device", "cuda",
-        "--compression", "none,int8-group")), "--compression int8-group cannot run on the GPU");
+        "--compression", "none,fp8-tensor")), "--compression fp8-tensor cannot run on the GPU");
   }
 
   static String[] concat(String[] a, String... b) {
