@@ -13,7 +13,7 @@ source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on
 out="${1:-${OUT:-target/gpu-fidelity}}"; shift || true
 steps="${1:-2000}"; shift || true
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
-codecs="${FIDELITY_CODECS:-none,taco,int8-group}"
+codecs="${FIDELITY_CODECS:-none,taco,int8-group,fp8-tensor}"
 for s in "${seeds[@]}"; do
   java -Xmx16g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.taco.runtime.cli.TacoCli train \
     --device cuda --tp 2 --compression "$codecs" --hidden-size 384 --num-layers 6 --num-attention-heads 6 \

@@ -153,8 +153,8 @@ public final class GroupKernels {
     }
   }
 
-  /** One code: {@code Q(x / a * qm)}; 0 when {@code a = 0}; the marker for a non-finite x. */
-  private static int quantise(float x, float a, float qm, int kind) {
+  /** One code: {@code Q(x / a * qm)}; 0 when {@code a = 0}; the marker for a non-finite x (the GPU kernels call it too). */
+  public static int quantise(float x, float a, float qm, int kind) {
     if (!(Math.abs(x) <= Float.MAX_VALUE)) {
       return kind == INT8 ? -128 : kind == INT4 ? -8 : Fp8.encodeE4M3(Math.copySign(Float.NaN, x));
     }

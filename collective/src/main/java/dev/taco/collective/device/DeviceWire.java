@@ -2,6 +2,7 @@ package dev.taco.collective.device;
 
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Bf16Codec;
+import dev.taco.codec.Fp8TensorCodec;
 import dev.taco.codec.Int8GroupCodec;
 import dev.taco.codec.TacoCodec;
 import dev.taco.collective.Plan;
@@ -12,6 +13,7 @@ import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.TaskGraph;
 import dev.taco.kernels.cuda.WorkerGrid;
+import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.gpu.GroupTwoShotKernels;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
@@ -68,8 +70,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
 
   /**
    * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16), the dual-scale
-   * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload) and
-   * {@code int8-group} (any G, fp32 tensors: {@link GroupTwoShotKernels}) have kernels, in every layout.
+   * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload),
+   * {@code int8-group} (any G) and {@code fp8-tensor} (both on fp32 tensors: {@link GroupTwoShotKernels}) have kernels,
+   * in every layout.
    */
   static String unsupported(Plan plan) {
     AbstractCodec c = plan.codec();
@@ -79,7 +82,7 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     if (c instanceof TacoCodec t) {
       return t.dualScale() ? null : t.name() + " (single scale) has no GPU kernels";
     }
-    if (c instanceof Int8GroupCodec) {
+    if (c instanceof Int8GroupCodec || c instanceof Fp8TensorCodec) {
       return null; // GroupTwoShotKernels, fp32 tensors (bf16 ones are refused when the steps are recorded)
     }
     return c.name() + " has no GPU kernels";
@@ -104,8 +107,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     if (plan.codec() instanceof TacoCodec t) {
       return TwoShotGpuKernels.bodyBytes(pr, cols, t.groupSize());
     }
-    if (plan.codec() instanceof Int8GroupCodec c) {
-      return GroupTwoShotKernels.bodyBytes(pr, cols, c.groupSize());
+    Baseline base = baselineOf(plan);
+    if (base != null) {
+      return GroupTwoShotKernels.bodyBytes(pr, cols, base.groupSize());
     }
     return TwoShotGpuKernels.rawBytes(pr, cols, TwoShotGpuKernels.RAW_BF16);
   }
@@ -155,10 +159,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     DeviceBuffer xb = x.buffer();
     DeviceBuffer body = out.slot(slot);
     int pr = out.rows();
-    if (plan.codec() instanceof Int8GroupCodec c) {
-      int g = fp32Groups(c);
-      kernel("compress", piece, cover((long) pr * TacoKernels.groupsPerRow(cols, g)),
-          (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, xb, body, row0, realRows, pr, cols, g));
+    Baseline base = baseline(plan);
+    if (base != null) {
+      compressBaseline(base, xb, body, row0, realRows, pr, cols, piece);
     } else if (plan.codec() instanceof TacoCodec t) {
       TwoShotGpuKernels.checkShape(pr, cols, t.groupSize());
       kernel("compress", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
@@ -183,10 +186,11 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int slot = (int) recv.slotBytes();
     int me = rank();
     int world = worldSize();
-    if (plan.codec() instanceof Int8GroupCodec c) {
-      int g = fp32Groups(c);
+    Baseline base = baseline(plan);
+    if (base != null) {
+      int g = base.groupSize(), k = base.kind();
       kernel("reduce", piece, cover((long) realRows * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups,
-          xb, r, slot, me, world, yb, row0, realRows, pr, cols, g, yRow0, realRows));
+          xb, r, slot, me, world, yb, row0, realRows, pr, cols, g, k, yRow0, realRows));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot,
@@ -210,13 +214,13 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int slot = (int) recv.slotBytes();
     int me = rank();
     int world = worldSize();
-    if (plan.codec() instanceof Int8GroupCodec c) {
-      int g = fp32Groups(c);
+    Baseline base = baseline(plan);
+    if (base != null) {
+      int g = base.groupSize(), k = base.kind();
       DeviceBuffer y = alloc(4L * pr * cols); // the reduced chunk, zero rows included, then re-compressed
       kernel("reduce", piece, cover((long) pr * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups, xb, r,
-          slot, me, world, y, row0, realRows, pr, cols, g, 0, pr));
-      kernel("compress", piece, cover((long) pr * TacoKernels.groupsPerRow(cols, g)),
-          (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, y, body, 0, pr, pr, cols, g));
+          slot, me, world, y, row0, realRows, pr, cols, g, k, 0, pr));
+      compressBaseline(base, y, body, 0, pr, pr, cols, piece);
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceCompressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r,
@@ -237,12 +241,13 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     int pr = in.rows();
     int slot = (int) in.slotBytes();
     int blocks = worldSize() * pr;
-    if (plan.codec() instanceof Int8GroupCodec c) {
-      int g = fp32Groups(c);
+    Baseline base = baseline(plan);
+    if (base != null) {
+      int g = base.groupSize(), k = base.kind();
       int world = worldSize();
       kernel("decompress", piece, cover((long) blocks * cols), (gr, n) -> gr.task(n,
           GroupTwoShotKernels::decompressGroups, b, slot, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, g,
-          world));
+          k, world));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("decompress", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::decompressRows, TaskGraph.KERNEL_CONTEXT, b, slot,
@@ -303,12 +308,44 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     graph.onLane(TaskGraph.COMPUTE_LANE);
   }
 
-  /** The group size of an int8-group plan, whose kernels take fp32 tensors only. */
-  private int fp32Groups(Int8GroupCodec c) {
-    if (bf16) {
-      throw new IllegalArgumentException("int8-group: the GPU kernels take fp32 tensors (this collective is bf16)");
+  /** An absmax baseline's kernel parameters: G (0: one scale per payload) and the code kind. */
+  private record Baseline(int groupSize, int kind) {}
+
+  /**
+   * The kernel parameters of an {@code int8-group} or {@code fp8-tensor} plan, null for any other.
+   *
+   * @throws IllegalArgumentException for one of them on bf16 tensors (their kernels take fp32)
+   */
+  private Baseline baseline(Plan plan) {
+    Baseline b = baselineOf(plan);
+    if (b != null && bf16) {
+      throw new IllegalArgumentException(plan.codec().name() + ": the GPU kernels take fp32 tensors (this collective"
+          + " is bf16)");
     }
-    return c.groupSize();
+    return b;
+  }
+
+  private static Baseline baselineOf(Plan plan) {
+    return plan.codec() instanceof Int8GroupCodec c ? new Baseline(c.groupSize(), GroupKernels.INT8)
+        : plan.codec() instanceof Fp8TensorCodec ? new Baseline(0, GroupKernels.E4M3) : null;
+  }
+
+  /** Compresses a chunk for a baseline plan: one kernel per group, or three for the per-payload scale. */
+  private void compressBaseline(Baseline base, DeviceBuffer x, DeviceBuffer body, int row0, int realRows, int rows,
+      int cols, int piece) {
+    int g = base.groupSize(), k = base.kind();
+    if (g > 0) {
+      kernel("compress", piece, cover((long) rows * TacoKernels.groupsPerRow(cols, g)),
+          (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, x, body, row0, realRows, rows, cols, g, k));
+      return;
+    }
+    int parts = GroupTwoShotKernels.PARTS;
+    DeviceBuffer partial = alloc(4L * parts);
+    kernel("absmax", piece, cover(parts),
+        (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, x, partial, row0, realRows, cols, parts));
+    kernel("absmax", piece, cover(1), (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxFinish, partial, body, parts));
+    kernel("compress", piece, cover((long) rows * cols),
+        (gr, n) -> gr.task(n, GroupTwoShotKernels::encodeTensor, x, body, row0, realRows, rows, cols, k));
   }
 
   /** A grid for a grid-stride {@code @Parallel} kernel of {@code n} iterations. */

@@ -13,7 +13,7 @@ class DevicePlansTest {
   void everyTacoPlanCalibrationCanChooseRunsOnTheGpuAsIs() {
     int[] perm = {2, 0, 1, 3};
     for (String spec : new String[] {"taco", "taco:e5m2", "taco:g=32", "taco:g=256,hadamard=off", "taco-no-hadamard",
-        "taco-no-ash", "none", "fp32", "int8-group", "int8-group:g=32"}) {
+        "taco-no-ash", "none", "fp32", "int8-group", "int8-group:g=32", "fp8-tensor"}) {
       Plan p = spec.equals("fp32") ? Plan.EXACT : Plan.of(Codecs.byName(spec));
       for (Plan q : new Plan[] {p, p.permuted(perm), p.tokenAxis()}) {
         DeviceCollectives.Resolved r = DeviceCollectives.resolve(q);
@@ -26,7 +26,7 @@ class DevicePlansTest {
   @Test
   void plansWithoutGpuKernelsFallBackToBf16InTheSameLayoutWithTheReason() {
     int[] perm = {1, 0, 3, 2};
-    for (String spec : new String[] {"fp8-tensor", "hadamard-int8", "int4-group", "fp8-group", "taco-no-ds"}) {
+    for (String spec : new String[] {"hadamard-int8", "int4-group", "fp8-group", "taco-no-ds"}) {
       Plan asked = Plan.of(Codecs.byName(spec)).permuted(perm);
       DeviceCollectives.Resolved r = DeviceCollectives.resolve(asked);
       assertThat(r.plan().codec()).as(spec).isInstanceOf(Bf16Codec.class);

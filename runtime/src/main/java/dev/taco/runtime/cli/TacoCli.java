@@ -102,7 +102,7 @@ public final class TacoCli {
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
         + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 every site uses the codec as given: no calibration"
-        + " or codec-error sampling, and only fp32, none, int8-group and the dual-scale taco codecs),"
+        + " or codec-error sampling, and only fp32, none, int8-group, fp8-tensor and the dual-scale taco codecs),"
         + " auto (cuda if a GPU is usable, else cpu). Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 

@@ -104,7 +104,7 @@ class TacoCliGpuTest {
   void aCodecWithoutGpuKernelsIsRefusedUpFront() {
     assumeGpu();
     TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("o"), "--device", "cuda",
-        "--compression", "none,fp8-tensor")), "--compression fp8-tensor cannot run on the GPU");
+        "--compression", "none,int4-group")), "--compression int4-group cannot run on the GPU");
   }
 
   static String[] concat(String[] a, String... b) {

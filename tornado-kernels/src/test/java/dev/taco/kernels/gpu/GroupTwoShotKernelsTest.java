@@ -3,7 +3,10 @@ package dev.taco.kernels.gpu;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.taco.codec.AbstractCodec;
+import dev.taco.codec.Fp8TensorCodec;
 import dev.taco.codec.Int8GroupCodec;
+import dev.taco.kernels.GroupKernels;
 import dev.taco.codec.PayloadHeader;
 import dev.taco.kernels.cuda.KernelSources;
 import java.io.File;
@@ -18,8 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link GroupTwoShotKernels} run on the JVM (plain loops: the code the GPU runs, translated with Java's float
- * semantics) against {@link Int8GroupCodec} on the same chunks, fresh random shapes and values (seed printed), group
- * sizes 32..256, widths that do not divide into groups, zero padding rows and 2..4 ranks: bodies byte for byte, the
+ * semantics) against {@link Int8GroupCodec} and {@link Fp8TensorCodec} on the same chunks, fresh random shapes and
+ * values (seed printed), group sizes 32..256, widths that do not divide into groups, zero padding rows and 2..4
+ * ranks: bodies byte for byte, the
  * decompress-reduce ({@code decodeReduce}), its re-compression, and the decompression of every gathered slot bit for bit.
  * And the three kernels translate to CUDA C that {@code nvcc --ptx -arch=sm_90} compiles (skipped without nvcc).
  */
@@ -30,7 +34,7 @@ class GroupTwoShotKernelsTest {
   void theKernelsTranslateAndCompileWithNvcc() throws Exception {
     List<Path> files = new KernelSources(dir, List.of(Path.of("src/main/java"))).pretranslate(
         GroupTwoShotKernels.kernels());
-    assertThat(files).hasSize(3);
+    assertThat(files).hasSize(GroupTwoShotKernels.kernels().size());
     Path nvcc = null;
     for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
       if (Files.isExecutable(Path.of(d, "nvcc"))) nvcc = Path.of(d, "nvcc");
@@ -45,8 +49,20 @@ class GroupTwoShotKernelsTest {
     }
   }
 
+  /** The device compress of a chunk, as {@code collective.device.DeviceWire} sequences the kernels. */
+  static void compress(float[] x, byte[] body, int row0, int realRows, int rows, int cols, int g, int kind) {
+    if (g > 0) {
+      GroupTwoShotKernels.compressGroups(x, body, row0, realRows, rows, cols, g, kind);
+    } else {
+      float[] partial = new float[GroupTwoShotKernels.PARTS];
+      GroupTwoShotKernels.absmaxPartials(x, partial, row0, realRows, cols, partial.length);
+      GroupTwoShotKernels.absmaxFinish(partial, body, partial.length);
+      GroupTwoShotKernels.encodeTensor(x, body, row0, realRows, rows, cols, kind);
+    }
+  }
+
   /** The codec's body for rows {@code row0 .. row0 + realRows} of {@code x} and {@code rows - realRows} zero rows. */
-  static byte[] cpuPayload(Int8GroupCodec codec, float[] x, int row0, int realRows, int rows, int cols) {
+  static byte[] cpuPayload(AbstractCodec codec, float[] x, int row0, int realRows, int rows, int cols) {
     float[] chunk = new float[rows * cols];
     System.arraycopy(x, row0 * cols, chunk, 0, realRows * cols);
     byte[] out = new byte[codec.encodedSize(rows, cols)];
@@ -77,12 +93,14 @@ class GroupTwoShotKernelsTest {
     long seed = System.nanoTime();
     System.out.println("GroupTwoShotKernelsTest seed " + seed);
     Random rnd = new Random(seed);
-    for (int round = 0; round < 12; round++) {
-      int g = 32 << rnd.nextInt(4), cols = 1 + rnd.nextInt(600), world = 2 + rnd.nextInt(3);
+    for (int round = 0; round < 16; round++) {
+      boolean perTensor = round % 2 == 1;
+      int g = perTensor ? 0 : 32 << rnd.nextInt(4), cols = 1 + rnd.nextInt(600), world = 2 + rnd.nextInt(3);
+      int kind = perTensor ? GroupKernels.E4M3 : GroupKernels.INT8;
       int rows = 8 * (1 + rnd.nextInt(3)), realRows = 1 + rnd.nextInt(rows), row0 = rnd.nextInt(5);
-      String at = "seed " + seed + " round " + round + ": G=" + g + " cols=" + cols + " rows=" + rows + " real="
-          + realRows + " world=" + world;
-      Int8GroupCodec codec = new Int8GroupCodec(g);
+      AbstractCodec codec = perTensor ? new Fp8TensorCodec() : new Int8GroupCodec(g);
+      String at = "seed " + seed + " round " + round + ": " + codec.name() + " G=" + g + " cols=" + cols + " rows="
+          + rows + " real=" + realRows + " world=" + world;
       long bytes = GroupTwoShotKernels.bodyBytes(rows, cols, g);
       assertThat((long) codec.encodedSize(rows, cols)).as(at).isEqualTo(PayloadHeader.SIZE + bytes);
       int slot = (int) ((bytes + 15) / 16 * 16);
@@ -94,7 +112,7 @@ class GroupTwoShotKernelsTest {
       for (int q = 0; q < world; q++) {
         x[q] = random(rnd, (row0 + rows) * cols);
         byte[] dev = new byte[slot];
-        GroupTwoShotKernels.compressGroups(x[q], dev, row0, realRows, rows, cols, g);
+        compress(x[q], dev, row0, realRows, rows, cols, g, kind);
         payloads[q] = cpuPayload(codec, x[q], row0, realRows, rows, cols);
         assertThat(Arrays.copyOf(dev, (int) bytes)).as("%s: rank %d's body", at, q).isEqualTo(body(payloads[q]));
         System.arraycopy(dev, 0, recv, q * slot, slot);
@@ -110,15 +128,16 @@ class GroupTwoShotKernelsTest {
       codec.decodeReduce(peers, rows, cols, own, 0, want, 0);
       int yRow0 = rnd.nextInt(3);
       float[] y = new float[(yRow0 + rows) * cols];
-      GroupTwoShotKernels.reduceGroups(x[me], recv, slot, me, world, y, row0, realRows, rows, cols, g, yRow0,
+      GroupTwoShotKernels.reduceGroups(x[me], recv, slot, me, world, y, row0, realRows, rows, cols, g, kind, yRow0,
           realRows);
       assertBits(Arrays.copyOfRange(y, yRow0 * cols, (yRow0 + realRows) * cols),
           Arrays.copyOf(want, realRows * cols), at + ": reduced rows");
       float[] scratch = new float[rows * cols];
-      GroupTwoShotKernels.reduceGroups(x[me], recv, slot, me, world, scratch, row0, realRows, rows, cols, g, 0, rows);
+      GroupTwoShotKernels.reduceGroups(x[me], recv, slot, me, world, scratch, row0, realRows, rows, cols, g, kind, 0,
+          rows);
       assertBits(scratch, want, at + ": reduced chunk with its zero rows");
       byte[] again = new byte[slot];
-      GroupTwoShotKernels.compressGroups(scratch, again, 0, rows, rows, cols, g);
+      compress(scratch, again, 0, rows, rows, cols, g, kind);
       byte[] reencoded = new byte[codec.encodedSize(rows, cols)];
       codec.encode(want, 0, rows, cols, reencoded, 0);
       assertThat(Arrays.copyOf(again, (int) bytes)).as("%s: re-compressed", at).isEqualTo(body(reencoded));
@@ -128,7 +147,7 @@ class GroupTwoShotKernelsTest {
       int pieceRows = 1 + rnd.nextInt(rows);
       float[] out = new float[rowsTotal * cols];
       Arrays.fill(out, Float.NaN);
-      GroupTwoShotKernels.decompressGroups(recv, slot, out, rowsTotal, rowsPerRank, 0, pieceRows, rows, cols, g,
+      GroupTwoShotKernels.decompressGroups(recv, slot, out, rowsTotal, rowsPerRank, 0, pieceRows, rows, cols, g, kind,
           world);
       int checked = 0;
       for (int q = 0; q < world; q++) {
