@@ -196,42 +196,28 @@ public final class Cublas implements AutoCloseable {
     }
   }
 
-  private static volatile Binding binding;
-  private static volatile String loadFailure;
+  /** The process-wide binding, loading libcublas on first use (the first failure, listing what was tried, stays). */
+  private static final NativeLibraries.Once<Binding> BINDING = new NativeLibraries.Once<>(() -> {
+    Binding loaded = NativeLibraries.loadFirst("libcublas", NativeLibraries.candidates("taco.libcublas",
+        "TACO_LIBCUBLAS", "libcublas.so.13", "libcublas.so.12", "cublas"), name -> {
+          NativeLibrary lib = NativeLibrary.getInstance(name);
+          Api api = Native.load(name, Api.class);
+          int[] v = new int[3];
+          for (int p = 0; p < 3; p++) { // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+            IntByReference r = new IntByReference();
+            int s = api.cublasGetProperty(p, r);
+            if (s != 0) throw new UnsatisfiedLinkError("cublasGetProperty(" + p + ") returned " + s);
+            v[p] = r.getValue();
+          }
+          Native.register(Direct.class, lib);
+          return new Binding(api, name, v[0] + "." + v[1] + "." + v[2]);
+        });
+    LOG.debug("loaded cuBLAS {} from {}", loaded.version(), loaded.name());
+    return loaded;
+  });
 
-  /**
-   * The process-wide binding, loading libcublas on first use.
-   *
-   * @throws UnsatisfiedLinkError if no libcublas loads (the message lists what was tried, and stays the answer)
-   */
   private static Binding binding() {
-    Binding b = binding;
-    if (b != null) return b;
-    synchronized (Cublas.class) {
-      if (binding != null) return binding;
-      if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-      try {
-        binding = NativeLibraries.loadFirst("libcublas", NativeLibraries.candidates("taco.libcublas",
-            "TACO_LIBCUBLAS", "libcublas.so.13", "libcublas.so.12", "cublas"), name -> {
-              NativeLibrary lib = NativeLibrary.getInstance(name);
-              Api api = Native.load(name, Api.class);
-              int[] v = new int[3];
-              for (int p = 0; p < 3; p++) { // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
-                IntByReference r = new IntByReference();
-                int s = api.cublasGetProperty(p, r);
-                if (s != 0) throw new UnsatisfiedLinkError("cublasGetProperty(" + p + ") returned " + s);
-                v[p] = r.getValue();
-              }
-              Native.register(Direct.class, lib);
-              return new Binding(api, name, v[0] + "." + v[1] + "." + v[2]);
-            });
-      } catch (UnsatisfiedLinkError e) {
-        loadFailure = e.getMessage();
-        throw e;
-      }
-      LOG.debug("loaded cuBLAS {} from {}", binding.version(), binding.name());
-      return binding;
-    }
+    return BINDING.get();
   }
 
   /**
@@ -241,12 +227,7 @@ public final class Cublas implements AutoCloseable {
    * @return true if the library loaded
    */
   public static boolean available() {
-    try {
-      binding();
-      return true;
-    } catch (LinkageError | RuntimeException e) {
-      return false;
-    }
+    return BINDING.available();
   }
 
   /**
@@ -254,12 +235,7 @@ public final class Cublas implements AutoCloseable {
    *     {@code "cuBLAS 13.1.1 available (libcublas.so.13)"}
    */
   public static String unavailableReason() {
-    try {
-      Binding b = binding();
-      return "cuBLAS " + b.version() + " available (" + b.name() + ")";
-    } catch (LinkageError | RuntimeException e) {
-      return e.getMessage();
-    }
+    return BINDING.describe(b -> "cuBLAS " + b.version() + " available (" + b.name() + ")");
   }
 
   /**

@@ -137,31 +137,22 @@ public final class CublasLt implements AutoCloseable {
     }
   }
 
-  private static volatile Binding binding;
-  private static volatile String loadFailure;
+  /** The process-wide binding, loading libcublasLt on first use (the first failure stays the answer). */
+  private static final NativeLibraries.Once<Binding> BINDING = new NativeLibraries.Once<>(() -> {
+    Binding loaded = NativeLibraries.loadFirst("libcublasLt", NativeLibraries.candidates("taco.libcublaslt",
+        "TACO_LIBCUBLASLT", "libcublasLt.so.13", "libcublasLt.so.12", "cublasLt"), name -> {
+          NativeLibrary lib = NativeLibrary.getInstance(name);
+          Api api = Native.load(name, Api.class);
+          long v = api.cublasLtGetVersion(); // e.g. 130101
+          Native.register(Direct.class, lib);
+          return new Binding(api, name, v / 10000 + "." + v / 100 % 100 + "." + v % 100);
+        });
+    LOG.debug("loaded cuBLASLt {} from {}", loaded.version(), loaded.name());
+    return loaded;
+  });
 
   private static Binding binding() {
-    Binding b = binding;
-    if (b != null) return b;
-    synchronized (CublasLt.class) {
-      if (binding != null) return binding;
-      if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-      try {
-        binding = NativeLibraries.loadFirst("libcublasLt", NativeLibraries.candidates("taco.libcublaslt",
-            "TACO_LIBCUBLASLT", "libcublasLt.so.13", "libcublasLt.so.12", "cublasLt"), name -> {
-              NativeLibrary lib = NativeLibrary.getInstance(name);
-              Api api = Native.load(name, Api.class);
-              long v = api.cublasLtGetVersion(); // e.g. 130101
-              Native.register(Direct.class, lib);
-              return new Binding(api, name, v / 10000 + "." + v / 100 % 100 + "." + v % 100);
-            });
-      } catch (UnsatisfiedLinkError e) {
-        loadFailure = e.getMessage();
-        throw e;
-      }
-      LOG.debug("loaded cuBLASLt {} from {}", binding.version(), binding.name());
-      return binding;
-    }
+    return BINDING.get();
   }
 
   /**
@@ -170,22 +161,12 @@ public final class CublasLt implements AutoCloseable {
    * @return true if the library loaded
    */
   public static boolean available() {
-    try {
-      binding();
-      return true;
-    } catch (LinkageError | RuntimeException e) {
-      return false;
-    }
+    return BINDING.available();
   }
 
   /** @return why cuBLASLt is unavailable, or {@code "cuBLASLt 13.1.1 available (libcublasLt.so.13)"} */
   public static String unavailableReason() {
-    try {
-      Binding b = binding();
-      return "cuBLASLt " + b.version() + " available (" + b.name() + ")";
-    } catch (LinkageError | RuntimeException e) {
-      return e.getMessage();
-    }
+    return BINDING.describe(b -> "cuBLASLt " + b.version() + " available (" + b.name() + ")");
   }
 
   /** The cache key: everything the heuristic's choice depends on. */

@@ -3,6 +3,7 @@ package dev.taco.kernels.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * How the JNA bindings (CUDA driver, NVRTC, cuBLAS, cuBLASLt, NCCL) find their native library: an override from a
@@ -52,5 +53,63 @@ public final class NativeLibraries {
       }
     }
     throw new UnsatisfiedLinkError(library + " not loadable (" + String.join("; ", tried) + ")");
+  }
+
+  /**
+   * A binding loaded at most once per process: the first successful load is kept, and the first
+   * {@link UnsatisfiedLinkError} (what was tried, and why) stays the answer; other exceptions of {@code load} pass
+   * through and a later call tries again.
+   *
+   * @param <B> the binding
+   */
+  public static final class Once<B> {
+    private final Supplier<B> load;
+    private volatile B value;
+    private volatile String failure;
+
+    /** @param load loads the library and makes the binding (e.g. through {@link #loadFirst}) */
+    public Once(Supplier<B> load) {
+      this.load = load;
+    }
+
+    /**
+     * The binding, loading it on the first call.
+     *
+     * @throws UnsatisfiedLinkError if the library does not load (the first failure's message, every time)
+     */
+    public B get() {
+      B v = value;
+      if (v != null) return v;
+      synchronized (this) {
+        if (value != null) return value;
+        if (failure != null) throw new UnsatisfiedLinkError(failure);
+        try {
+          value = load.get();
+        } catch (UnsatisfiedLinkError e) {
+          failure = e.getMessage();
+          throw e;
+        }
+        return value;
+      }
+    }
+
+    /** Whether {@link #get} succeeds. Never throws. */
+    public boolean available() {
+      try {
+        get();
+        return true;
+      } catch (LinkageError | RuntimeException e) {
+        return false;
+      }
+    }
+
+    /** {@code describe} of the binding, or the reason it does not load. Never throws. */
+    public String describe(Function<B, String> describe) {
+      try {
+        return describe.apply(get());
+      } catch (LinkageError | RuntimeException e) {
+        return e.getMessage();
+      }
+    }
   }
 }

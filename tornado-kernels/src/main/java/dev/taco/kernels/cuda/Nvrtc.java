@@ -63,8 +63,13 @@ public final class Nvrtc {
         String nvrtcGetErrorString(int result);
     }
 
-    private static volatile Nvrtc instance;
-    private static volatile String loadFailure;
+    private static final NativeLibraries.Once<Nvrtc> INSTANCE = new NativeLibraries.Once<>(() -> {
+        Nvrtc loaded = NativeLibraries.loadFirst("libnvrtc", NativeLibraries.candidates("taco.libnvrtc",
+                "TACO_LIBNVRTC", "libnvrtc.so.13", "libnvrtc.so.12", "nvrtc"),
+                name -> new Nvrtc(Native.load(name, Api.class), name));
+        LOG.debug("loaded NVRTC {} from {}", loaded.versionString(), loaded.libraryName());
+        return loaded;
+    });
 
     private final Api api;
     private final String libraryName;
@@ -89,22 +94,7 @@ public final class Nvrtc {
      * @throws UnsatisfiedLinkError if no libnvrtc can be loaded (message lists what was tried)
      */
     public static Nvrtc get() {
-        Nvrtc n = instance;
-        if (n != null) return n;
-        synchronized (Nvrtc.class) {
-            if (instance != null) return instance;
-            if (loadFailure != null) throw new UnsatisfiedLinkError(loadFailure);
-            try {
-                instance = NativeLibraries.loadFirst("libnvrtc", NativeLibraries.candidates("taco.libnvrtc",
-                        "TACO_LIBNVRTC", "libnvrtc.so.13", "libnvrtc.so.12", "nvrtc"),
-                        name -> new Nvrtc(Native.load(name, Api.class), name));
-            } catch (UnsatisfiedLinkError e) {
-                loadFailure = e.getMessage();
-                throw e;
-            }
-            LOG.debug("loaded NVRTC {} from {}", instance.versionString(), instance.libraryName());
-            return instance;
-        }
+        return INSTANCE.get();
     }
 
     /**
@@ -113,21 +103,12 @@ public final class Nvrtc {
      * @return true if {@link #get()} succeeds
      */
     public static boolean available() {
-        try {
-            get();
-            return true;
-        } catch (LinkageError | RuntimeException e) {
-            return false;
-        }
+        return INSTANCE.available();
     }
 
     /** @return why NVRTC is unavailable, or {@code "NVRTC <version> available"} */
     public static String unavailableReason() {
-        try {
-            return "NVRTC " + get().versionString() + " available";
-        } catch (LinkageError | RuntimeException e) {
-            return e.getMessage();
-        }
+        return INSTANCE.describe(n -> "NVRTC " + n.versionString() + " available");
     }
 
     /**
