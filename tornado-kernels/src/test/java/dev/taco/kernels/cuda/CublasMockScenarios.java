@@ -27,12 +27,8 @@ final class CublasMockScenarios {
 
   static final long WS = Cublas.WORKSPACE_BYTES;
 
-  interface Scenario {
-    void run(CudaContext ctx) throws Exception;
-  }
-
-  static Map<String, Scenario> scenarios() {
-    Map<String, Scenario> m = new LinkedHashMap<>();
+  static Map<String, MockScenarios.Scenario> scenarios() {
+    Map<String, MockScenarios.Scenario> m = new LinkedHashMap<>();
     m.put("available-with-reason", CublasMockScenarios::available);
     m.put("create-sets-math-mode-and-workspace", CublasMockScenarios::create);
     m.put("fp32-every-transpose-offset-and-ld", c -> rowMajor(c, DataType.F32, DataType.F32));
@@ -57,21 +53,7 @@ final class CublasMockScenarios {
   }
 
   public static void main(String[] args) {
-    int failed = 0;
-    try (CudaContext ctx = CudaContext.open(0)) {
-      for (Map.Entry<String, Scenario> e : scenarios().entrySet()) {
-        clearLog();
-        try {
-          e.getValue().run(ctx);
-          System.out.println("PASS " + e.getKey());
-        } catch (Throwable t) {
-          failed++;
-          System.out.println("FAIL " + e.getKey() + ": " + t);
-          t.printStackTrace(System.out);
-        }
-      }
-    }
-    System.exit(failed == 0 ? 0 : 1);
+    MockScenarios.runAndExit(scenarios(), CublasMockScenarios::clearLog);
   }
 
   // ------------------------------------------------------------------ the mock

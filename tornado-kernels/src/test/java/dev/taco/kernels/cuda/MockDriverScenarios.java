@@ -26,14 +26,9 @@ final class MockDriverScenarios {
   static final int N = 1000;
   static final WorkerGrid GRID = WorkerGrid.cover(N, 256);
 
-  /** A scenario. */
-  interface Scenario {
-    void run(CudaContext ctx) throws Exception;
-  }
-
   /** @return the scenarios in the order {@link #main} runs them */
-  static Map<String, Scenario> scenarios() {
-    Map<String, Scenario> m = new LinkedHashMap<>();
+  static Map<String, MockScenarios.Scenario> scenarios() {
+    Map<String, MockScenarios.Scenario> m = new LinkedHashMap<>();
     m.put("two-lanes-wait-across-lanes", MockDriverScenarios::twoLanes);
     m.put("one-lane-needs-no-events", MockDriverScenarios::oneLane);
     m.put("capture-then-one-graph-launch", MockDriverScenarios::captureReplay);
@@ -50,21 +45,7 @@ final class MockDriverScenarios {
   }
 
   public static void main(String[] args) {
-    int failed = 0;
-    try (CudaContext ctx = CudaContext.open(0)) {
-      for (Map.Entry<String, Scenario> e : scenarios().entrySet()) {
-        clearLog();
-        try {
-          e.getValue().run(ctx);
-          System.out.println("PASS " + e.getKey());
-        } catch (Throwable t) {
-          failed++;
-          System.out.println("FAIL " + e.getKey() + ": " + t);
-          t.printStackTrace(System.out);
-        }
-      }
-    }
-    System.exit(failed == 0 ? 0 : 1);
+    MockScenarios.runAndExit(scenarios(), MockDriverScenarios::clearLog);
   }
 
   // ------------------------------------------------------------------ the mock's log
