@@ -19,6 +19,11 @@ import java.util.List;
  * their floats bit for bit (tested on the JVM, where these kernels are plain loops; the translator keeps Java's float
  * semantics, and a maximum does not depend on its order).
  *
+ * <p>One caveat for {@code fp8-tensor}: its one scale belongs to a payload, and the device collectives send a large
+ * chunk as several pipelined pieces ({@code collective.device.DeviceWire#pieceRows}, about 16 MiB each), so there a
+ * scale covers a piece, where the host collectives (one payload per chunk) take one for the whole chunk; the two agree
+ * bit for bit whenever a chunk is one piece. The per-group scales of {@code int8-group} do not depend on the pieces.
+ *
  * <p>Payload of a {@code rows x cols} chunk (rows {@code row0 .. row0 + realRows} of the tensor, then zero rows): the
  * codec's body without its header, {@code nScales} float32 LE absmaxes ({@code rows * ceil(cols / G)}, or 1 for the
  * per-tensor codec, whose one group is the whole chunk), then {@code rows * cols} one-byte codes ({@link #bodyBytes}). A
