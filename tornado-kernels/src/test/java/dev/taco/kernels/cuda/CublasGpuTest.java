@@ -83,29 +83,15 @@ class CublasGpuTest {
     return v;
   }
 
+  /** {@code v} on this test's device as {@code t} ({@link CublasMockScenarios#upload}). */
   static DeviceBuffer upload(float[] v, DataType t) {
-    DeviceBuffer d = ctx.alloc(Math.max(1, v.length) * (long) t.bytes);
-    if (t == DataType.F32) {
-      d.copyFrom(v);
-    } else {
-      short[] s = new short[v.length];
-      for (int i = 0; i < v.length; i++) s[i] = Bf16.encode(v[i]);
-      d.copyFrom(s);
-    }
-    return d;
+    return CublasMockScenarios.upload(ctx, v, t);
   }
 
+  /** {@code n} elements of {@code d} back as floats, after the stream ({@link CublasMockScenarios#download}). */
   static float[] download(DeviceBuffer d, int n, DataType t) {
     stream.synchronize();
-    float[] v = new float[n];
-    if (t == DataType.F32) {
-      d.copyToHost(v, 0, n, 0);
-    } else {
-      short[] s = new short[n];
-      d.copyToHost(s, 0, n, 0);
-      for (int i = 0; i < n; i++) v[i] = Bf16.decode(s[i]);
-    }
-    return v;
+    return CublasMockScenarios.download(d, n, t);
   }
 
   /** Row-major {@code op(A)·op(B)} in float64 and its magnitude Σ|a||b|, element (i,j) at {@code i*n + j}. */
