@@ -4,7 +4,7 @@
 # each codec that has GPU kernels and each seed, with `taco train --device cuda`; then one summary of best and final
 # validation loss per codec. On the CPU machine first: bash bench/gpu-prepare.sh. On the GPU machine:
 #   bash bench/gpu-fidelity.sh OUT_DIR [STEPS] [SEEDS...]
-# Writes OUT_DIR/fid-<seed>/report.json per seed and OUT_DIR/fidelity.json:
+# Writes OUT_DIR/fid-<seed>-<codec>/report.json per run and OUT_DIR/fidelity.json:
 #   [{"codec", "seeds", "best_val", "final_val", "best_val_mean", "best_val_spread", ...}].
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -14,18 +14,32 @@ out="${1:-${OUT:-target/gpu-fidelity}}"; shift || true
 steps="${1:-2000}"; shift || true
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
 codecs="${FIDELITY_CODECS:-none,taco,int8-group,fp8-tensor}"
+# One run per (seed, codec), all in ONE JVM on threads (dev.taco.bench.ConcurrentRuns, FIDELITY_JOBS at a time): the
+# 11 M-parameter step leaves the H200 mostly idle, and threads share one CUDA context where processes would be
+# time-sliced (each run writes OUT_DIR/fid-<seed>-<codec>/report.json).
+mkdir -p "$out"
+: > "$out/runs.txt"
 for s in "${seeds[@]}"; do
-  java -Xmx16g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.taco.runtime.cli.TacoCli train \
-    --device cuda --tp 2 --compression "$codecs" --hidden-size 384 --num-layers 6 --num-attention-heads 6 \
-    --seq-length 256 --micro-batch-size 16 --lr 1e-3 --steps "$steps" --eval-interval 100 --eval-iters 16 \
-    --seed "$s" --out "$out/fid-$s" | grep -E "^(none|taco|int8|fp8|codec|  )|vs " || exit 1
+  for c in ${codecs//,/ }; do
+    echo "train --device ${FIDELITY_DEVICE:-cuda} --tp 2 --compression $c --hidden-size ${FIDELITY_HIDDEN:-384}" \
+      "--num-layers ${FIDELITY_LAYERS:-6} --num-attention-heads 6 --seq-length ${FIDELITY_SEQ:-256}" \
+      "--micro-batch-size 16 --lr 1e-3 --steps $steps --eval-interval 100 --eval-iters 16 --seed $s" \
+      "--out $out/fid-$s-$c" >> "$out/runs.txt"
+  done
 done
+java -Xmx48g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.taco.bench.ConcurrentRuns \
+  "${FIDELITY_JOBS:-12}" "$out/runs.txt" 2> "$out/runs.log" | grep -E "^(none|taco|int8|fp8) |runs done"
+rc=${PIPESTATUS[0]}
+grep -E "exit [0-9]+ after|FAIL" "$out/runs.log"
+[ "$rc" -eq 0 ] || { echo "FAIL a fidelity run (exit $rc); its log: $out/runs.log" >&2; tail -20 "$out/runs.log" >&2; exit 1; }
 python3 - "$out" "${seeds[@]}" <<'PY'
 import json, statistics, sys
 out, seeds = sys.argv[1], sys.argv[2:]
 rows = {}
-for s in seeds:
-    rep = json.load(open(f"{out}/fid-{s}/report.json"))
+import glob
+for path in sorted(glob.glob(f"{out}/fid-*/report.json")):
+    s = path.split("/fid-")[1].split("-")[0]
+    rep = json.load(open(path))
     for run in rep["runs"]:
         vals = [h["val_loss"] for h in run["history"] if h["val_loss"] is not None]
         r = rows.setdefault(run["compression"], {"codec": run["compression"], "seeds": [], "best_val": [],

@@ -117,7 +117,12 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /**
      * Copies {@code count} elements of a primitive array, from index {@code from}, to byte offset
-     * {@code dstOffset} of this buffer ({@code cuMemcpyHtoD_v2}, synchronous, staged in chunks).
+     * {@code dstOffset} of this buffer ({@code cuMemcpyHtoD_v2}, staged in chunks), complete on return: the driver
+     * returns from a copy out of pageable memory once it is staged, before the DMA lands (CUDA Driver API, "API
+     * synchronization behavior"), and work on the non-blocking streams this project uses does not wait for the legacy
+     * stream that DMA is on; so the copy ends with {@code cuStreamSynchronize} of the legacy stream. (Without it, a
+     * kernel enqueued right after could read the old contents, or see them land over its output: measured on the
+     * H200 under load, a device-local all-reduce whose input upload landed after its result.)
      *
      * @param src       a {@code float[]}, {@code short[]}, {@code byte[]}, {@code int[]}, {@code long[]} or {@code double[]}
      * @param from      first element
@@ -132,6 +137,9 @@ public final class DeviceBuffer implements AutoCloseable {
             HostArrays.write(staging, 0, src, index, n);
             ctx.driver().memcpyHtoD(device, staging, bytes);
         });
+        if (count > 0) {
+            ctx.driver().streamSynchronize(0L); // the legacy stream: the DMA has landed (method comment)
+        }
     }
 
     /**

@@ -37,6 +37,7 @@ final class MockDriverScenarios {
     m.put("failed-capture-ends-capture", MockDriverScenarios::failedCapture);
     m.put("mock-requires-join", MockDriverScenarios::mockRequiresJoin);
     m.put("enqueue-without-host-sync", MockDriverScenarios::enqueue);
+    m.put("host-copy-waits-for-its-dma", MockDriverScenarios::hostCopyWaits);
     m.put("grid-scheduler", MockDriverScenarios::grids);
     m.put("modules-cached-per-context", MockDriverScenarios::modulesCached);
     m.put("close-idempotent", MockDriverScenarios::close);
@@ -376,6 +377,24 @@ final class MockDriverScenarios {
         assertThatThrownBy(plan::enqueue).hasMessageContaining("enqueue() cannot run 'toDevice0'");
         plan.execute(); // waits for the enqueued one before refilling the staging buffer
       }
+    }
+  }
+
+  /**
+   * A copy from a host array ends by synchronising the legacy stream (s0), where the driver's DMA of a pageable copy
+   * may still be in flight when {@code cuMemcpyHtoD} returns; an empty copy touches nothing.
+   */
+  static void hostCopyWaits(CudaContext ctx) {
+    float[] x = ramp(1f);
+    try (Buffers b = new Buffers(ctx)) {
+      clearLog();
+      b.x.copyFromHost(x, 0, 0, 0);
+      assertThat(log()).isEmpty();
+      b.x.copyFrom(x);
+      assertThat(log()).isEqualTo("sync s0\n");
+      float[] back = new float[N];
+      b.x.copyTo(back);
+      assertThat(back).isEqualTo(x);
     }
   }
 
