@@ -140,7 +140,7 @@ public final class TacoCli {
         if (gpu == null) {
           requireMemory(cfg, microBatch);
         } else {
-          requireDeviceMemory(cfg, microBatch, gpu);
+          requireDeviceMemory(cfg, microBatch, gpu, run.precision());
           if (tp > 1 || run.nccl()) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails up front
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
@@ -278,9 +278,13 @@ public final class TacoCli {
     }
   }
 
-  /** Refuses a model that cannot fit the GPU's memory, before allocating it ({@link Gpt#estimateBytes}, fp32). */
-  static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu) {
-    double need = Gpt.estimateBytes(cfg, microBatch);
+  /**
+   * Refuses a model that cannot fit the GPU's memory, before allocating it ({@link Gpt#estimateBytes}, fp32, plus in
+   * bf16 mode the backend's bf16 copies of the forward's GEMM inputs, {@link CudaOps#forwardCopyBytes}).
+   */
+  static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu, CudaOps.Precision precision) {
+    double need = Gpt.estimateBytes(cfg, microBatch)
+        + (precision == CudaOps.Precision.BF16 ? CudaOps.forwardCopyBytes(cfg, microBatch) : 0);
     if (need > 0.9 * gpu.totalMemoryBytes()) {
       throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB of"
           + " GPU memory but %s has %.1f GiB: lower --micro-batch-size, --seq-length, --hidden-size or --num-layers",

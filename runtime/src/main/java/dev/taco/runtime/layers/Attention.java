@@ -209,12 +209,14 @@ public final class Attention {
   /**
    * SIMT kernel, the GPU's form of {@link #softmaxForward} (llm.c's {@code softmax_forward_kernel}): one warp per row
    * i = (b,h,t) of the (B·NH·T, T) score matrix, lanes striding over the t+1 unmasked columns, the maximum and the sum
-   * by warp reductions; masked columns set to 0. {@code probs} may alias {@code preatt} at the same offset. Blocks of
+   * by warp reductions; masked columns set to 0 up to the end of the row's causal block, column
+   * {@code min(T, (t / causalBlock + 1) · causalBlock)} ({@code causalBlock = T}: the whole row; the GPU backend's
+   * block-causal GEMMs never read beyond it). {@code probs} may alias {@code preatt} at the same offset. Blocks of
    * whole warps; warp w of the grid takes row w. No checks.
    */
   @Kernel
   public static void softmaxForwardWarp(KernelContext ctx, float[] probs, int probsOff, float[] preatt, int preattOff,
-                                        int B, int NH, int T, float scale) {
+                                        int B, int NH, int T, float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return; // whole warps leave together
@@ -238,7 +240,8 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] *= inv;
     }
-    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = 0f;
     }
   }
@@ -251,7 +254,7 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxForwardWarpBf16(KernelContext ctx, short[] probs, int probsOff, short[] preatt,
-                                            int preattOff, int B, int NH, int T, float scale) {
+                                            int preattOff, int B, int NH, int T, float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return; // whole warps leave together
@@ -273,7 +276,8 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = Bf16.encode((float) Math.exp(Bf16.decode(preatt[p + t2]) * scale - max) * inv);
     }
-    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = 0;
     }
   }
@@ -309,12 +313,13 @@ public final class Attention {
 
   /**
    * SIMT kernel, the GPU's form of {@link #softmaxBackward}: one warp per row, the row sum of P∘dP by a warp
-   * reduction. {@code dpreatt} may alias {@code dprobs} at the same offset. No checks.
+   * reduction; masked columns set to 0 up to the end of the causal block, as {@link #softmaxForwardWarp}.
+   * {@code dpreatt} may alias {@code dprobs} at the same offset. No checks.
    */
   @Kernel
   public static void softmaxBackwardWarp(KernelContext ctx, float[] dpreatt, int dpreattOff, float[] dprobs,
                                          int dprobsOff, float[] probs, int probsOff, int B, int NH, int T,
-                                         float scale) {
+                                         float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return;
@@ -332,7 +337,8 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = scale * (probs[a + t2] * (dprobs[g + t2] - dot));
     }
-    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = 0f;
     }
   }
@@ -344,7 +350,7 @@ public final class Attention {
   @Kernel
   public static void softmaxBackwardWarpBf16(KernelContext ctx, short[] dpreatt, int dpreattOff, short[] dprobs,
                                              int dprobsOff, short[] probs, int probsOff, int B, int NH, int T,
-                                             float scale) {
+                                             float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return;
@@ -362,7 +368,8 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = Bf16.encode(scale * (Bf16.decode(probs[a + t2]) * (Bf16.decode(dprobs[g + t2]) - dot)));
     }
-    for (int t2 = t + 1 + lane; t2 < T; t2 += KernelContext.WARP_SIZE) {
+    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = 0;
     }
   }

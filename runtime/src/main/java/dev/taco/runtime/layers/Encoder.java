@@ -101,6 +101,19 @@ public final class Encoder {
   }
 
   /**
+   * Kernel: the one-hot rows of the token ids, {@code out[n·V + v] = (inp[n] == v) ? 1 : 0} for n &lt; N, one iteration
+   * per element (the GPU backend's form of the wte gradient: {@code dwte += onehot^T · dout} as one exact fp32 GEMM,
+   * whose products are exact and whose sums differ from {@link #encoderBackwardWte}'s only in order). No checks.
+   */
+  @Kernel
+  public static void oneHotRows(float[] out, int outOff, int[] inp, int inpOff, int N, int V) {
+    for (@Parallel int i = 0; i < N * V; i++) {
+      int n = i / V;
+      out[outOff + i] = inp[inpOff + n] == i - n * V ? 1f : 0f;
+    }
+  }
+
+  /**
    * Kernel: {@link #encoderBackwardWte}'s sums with one iteration per element (v,c) of dwte, each scanning the ids in
    * position order: the same additions in the same order per element, with V·C iterations instead of V (the GPU
    * backend's form: a warp reads one id for 32 consecutive channels; on one CPU thread the V-row form is the faster).

@@ -57,20 +57,30 @@ public final class Gelu {
   public static void geluBackward(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff,
                                   int N) {
     for (@Parallel int i = 0; i < N; i++) {
-      float x = inp[inpOff + i];
-      float u = SQRT_2_OVER_PI * (x + K * x * x * x);
-      float th = tanh(u);
-      float du = SQRT_2_OVER_PI * (1f + 3f * K * x * x);
-      float grad = 0.5f * (1f + th) + 0.5f * x * (1f - th * th) * du;
-      dinp[dinpOff + i] += grad * dout[doutOff + i];
+      dinp[dinpOff + i] += grad(inp[inpOff + i]) * dout[doutOff + i];
     }
   }
 
   /**
-   * tanh through one exponential, {@code 1 - 2/(e^{2u} + 1)}: {@code Math.tanh} is not a JIT intrinsic and cost
-   * more than the rest of the layer. Exact limits (e^{2u} overflows to +Inf: 1; underflows to 0: -1); absolute
-   * error a few float32 ulps of 1, which 0.5·x·(1 + tanh) turns into a relative error of the same order.
+   * Kernel: {@code dinp = GELU'(inp) · dout}, overwriting (the GPU backend's form: the first writer of the gradient,
+   * so it needs no zeroing pass; the same value as {@link #geluBackward} into zeros). No checks.
    */
+  @Kernel
+  public static void geluBackwardInto(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff,
+                                      int N) {
+    for (@Parallel int i = 0; i < N; i++) {
+      dinp[dinpOff + i] = grad(inp[inpOff + i]) * dout[doutOff + i];
+    }
+  }
+
+  /** GELU'(x) of the tanh form. */
+  static float grad(float x) {
+    float u = SQRT_2_OVER_PI * (x + K * x * x * x);
+    float th = tanh(u);
+    float du = SQRT_2_OVER_PI * (1f + 3f * K * x * x);
+    return 0.5f * (1f + th) + 0.5f * x * (1f - th * th) * du;
+  }
+
   static float tanh(float u) {
     return 1f - 2f / ((float) Math.exp(2f * u) + 1f);
   }

@@ -61,4 +61,20 @@ public final class GradNorm {
       partial[partialOff + p] = s;
     }
   }
+
+  /**
+   * Kernel: folds {@code n} partial sums into {@code parts}, {@code out[p] = Σ in[i]} over {@code i ≡ p (mod parts)}
+   * in increasing i (the GPU backend's second level: many first-level partials keep enough loads in flight to read
+   * the gradients at memory speed, and only {@code parts} come back to the host). No checks.
+   */
+  @Kernel
+  public static void foldPartials(double[] out, int outOff, double[] in, int inOff, int n, int parts) {
+    for (@Parallel int p = 0; p < parts; p++) {
+      double s = 0;
+      for (int i = p; i < n; i += parts) {
+        s += in[inOff + i];
+      }
+      out[outOff + p] = s;
+    }
+  }
 }

@@ -38,10 +38,11 @@ public final class LayerKernels {
         KernelRequest.of(CrossEntropy.class, "crossentropyBackward"),
         KernelRequest.of(Matmul.class, "matmulBackwardBias"),
         KernelRequest.of(Gelu.class, "geluBackward"),
+        KernelRequest.of(Gelu.class, "geluBackwardInto"),
         KernelRequest.of(Residual.class, "residualBackward"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardRows"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardParams"),
-        KernelRequest.of(LayerNorm.class, "layernormWeightGradTerms"),
+        KernelRequest.of(LayerNorm.class, "layernormParamPartials"),
         KernelRequest.of(Attention.class, "attentionBackwardProbs"),
         KernelRequest.of(Attention.class, "softmaxBackward"),
         KernelRequest.of(Attention.class, "attentionBackwardQuery"),
@@ -59,6 +60,8 @@ public final class LayerKernels {
         KernelRequest.of(Matmul.class, "roundToBf16"),
         KernelRequest.of(Matmul.class, "roundToBf16x8"),
         KernelRequest.of(GradNorm.class, "gradNormPartials"),
+        KernelRequest.of(GradNorm.class, "foldPartials"),
+        KernelRequest.of(Encoder.class, "oneHotRows"),
         KernelRequest.of(AdamW.class, "adamwUpdate"));
   }
 }

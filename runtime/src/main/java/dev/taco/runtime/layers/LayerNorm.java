@@ -199,17 +199,31 @@ public final class LayerNorm {
   }
 
   /**
-   * Kernel: the per-position terms of dweight, {@code terms[bt,c] = dout[bt,c] · (inp[bt,c] − mean[bt]) · rstd[bt]}
-   * (the expression {@link #layernormBackwardParams} sums), one iteration per element of (B,T,C). The GPU backend sums
-   * them over B·T with a GEMM against a vector of ones. No checks.
+   * Kernel: the dweight and dbias parts of {@link #backward} as {@code parts} partial sums over consecutive blocks of
+   * positions (the GPU backend's form; it then sums the {@code parts} rows of each with a GEMM against ones): one
+   * iteration per (part, channel), reading dout and inp once, coalesced along the channels. Part {@code p} sums rows
+   * {@code [p·⌈rows/parts⌉, (p+1)·⌈rows/parts⌉)} in order into {@code partials[p·C + c]} (dweight) and
+   * {@code partials[parts·C + p·C + c]} (dbias); so the full sums differ from {@link #layernormBackwardParams}'s only
+   * in the order of their additions. {@code rows} = B·T, {@code partials} holds {@code 2·parts·C}. No checks.
    */
   @Kernel
-  public static void layernormWeightGradTerms(float[] terms, int termsOff, float[] dout, int doutOff, float[] inp,
-                                              int inpOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                                              int B, int T, int C) {
-    for (@Parallel int i = 0; i < B * T * C; i++) {
-      int bt = i / C;
-      terms[termsOff + i] = dout[doutOff + i] * (inp[inpOff + i] - mean[meanOff + bt]) * rstd[rstdOff + bt];
+  public static void layernormParamPartials(float[] partials, int partialsOff, float[] dout, int doutOff, float[] inp,
+                                            int inpOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                                            int rows, int C, int parts) {
+    for (@Parallel int i = 0; i < parts * C; i++) {
+      int p = i / C;
+      int c = i - p * C;
+      int per = (rows + parts - 1) / parts;
+      int r1 = Math.min(rows, p * per + per);
+      float dw = 0f;
+      float db = 0f;
+      for (int r = p * per; r < r1; r++) {
+        float d = dout[doutOff + r * C + c];
+        dw += d * (inp[inpOff + r * C + c] - mean[meanOff + r]) * rstd[rstdOff + r];
+        db += d;
+      }
+      partials[partialsOff + i] = dw;
+      partials[partialsOff + parts * C + i] = db;
     }
   }
 

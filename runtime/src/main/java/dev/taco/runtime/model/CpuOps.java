@@ -89,9 +89,24 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void matmulBackward(View<float[]> dinp, View<float[]> dw, View<float[]> dbias, View<float[]> dout,
       View<float[]> inp, View<float[]> w, int B, int T, int C, int OC) {
+    zero(dinp, (long) B * T * C); // the CPU kernels accumulate; the seam overwrites (Ops)
     Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), dbias == null ? null : dbias.arena(),
         dbias == null ? 0 : dbias.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), B, T, C,
         OC);
+  }
+
+  @Override
+  public void matmulGeluForward(View<float[]> out, View<float[]> pre, View<float[]> inp, View<float[]> w,
+      View<float[]> bias, int B, int T, int C, int OC) {
+    matmulForward(pre, inp, w, bias, B, T, C, OC);
+    geluForward(out, pre, B * T * OC);
+  }
+
+  @Override
+  public void matmulBackwardGelu(View<float[]> dinp, View<float[]> scratch, View<float[]> dw, View<float[]> dbias,
+      View<float[]> dout, View<float[]> inp, View<float[]> w, View<float[]> pre, int B, int T, int C, int OC) {
+    matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
+    geluBackward(dinp, scratch, pre, B * T * C);
   }
 
   @Override
@@ -114,6 +129,7 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void attentionBackward(View<float[]> dqkv, View<float[]> scratch, View<float[]> dout, View<float[]> qkv,
       View<float[]> att, int B, int T, int NH, int HS) {
+    zero(dqkv, 3L * B * T * NH * HS);
     Attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
         qkv.off(), att.arena(), att.off(), B, T, NH, HS);
   }
@@ -125,6 +141,7 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public void geluBackward(View<float[]> dinp, View<float[]> dout, View<float[]> inp, int n) {
+    zero(dinp, n);
     Gelu.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
   }
 

@@ -7,6 +7,7 @@ import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cublas.DataType;
+import dev.taco.kernels.cuda.CublasException;
 import dev.taco.kernels.cuda.CublasLt;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaException;
@@ -31,20 +32,26 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
  * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
- * see {@link Precision}), attention too (per-head strided-batched GEMMs reading q, k, v in place from the qkv tensor,
- * around the causal softmax kernels, as llm.c); every other layer through Java kernels of {@code
- * dev.taco.runtime.layers} (translated to CUDA C by {@code KernelSources}, compiled by NVRTC at first use): the CPU's
- * element-wise kernels as they are, and the GPU's own forms where a row is reduced (a warp per row: LayerNorm,
- * softmax, cross-entropy) or a gradient gathered (dwte per element). So a GPU step computes the CPU step's formulas,
- * with sums added in other orders.
+ * see {@link Precision}; in bf16 mode the forward's GEMM inputs are rounded once and kept for the backward,
+ * {@link #kept}, and the MLP's GELU runs in cuBLASLt's GELU_AUX_BIAS / DGELU epilogues), attention too (per-head
+ * strided-batched GEMMs reading q, k, v in place from the qkv tensor, around the causal softmax kernels, as llm.c, over
+ * the lower block-triangle of the score matrices only, {@link #causalBlock}); every other layer through Java kernels
+ * of {@code dev.taco.runtime.layers} (translated to CUDA C by {@code KernelSources}, compiled by NVRTC at first use):
+ * the CPU's element-wise kernels as they are, and the GPU's own forms where a row is reduced (a warp per row:
+ * LayerNorm, softmax, cross-entropy), a column sum is split into partial sums (LayerNorm's dweight/dbias, the gradient
+ * norm) or a gradient gathered (dwte as one-hot rows times dout). So a GPU step computes the CPU step's formulas, with
+ * sums added in other orders. The first writer of an activation gradient overwrites it ({@link Ops#matmulBackward}):
+ * no zeroing passes.
  *
  * <p>All work goes on one stream. The host waits for it only where a host value is needed: the mean loss (the B·T
- * per-position losses come back and are summed in order, as on the CPU), the gradient norm (4096 to 2^17 float64
- * partial sums come back), and before token ids are uploaded (an async copy from pinned memory on the stream). Token ids are
+ * per-position losses come back and are summed in order, as on the CPU), the gradient norm (4096 float64 partial sums
+ * come back), and before token ids are uploaded (an async copy from pinned memory on the stream). Token ids are
  * uploaded by the forward calls ({@link #encoderForward}, {@link #crossEntropyForward}); the backward calls with the
  * same host array use the copy their forward made.
  *
@@ -55,6 +62,7 @@ import java.util.Map;
  * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
  */
 public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(CudaOps.class);
   /**
    * What the GEMMs multiply in (activations, weights and gradients are stored in fp32 in both modes; storing the
    * activations in bf16 is not done yet).
@@ -80,10 +88,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Threads per block of the layer kernels (grid-stride loops: any grid covers the iterations). */
   static final int BLOCK = 256;
   /** Most partial sums of the gradient norm (a thread each; the host adds them up). */
-  static final int NORM_PARTS = 1 << 17;
+  static final int NORM_PARTS = 1 << 20;
+  /** The largest one-hot matrix (N·V elements, 128 MiB) the wte gradient is computed through; above it, a gather. */
+  static final long ONE_HOT_MAX = 1L << 25;
   /** Warps per block of the SIMT kernels that give a warp to each row. */
   static final int WARPS = BLOCK / 32;
   private static final long MAX_BLOCKS = 1L << 20;
+  /**
+   * Row blocks of LayerNorm's dweight/dbias partial sums: 256 x C threads (196 K at C = 768) fill the GPU while each
+   * sums B·T/256 rows (32 at the GPT-2-small shape).
+   */
+  static final int LN_PARAM_PARTS = 256;
 
   private final CudaContext ctx;
   private final DeviceCollectives tp;
@@ -94,7 +109,13 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final CudaStream stream;
   private final DeviceBuffer workspace;
   private final Cublas blas;
+  /** Exact fp32 GEMMs (column sums, the one-hot wte gradient) whatever the precision: {@link #blas} in fp32 mode. */
+  private final Cublas exact;
   private final CublasLt lt; // null in fp32 mode or without libcublasLt
+  /** Whether the MLP's GELU runs in cuBLASLt epilogues (bf16 mode; off for good if the library has no algorithm). */
+  private boolean geluFused = true;
+  /** See {@link #causalBlock}. */
+  private int causalBlockMinimum = 512;
   private final List<DeviceBuffer> owned = new ArrayList<>();
   private final Map<String, CudaFunction> kernels = new HashMap<>();
   private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
@@ -102,6 +123,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private DeviceBuffer normPartials;
   private DeviceBuffer columns;
   private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[3];
+  /** bf16 copies of the forward's GEMM inputs, for the backward ({@link #kept}). */
+  private final Map<CopyKey, DeviceBuffer> forwardCopies = new HashMap<>();
   private DeviceBuffer ones;
   private boolean closed;
   private boolean capturing;
@@ -165,14 +188,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     this.ownsStream = shared == null;
     this.stream = ownsStream ? ctx.createStream() : shared;
     Cublas handle = null;
+    Cublas strict = null;
     CublasLt fused = null;
     DeviceBuffer ws = null;
     try {
       ws = alloc(Cublas.WORKSPACE_BYTES / 4);
       handle = Cublas.create(ctx, ws, precision.math);
+      strict = precision.math == Cublas.Fp32Math.STRICT ? handle : Cublas.create(ctx, ws, Cublas.Fp32Math.STRICT);
       // cuBLASLt's bias epilogue for the bf16 linear layers; both handles use the workspace, in stream order
       if (precision == Precision.BF16 && CublasLt.available()) fused = CublasLt.create(ctx, ws);
     } catch (RuntimeException | LinkageError e) {
+      if (strict != null && strict != handle) strict.close();
       if (handle != null) handle.close();
       for (DeviceBuffer b : owned) b.close();
       owned.clear();
@@ -181,6 +207,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
     this.workspace = ws;
     this.blas = handle;
+    this.exact = strict;
     this.lt = fused;
   }
 
@@ -283,8 +310,18 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void encoderBackward(View<DeviceBuffer> dwte, View<DeviceBuffer> dwpe, View<DeviceBuffer> dout, int[] tokens,
       int B, int T, int C, int V) {
     DeviceBuffer ids = uploaded(tokens, "tokens");
-    launch(Encoder.class, "encoderBackwardWteColumns", (long) V * C, p("dwte", dwte, (long) V * C), 0,
-        p("dout", dout, (long) B * T * C), 0, ids, 0, B, T, C, V);
+    long n = (long) B * T;
+    if (n * V <= ONE_HOT_MAX) { // dwte += onehot(ids)^T · dout: one exact GEMM instead of V·C scans of the ids
+      DeviceBuffer hot = columnScratch(n * V);
+      launch(Encoder.class, "oneHotRows", n * V, hot, 0, ids, 0, (int) n, V);
+      check("dwte", dwte, (long) V * C);
+      check("dout", dout, n * C);
+      exact.matmulTransA(stream, DataType.F32, DataType.F32, hot, 0, dout.arena(), dout.offset(), dwte.arena(),
+          dwte.offset(), V, C, (int) n, true);
+    } else {
+      launch(Encoder.class, "encoderBackwardWteColumns", (long) V * C, p("dwte", dwte, (long) V * C), 0,
+          p("dout", dout, n * C), 0, ids, 0, B, T, C, V);
+    }
     launch(Encoder.class, "encoderBackwardWpe", (long) T * C, p("dwpe", dwpe, (long) T * C), 0,
         p("dout", dout, (long) B * T * C), 0, B, T, C);
   }
@@ -306,18 +343,19 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     Long pRstd = p("rstd", rstd, bt);
     launchWarps(LayerNorm.class, "layernormBackwardRowsWarp", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
         p("weight", w, C), 0, pMean, 0, pRstd, 0, B, T, C);
-    DeviceBuffer terms = columnScratch(bt * C);
-    launch(LayerNorm.class, "layernormWeightGradTerms", bt * C, terms, 0, pDout, 0, pInp, 0, pMean, 0, pRstd, 0, B, T,
-        C);
-    columnSums(dw, new View<>(terms, 0), (int) bt, C);
-    columnSums(db, dout, (int) bt, C);
+    int parts = (int) Math.min(bt, LN_PARAM_PARTS); // dweight, dbias: partial sums over blocks of rows, then a GEMV
+    DeviceBuffer partials = columnScratch(2L * parts * C);
+    launch(LayerNorm.class, "layernormParamPartials", (long) parts * C, partials, 0, pDout, 0, pInp, 0, pMean, 0, pRstd,
+        0, (int) bt, C, parts);
+    columnSums(dw, new View<>(partials, 0), parts, C);
+    columnSums(db, new View<>(partials, (long) parts * C), parts, C);
   }
 
   @Override
   public void matmulForward(View<DeviceBuffer> out, View<DeviceBuffer> inp, View<DeviceBuffer> w,
       View<DeviceBuffer> bias, int B, int T, int C, int OC) {
     int n = B * T;
-    Operand a = operand(inp, (long) n * C, ACTIVATION), b = operand(w, (long) C * OC, WEIGHT);
+    Operand a = kept(inp, (long) n * C), b = kept(w, (long) C * OC);
     check("out", out, (long) n * OC);
     if (bias != null && lt != null) { // bf16 operands: the bias added in cuBLASLt's epilogue, no extra pass
       check("bias", bias, OC);
@@ -333,21 +371,92 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void matmulBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dw, View<DeviceBuffer> dbias,
       View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w, int B, int T, int C, int OC) {
     int n = B * T;
-    Operand d = operand(dout, (long) n * OC, GRADIENT), b = operand(w, (long) C * OC, WEIGHT);
+    Operand d = operand(dout, (long) n * OC, GRADIENT), b = reused(w, (long) C * OC, WEIGHT);
     check("dinp", dinp, (long) n * C);
-    check("dw", dw, (long) C * OC);
     blas.matmulTransB(stream, d.type, DataType.F32, d.buf, d.off, b.buf, b.off, dinp.arena(), dinp.offset(), n, C, OC,
-        true);
-    Operand a = operand(inp, (long) n * C, ACTIVATION);
+        false);
+    paramGrads(d, dw, dbias, dout, inp, n, C, OC);
+  }
+
+  /** dw += inp^T · dout and dbias += column sums of dout, {@code d} being dout as a GEMM operand. */
+  private void paramGrads(Operand d, View<DeviceBuffer> dw, View<DeviceBuffer> dbias, View<DeviceBuffer> dout,
+      View<DeviceBuffer> inp, int n, int C, int OC) {
+    check("dw", dw, (long) C * OC);
+    Operand a = reused(inp, (long) n * C, ACTIVATION);
     blas.matmulTransA(stream, a.type, DataType.F32, a.buf, a.off, d.buf, d.off, dw.arena(), dw.offset(), C, OC, n,
         true);
     if (dbias != null) columnSums(dbias, dout, n, OC);
   }
 
+  /**
+   * In bf16 mode with cuBLASLt, one GEMM with the GELU_AUX_BIAS epilogue (pre and out written together, no GELU
+   * pass); otherwise {@link #matmulForward} then {@link #geluForward}. If cuBLASLt has no algorithm for the epilogue
+   * (checked at the first call, which is eager), the unfused form is used from then on, with a warning.
+   */
+  @Override
+  public void matmulGeluForward(View<DeviceBuffer> out, View<DeviceBuffer> pre, View<DeviceBuffer> inp,
+      View<DeviceBuffer> w, View<DeviceBuffer> bias, int B, int T, int C, int OC) {
+    int n = B * T;
+    if (geluEpilogues(bias != null && OC % 8 == 0)) {
+      Operand a = kept(inp, (long) n * C), b = kept(w, (long) C * OC);
+      check("out", out, (long) n * OC);
+      check("pre", pre, (long) n * OC);
+      check("bias", bias, OC);
+      try {
+        lt.matmul(stream, CublasLt.Epilogue.GELU_AUX_BIAS, false, false, n, OC, C, a.buf, a.off, b.buf, b.off,
+            bias.arena(), bias.offset(), pre.arena(), pre.offset(), DataType.F32, out.arena(), out.offset());
+        return;
+      } catch (CublasException e) {
+        noGeluEpilogues(e);
+      }
+    }
+    matmulForward(pre, inp, w, bias, B, T, C, OC);
+    geluForward(out, pre, n * OC);
+  }
+
+  /**
+   * In bf16 mode with cuBLASLt, dinp = (dout · w^T) ⊙ GELU'(pre) as one GEMM with the DGELU epilogue ({@code scratch}
+   * unused); otherwise {@link #matmulBackward} into {@code scratch}, then {@link #geluBackward}. dw, dbias as
+   * {@link #matmulBackward}.
+   */
+  @Override
+  public void matmulBackwardGelu(View<DeviceBuffer> dinp, View<DeviceBuffer> scratch, View<DeviceBuffer> dw,
+      View<DeviceBuffer> dbias, View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w,
+      View<DeviceBuffer> pre, int B, int T, int C, int OC) {
+    int n = B * T;
+    if (geluEpilogues(C % 8 == 0)) {
+      Operand d = operand(dout, (long) n * OC, GRADIENT), b = reused(w, (long) C * OC, WEIGHT);
+      check("dinp", dinp, (long) n * C);
+      check("pre", pre, (long) n * C);
+      try {
+        lt.matmul(stream, CublasLt.Epilogue.DGELU, false, true, n, C, OC, d.buf, d.off, b.buf, b.off, null, 0,
+            pre.arena(), pre.offset(), DataType.F32, dinp.arena(), dinp.offset());
+        paramGrads(d, dw, dbias, dout, inp, n, C, OC);
+        return;
+      } catch (CublasException e) {
+        noGeluEpilogues(e);
+      }
+    }
+    matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
+    geluBackward(dinp, scratch, pre, n * C);
+  }
+
+  /** Whether the GELU epilogues are used for a call whose shape allows them ({@code shapeOk}). */
+  private boolean geluEpilogues(boolean shapeOk) {
+    return lt != null && geluFused && shapeOk;
+  }
+
+  private void noGeluEpilogues(RuntimeException e) {
+    if (capturing) throw e; // the first (eager) step decides; a capture must not change the sequence
+    geluFused = false;
+    LOG.warn("cuBLASLt has no GELU_AUX_BIAS/DGELU algorithm here ({}): the MLP's GELU runs as separate kernels",
+        e.getMessage());
+  }
+
   @Override
   public void headForward(View<DeviceBuffer> logits, View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C,
       int V) {
-    Operand a = operand(x, (long) N * C, ACTIVATION), b = operand(wte, (long) V * C, WEIGHT);
+    Operand a = kept(x, (long) N * C), b = kept(wte, (long) V * C);
     check("logits", logits, (long) N * V);
     blas.matmulTransB(stream, a.type, DataType.F32, a.buf, a.off, b.buf, b.off, logits.arena(), logits.offset(), N, V,
         C, false);
@@ -356,11 +465,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public void headBackward(View<DeviceBuffer> dx, View<DeviceBuffer> dwte, View<DeviceBuffer> dlogits,
       View<DeviceBuffer> x, View<DeviceBuffer> wte, int N, int C, int V) {
-    Operand d = operand(dlogits, (long) N * V, GRADIENT), b = operand(wte, (long) V * C, WEIGHT);
+    Operand d = operand(dlogits, (long) N * V, GRADIENT), b = reused(wte, (long) V * C, WEIGHT);
     check("dx", dx, (long) N * C);
     check("dwte", dwte, (long) V * C);
     blas.matmul(stream, d.type, DataType.F32, d.buf, d.off, b.buf, b.off, dx.arena(), dx.offset(), N, C, V, false);
-    Operand a = operand(x, (long) N * C, ACTIVATION);
+    Operand a = reused(x, (long) N * C, ACTIVATION);
     blas.matmulTransA(stream, d.type, DataType.F32, d.buf, d.off, a.buf, a.off, dwte.arena(), dwte.offset(), V, C, N,
         true);
   }
@@ -374,21 +483,71 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /**
    * The {@code n} elements of {@code v} as a GEMM operand: in place (fp32) in {@link Precision#FP32} mode; in
    * {@link Precision#BF16} mode rounded to bf16 ({@link Matmul#roundToBf16}) into work-space slot {@code slot},
-   * since cuBLAS multiplies bf16 operands at twice the speed and half the bytes. Converting at each use (weights
-   * twice a step, activations twice) keeps no copy that could go stale; it costs a read and a half-size write.
+   * since cuBLAS multiplies bf16 operands at twice the speed and half the bytes (an output gradient, used by one
+   * backward call).
    */
   private Operand operand(View<DeviceBuffer> v, long n, int slot) {
     if (precision == Precision.FP32) {
       check("operand", v, n);
       return new Operand(v.arena(), v.offset(), DataType.F32);
     }
-    if (n > Integer.MAX_VALUE) throw new IllegalArgumentException("a bf16 operand of " + n + " elements is too large");
     DeviceBuffer s = bf16Scratch[slot];
     if (s == null || s.bytes() < 2 * n) {
       release(s);
-      s = alloc((n + 1) / 2);
+      s = alloc(bf16Words(n));
       bf16Scratch[slot] = s;
     }
+    return roundInto(s, v, n);
+  }
+
+  /**
+   * A forward pass's GEMM operand (an activation or a weight): as {@link #operand}, but in bf16 mode rounded into a
+   * copy kept for this tensor (its arena, offset and size), which the backward of the same tensors takes through
+   * {@link #reused} instead of rounding again. The rule that makes this safe is the model's: a backward multiplies
+   * the activations and weights its forward multiplied, unchanged in between ({@link Gpt#trainStep}: forward,
+   * backward, then the optimizer); every forward rounds afresh. The copies cost 2 bytes per element of every GEMM
+   * input of the step (about 1.9 GiB at D=768, L=12, T=1024, B=8) and save a read and a half-size write of each in
+   * the backward.
+   */
+  private Operand kept(View<DeviceBuffer> v, long n) {
+    if (precision == Precision.FP32) return operand(v, n, ACTIVATION);
+    CopyKey key = new CopyKey(v.arena().pointer(), v.offset(), n);
+    DeviceBuffer s = forwardCopies.get(key);
+    if (s == null) {
+      s = alloc(bf16Words(n));
+      forwardCopies.put(key, s);
+    }
+    return roundInto(s, v, n);
+  }
+
+  /** A backward pass's operand: the copy {@link #kept} made in the forward, else {@link #operand}'s. */
+  private Operand reused(View<DeviceBuffer> v, long n, int slot) {
+    DeviceBuffer s = precision == Precision.FP32 ? null
+        : forwardCopies.get(new CopyKey(v.arena().pointer(), v.offset(), n));
+    return s != null ? new Operand(s, 0, DataType.BF16) : operand(v, n, slot);
+  }
+
+  /**
+   * Bytes of the bf16 forward copies ({@link #kept}) of R ranks for a micro-batch of B sequences: every linear layer's
+   * input and weight, the attention's qkv and the LM head's input and weight, 2 bytes per element.
+   */
+  public static double forwardCopyBytes(GptConfig cfg, int microBatch) {
+    double bt = (double) microBatch * cfg.seqLength(), c = cfg.hiddenSize(), cr = cfg.localHidden();
+    double ff = cfg.localFfn(), perLayer = bt * (2 * c + 4 * cr + ff);
+    double weights = cfg.parameterCount() / cfg.tp() + (double) cfg.vocabSize() * c;
+    return 2.0 * cfg.tp() * (cfg.numLayers() * perLayer + bt * c + weights);
+  }
+
+  /** Where a forward copy was made from: an arena's device address, an offset and a length, in elements. */
+  private record CopyKey(long pointer, long offset, long n) {}
+
+  private static long bf16Words(long n) {
+    if (n > Integer.MAX_VALUE) throw new IllegalArgumentException("a bf16 operand of " + n + " elements is too large");
+    return (n + 1) / 2;
+  }
+
+  /** Rounds the {@code n} elements of {@code v} to bf16 into {@code s}, eight per thread where aligned. */
+  private Operand roundInto(DeviceBuffer s, View<DeviceBuffer> v, long n) {
     if (v.offset() % 4 == 0 && n % 8 == 0) { // 16-byte aligned: eight elements per thread
       launch(Matmul.class, "roundToBf16x8", n / 8, s, 0, p("operand", v, n), 0, (int) (n / 8));
     } else {
@@ -408,17 +567,25 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public void attentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv, int B, int T,
       int NH, int HS) {
-    int c = NH * HS;
+    int c = NH * HS, blk = causalBlock(T);
     long n = (long) B * T * c;
     check("out", out, n);
-    Operand q = operand(qkv, 3 * n, ACTIVATION), s = scores("att", att, (long) B * NH * T * T);
+    Operand q = kept(qkv, 3 * n), s = scores("att", att, (long) B * NH * T * T);
+    Operand o = new Operand(out.arena(), out.offset(), DataType.F32);
     Heads h = new Heads(B, NH, T, c, HS);
-    headGemms(h, s.type, false, true, T, T, HS, q, 0, 3 * c, h.qkv, q, c, 3 * c, h.qkv, 0f, s, 0, T, h.att);
+    for (int r0 = 0; r0 < T; r0 += blk) { // S[r0.., 0..keys) = Q[r0..] · K[0..keys)ᵀ, the query block's keys only
+      int keys = r0 + blk;
+      headGemms(h, s.type, false, true, blk, keys, HS, q, (long) r0 * 3 * c, 3 * c, h.qkv, q, c, 3 * c, h.qkv, 0f, s,
+          (long) r0 * T, T, h.att);
+    }
     long ps = s.buf.pointer() + s.off * s.type.bytes;
     launchWarps(Attention.class, s.type == DataType.F32 ? "softmaxForwardWarp" : "softmaxForwardWarpBf16",
-        (long) B * NH * T, ps, 0, ps, 0, B, NH, T, Attention.scale(HS));
-    headGemms(h, DataType.F32, false, false, T, HS, T, s, 0, T, h.att, q, 2 * c, 3 * c, h.qkv, 0f,
-        new Operand(out.arena(), out.offset(), DataType.F32), 0, c, h.rows);
+        (long) B * NH * T, ps, 0, ps, 0, B, NH, T, Attention.scale(HS), blk);
+    for (int r0 = 0; r0 < T; r0 += blk) { // O[r0..] = P[r0.., 0..keys) · V[0..keys)
+      int keys = r0 + blk;
+      headGemms(h, DataType.F32, false, false, blk, HS, keys, s, (long) r0 * T, T, h.att, q, 2 * c, 3 * c, h.qkv, 0f,
+          o, (long) r0 * c, c, h.rows);
+    }
   }
 
   /**
@@ -430,20 +597,55 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
       View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
-    int c = NH * HS;
+    int c = NH * HS, blk = causalBlock(T);
     long n = (long) B * T * c, bhtt = (long) B * NH * T * T;
     check("dqkv", dqkv, 3 * n);
-    Operand q = operand(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT);
+    Operand q = reused(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT);
     Operand p = scores("att", att, bhtt), d = scores("scratch", scratch, bhtt);
     Operand g = new Operand(dqkv.arena(), dqkv.offset(), DataType.F32);
     Heads h = new Heads(B, NH, T, c, HS);
-    headGemms(h, d.type, false, true, T, T, HS, y, 0, c, h.rows, q, 2 * c, 3 * c, h.qkv, 0f, d, 0, T, h.att);
-    headGemms(h, DataType.F32, true, false, T, HS, T, p, 0, T, h.att, y, 0, c, h.rows, 1f, g, 2 * c, 3 * c, h.qkv);
+    for (int r0 = 0; r0 < T; r0 += blk) { // dP[r0.., 0..keys) = dY[r0..] · V[0..keys)ᵀ
+      int keys = r0 + blk;
+      headGemms(h, d.type, false, true, blk, keys, HS, y, (long) r0 * c, c, h.rows, q, 2 * c, 3 * c, h.qkv, 0f, d,
+          (long) r0 * T, T, h.att);
+    }
+    for (int k0 = 0; k0 < T; k0 += blk) { // dV[k0..] = P[k0.., k0..]ᵀ · dY[k0..]: the queries that see these keys
+      int queries = T - k0;
+      headGemms(h, DataType.F32, true, false, blk, HS, queries, p, (long) k0 * T + k0, T, h.att, y, (long) k0 * c, c,
+          h.rows, 0f, g, 2 * c + (long) k0 * 3 * c, 3 * c, h.qkv);
+    }
     long pd = d.buf.pointer() + d.off * d.type.bytes, pp = p.buf.pointer() + p.off * p.type.bytes;
     launchWarps(Attention.class, d.type == DataType.F32 ? "softmaxBackwardWarp" : "softmaxBackwardWarpBf16",
-        (long) B * NH * T, pd, 0, pd, 0, pp, 0, B, NH, T, Attention.scale(HS));
-    headGemms(h, DataType.F32, false, false, T, HS, T, d, 0, T, h.att, q, c, 3 * c, h.qkv, 1f, g, 0, 3 * c, h.qkv);
-    headGemms(h, DataType.F32, true, false, T, HS, T, d, 0, T, h.att, q, 0, 3 * c, h.qkv, 1f, g, c, 3 * c, h.qkv);
+        (long) B * NH * T, pd, 0, pd, 0, pp, 0, B, NH, T, Attention.scale(HS), blk);
+    for (int r0 = 0; r0 < T; r0 += blk) { // dQ[r0..] = dS[r0.., 0..keys) · K[0..keys)
+      int keys = r0 + blk;
+      headGemms(h, DataType.F32, false, false, blk, HS, keys, d, (long) r0 * T, T, h.att, q, c, 3 * c, h.qkv, 0f, g,
+          (long) r0 * 3 * c, 3 * c, h.qkv);
+    }
+    for (int k0 = 0; k0 < T; k0 += blk) { // dK[k0..] = dS[k0.., k0..]ᵀ · Q[k0..]
+      int queries = T - k0;
+      headGemms(h, DataType.F32, true, false, blk, HS, queries, d, (long) k0 * T + k0, T, h.att, q, (long) k0 * 3 * c,
+          3 * c, h.qkv, 0f, g, c + (long) k0 * 3 * c, 3 * c, h.qkv);
+    }
+  }
+
+  /**
+   * The block of the causal attention GEMMs for sequence length T: the score, probability and gradient matrices are
+   * computed and read only in the blocks of {@code blk} queries × the keys up to the block's end (the lower
+   * block-triangle, {@code (nb+1)/(2·nb)} of the matrix for nb = T/blk blocks: 3/4 at nb = 2, 5/8 at nb = 4), which is
+   * where causal attention's non-zeros are. T itself (one block, the full square) unless T halves into blocks of at
+   * least {@link #causalBlockMinimum} (512: smaller blocks leave the batched GEMMs too few tiles), at most 4 blocks.
+   */
+  int causalBlock(int T) {
+    int blk = T;
+    while (blk % 2 == 0 && blk / 2 >= causalBlockMinimum && T / (blk / 2) <= 4) blk /= 2;
+    return blk;
+  }
+
+  /** Sets the smallest causal block (tests use small ones, to run the blocked GEMMs on small models). */
+  void causalBlockMinimum(int rows) {
+    if (rows < 1) throw new IllegalArgumentException("causal block minimum must be >= 1, got " + rows);
+    causalBlockMinimum = rows;
   }
 
   /**
@@ -500,7 +702,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       release(ones);
       ones = fromHost(host);
     }
-    blas.matmul(stream, DataType.F32, DataType.F32, ones, 0, x.arena(), x.offset(), sums.arena(), sums.offset(), 1, C,
+    exact.matmul(stream, DataType.F32, DataType.F32, ones, 0, x.arena(), x.offset(), sums.arena(), sums.offset(), 1, C,
         rows, true);
   }
 
@@ -529,7 +731,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   @Override
   public void geluBackward(View<DeviceBuffer> dinp, View<DeviceBuffer> dout, View<DeviceBuffer> inp, int n) {
-    launch(Gelu.class, "geluBackward", n, p("dinp", dinp, n), 0, p("dout", dout, n), 0, p("inp", inp, n), 0, n);
+    launch(Gelu.class, "geluBackwardInto", n, p("dinp", dinp, n), 0, p("dout", dout, n), 0, p("inp", inp, n), 0, n);
   }
 
   @Override
@@ -659,9 +861,10 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * {@link GradNorm#gradNormPartials} on the device with n/512 partial sums, at least the CPU's
-   * {@link GradNorm#PARTS} and at most {@link #NORM_PARTS} (4096 alone would leave most of the GPU idle: 16 blocks
-   * for 10⁸ elements), which come back and are added in order.
+   * {@link GradNorm#gradNormPartials} on the device with n/64 partial sums, at least the CPU's {@link GradNorm#PARTS}
+   * and at most {@link #NORM_PARTS} (4096 alone would leave most of the GPU idle, 16 blocks for 10⁸ elements; n/512
+   * still kept too few loads in flight: 0.73 ms for 85 M gradients at D=768, a sixth of the memory's speed), folded
+   * on the device into {@link GradNorm#PARTS} ({@link GradNorm#foldPartials}), which come back and are added in order.
    */
   @Override
   public double squaredNorm(DeviceBuffer grads, ParameterTensors layout, boolean includeReplicated) {
@@ -674,14 +877,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       skip = uploadBytes(bytes);
       hostCopies.put(layout, skip);
     }
-    if (normPartials == null) normPartials = alloc(2L * NORM_PARTS);
+    if (normPartials == null) normPartials = alloc(2L * (NORM_PARTS + GradNorm.PARTS)); // doubles
     if (n > Integer.MAX_VALUE - NORM_PARTS) throw new IllegalArgumentException(n + " gradients is too many");
-    int parts = Math.max(GradNorm.PARTS, Math.min(NORM_PARTS, n / 512));
+    int parts = Math.max(GradNorm.PARTS, Math.min(NORM_PARTS, n / 64));
     launch(GradNorm.class, "gradNormPartials", parts, normPartials, 0, p("grads", new View<>(grads, 0), n),
         0, skip, 0, !includeReplicated, n, parts);
-    double[] partial = new double[parts];
+    int folded = GradNorm.PARTS; // ≤ parts: the second level, in the same buffer after the first
+    long second = normPartials.pointer() + 8L * NORM_PARTS;
+    launch(GradNorm.class, "foldPartials", folded, second, 0, normPartials, 0, parts, folded);
+    double[] partial = new double[folded];
     stream.synchronize();
-    normPartials.copyToHost(partial, 0, partial.length, 0);
+    normPartials.copyToHost(partial, 0, partial.length, 8L * NORM_PARTS);
     double s = 0;
     for (double x : partial) s += x;
     return s;
@@ -720,6 +926,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
     if (graph != null) graph.close();
     if (lt != null) lt.close();
+    if (exact != blas) exact.close();
     blas.close();
     for (DeviceBuffer b : owned) b.close();
     owned.clear();

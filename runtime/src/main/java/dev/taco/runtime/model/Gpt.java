@@ -183,8 +183,7 @@ public final class Gpt<A> {
       ops.residualForward(av(a.residual2[l]), x, av(a.attproj[l]), n);
       ops.layerNormForward(av(a.ln2[l]), av(a.ln2Mean[l]), av(a.ln2Rstd[l]), av(a.residual2[l]), pv(p.ln2w[l]),
           pv(p.ln2b[l]), b, t, c);
-      ops.matmulForward(av(a.fch[l]), av(a.ln2[l]), pv(p.fcw[l]), pv(p.fcb[l]), b, t, c, ff);
-      ops.geluForward(av(a.fchGelu[l]), av(a.fch[l]), b * t * ff);
+      ops.matmulGeluForward(av(a.fchGelu[l]), av(a.fch[l]), av(a.ln2[l]), pv(p.fcw[l]), pv(p.fcb[l]), b, t, c, ff);
       ops.matmulForward(av(a.fcproj[l]), av(a.fchGelu[l]), pv(p.fcprojw[l]), null, b, t, ff, c);
       ops.allReduce(mlpFwd[l], av(a.fcproj[l]), b * t, c);
       ops.addBias(av(a.fcproj[l]), pv(p.fcprojb[l]), b * t, c);
@@ -218,23 +217,16 @@ public final class Gpt<A> {
     for (int l = layers - 1; l >= 0; l--) {
       View<A> x = av(l > 0 ? a.residual3[l - 1] : a.encoded);
       // MLP: residual3 = residual2 + fc2(gelu(fc1(ln2(residual2)))); dres is d residual3 and flows on unchanged.
-      ops.zero(av(a.dfchGelu), (long) bt * ff);
-      ops.matmulBackward(av(a.dfchGelu), gv(p.fcprojw[l]), gv(p.fcprojb[l]), av(a.dres), av(a.fchGelu[l]),
-          pv(p.fcprojw[l]), b, t, ff, c);
-      ops.zero(av(a.dfch), (long) bt * ff);
-      ops.geluBackward(av(a.dfch), av(a.dfchGelu), av(a.fch[l]), bt * ff);
-      ops.zero(av(a.dln), (long) bt * c);
+      ops.matmulBackwardGelu(av(a.dfch), av(a.dfchGelu), gv(p.fcprojw[l]), gv(p.fcprojb[l]), av(a.dres),
+          av(a.fchGelu[l]), pv(p.fcprojw[l]), av(a.fch[l]), b, t, ff, c);
       ops.matmulBackward(av(a.dln), gv(p.fcw[l]), gv(p.fcb[l]), av(a.dfch), av(a.ln2[l]), pv(p.fcw[l]), b, t, c, ff);
       ops.allReduce(mlpBwd[l], av(a.dln), bt, c);
       ops.layerNormBackward(av(a.dres), gv(p.ln2w[l]), gv(p.ln2b[l]), av(a.dln), av(a.residual2[l]), pv(p.ln2w[l]),
           av(a.ln2Mean[l]), av(a.ln2Rstd[l]), b, t, c);
       // attention: residual2 = x + proj(attn(qkv(ln1(x)))); dres is now d residual2.
-      ops.zero(av(a.datty), (long) bt * cr);
       ops.matmulBackward(av(a.datty), gv(p.attprojw[l]), gv(p.attprojb[l]), av(a.dres), av(a.atty[l]),
           pv(p.attprojw[l]), b, t, cr, c);
-      ops.zero(av(a.dqkv), (long) bt * 3 * cr);
       ops.attentionBackward(av(a.dqkv), av(a.dattScratch), av(a.datty), av(a.qkv[l]), av(a.att[l]), b, t, nh, hs);
-      ops.zero(av(a.dln), (long) bt * c);
       ops.matmulBackward(av(a.dln), gv(p.qkvw[l]), gv(p.qkvb[l]), av(a.dqkv), av(a.ln1[l]), pv(p.qkvw[l]), b, t, c,
           3 * cr);
       ops.allReduce(attnBwd[l], av(a.dln), bt, c);

@@ -15,7 +15,7 @@ import java.util.Map;
  * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #ops} gives an {@link Ops}
  * that records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and
  * {@link #collect} (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and
- * the LM head, their bias epilogues included), {@code attention}, {@code tp_collectives} (the all-reduces, compression
+ * the LM head, their bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention}, {@code tp_collectives} (the all-reduces, compression
  * included), {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to
  * step; the host still waits only where the backend does. An interval is the GPU's timeline between two events, so it
  * also holds the GPU's idle time while the host works inside the call: the host-side sums and uploads of
@@ -54,7 +54,8 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   /** The category of an {@link Ops} method, or null for bookkeeping calls that are not timed. */
   static String category(String method) {
     return switch (method) {
-      case "matmulForward", "matmulBackward", "headForward", "headBackward", "addBias" -> "gemm";
+      case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward",
+          "addBias" -> "gemm";
       case "attentionForward", "attentionBackward" -> "attention";
       case "allReduce" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";

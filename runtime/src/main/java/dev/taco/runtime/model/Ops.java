@@ -38,9 +38,27 @@ public interface Ops<A> {
   /** out(B,T,OC) = inp(B,T,C) · w(C,OC) + bias(OC); {@code bias} may be null ({@code layers.Matmul}). */
   void matmulForward(View<A> out, View<A> inp, View<A> w, View<A> bias, int B, int T, int C, int OC);
 
-  /** dinp += dout · w^T, dw += inp^T · dout, dbias += column sums of dout; {@code dbias} may be null. */
+  /**
+   * dinp = dout · w^T (overwritten: the first writer of an activation gradient needs no zeroing first), dw += inp^T ·
+   * dout, dbias += column sums of dout (accumulated: parameter gradients); {@code dbias} may be null.
+   */
   void matmulBackward(View<A> dinp, View<A> dw, View<A> dbias, View<A> dout, View<A> inp, View<A> w, int B, int T,
       int C, int OC);
+
+  /**
+   * The MLP's first linear layer and its GELU: pre(B,T,OC) = inp(B,T,C) · w(C,OC) + bias(OC), out = GELU(pre) (both
+   * kept: the backward needs pre); {@link #matmulForward} then {@link #geluForward}, which a backend may fuse (the
+   * GPU's cuBLASLt GELU_AUX_BIAS epilogue).
+   */
+  void matmulGeluForward(View<A> out, View<A> pre, View<A> inp, View<A> w, View<A> bias, int B, int T, int C, int OC);
+
+  /**
+   * The backward of a linear layer whose input was {@code GELU(pre)}, through that GELU: dinp = (dout · w^T) ⊙
+   * GELU'(pre) (overwritten), dw, dbias as {@link #matmulBackward}; {@code scratch} (B,T,C) may receive dout · w^T
+   * ({@link #matmulBackward} into it, then {@link #geluBackward}; the GPU fuses them in a cuBLASLt DGELU epilogue).
+   */
+  void matmulBackwardGelu(View<A> dinp, View<A> scratch, View<A> dw, View<A> dbias, View<A> dout, View<A> inp,
+      View<A> w, View<A> pre, int B, int T, int C, int OC);
 
   /** The tied LM head: logits(N,V) = x(N,C) · wte(V,C)^T. */
   void headForward(View<A> logits, View<A> x, View<A> wte, int N, int C, int V);
@@ -51,14 +69,14 @@ public interface Ops<A> {
   /** out(B,T,NH·HS), att(B,NH,T,T) = causal self-attention of qkv(B,T,3·NH·HS) ({@code layers.Attention}). */
   void attentionForward(View<A> out, View<A> att, View<A> qkv, int B, int T, int NH, int HS);
 
-  /** dqkv += attention's gradients; {@code scratch} (B,NH,T,T). */
+  /** dqkv = attention's gradients (overwritten, as {@link #matmulBackward}'s dinp); {@code scratch} (B,NH,T,T). */
   void attentionBackward(View<A> dqkv, View<A> scratch, View<A> dout, View<A> qkv, View<A> att, int B, int T, int NH,
       int HS);
 
   /** out(N) = GELU(inp) ({@code layers.Gelu}). */
   void geluForward(View<A> out, View<A> inp, int n);
 
-  /** dinp += GELU'(inp) · dout. */
+  /** dinp = GELU'(inp) · dout (overwritten, as {@link #matmulBackward}'s dinp). */
   void geluBackward(View<A> dinp, View<A> dout, View<A> inp, int n);
 
   /** out(N) = a + b. */

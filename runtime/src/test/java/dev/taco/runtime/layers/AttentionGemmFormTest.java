@@ -48,59 +48,95 @@ class AttentionGemmFormTest {
     long seed = System.nanoTime();
     System.out.println("AttentionGemmFormTest seed " + seed);
     Random r = new Random(seed);
-    for (int round = 0; round < 4; round++) {
+    for (int round = 0; round < 6; round++) {
       int b = 1 + r.nextInt(3), nh = 1 + r.nextInt(3), t = 1 + r.nextInt(40), hs = 4 << r.nextInt(3), c = nh * hs;
+      if (round % 2 == 1) t = 4 * (1 + r.nextInt(10)); // room for 2 or 4 causal blocks
+      int blk = round % 2 == 0 ? t : t / (round % 4 == 1 ? 2 : 4); // the causal block (CudaOps.causalBlock)
       int bh = b * nh, n = b * t * c, tt = t * t;
       float scale = Attention.scale(hs);
-      String at = "seed " + seed + " round " + round + " B=" + b + " NH=" + nh + " T=" + t + " HS=" + hs;
+      String at = "seed " + seed + " round " + round + " B=" + b + " NH=" + nh + " T=" + t + " HS=" + hs + " block "
+          + blk;
       float[] qkv = random(r, 3 * n), dout = random(r, n), dqkv0 = random(r, 3 * n);
       float[] out = new float[n], att = new float[bh * tt], dqkv = dqkv0.clone(), scratch = new float[bh * tt];
       Attention.forward(out, 0, att, 0, qkv, 0, b, t, nh, hs);
       Attention.backward(dqkv, 0, scratch, 0, dout, 0, qkv, 0, att, 0, b, t, nh, hs);
 
-      // forward: S = Q·Kᵀ per head, softmax rows, O = P·V straight into (B,T,C)
+      // forward, per query block [r0, r0+blk): S = Q·Kᵀ over the keys up to the block's end, softmax rows, O = P·V
+      // straight into (B,T,C); the matrices start as NaN, so that a read outside the blocks the GEMMs write shows
       float[] gAtt = new float[bh * tt], gOut = new float[n];
+      java.util.Arrays.fill(gAtt, Float.NaN);
       for (int bi = 0; bi < b; bi++) {
         for (int h = 0; h < nh; h++) {
           int q = bi * t * 3 * c + h * hs, a = (bi * nh + h) * tt;
-          Gemm.gemm(false, true, t, t, hs, qkv, q, 3 * c, qkv, q + c, 3 * c, gAtt, a, t, false);
+          for (int r0 = 0; r0 < t; r0 += blk) {
+            Gemm.gemm(false, true, blk, r0 + blk, hs, qkv, q + r0 * 3 * c, 3 * c, qkv, q + c, 3 * c, gAtt, a + r0 * t,
+                t, false);
+          }
         }
       }
+      final int block = blk, T = t;
       SimtEmulator.launch(blocks(bh * t), 32 * WARPS,
-          k -> Attention.softmaxForwardWarp(k, gAtt, 0, gAtt, 0, b, nh, t, scale));
+          k -> Attention.softmaxForwardWarp(k, gAtt, 0, gAtt, 0, b, nh, T, scale, block));
       for (int bi = 0; bi < b; bi++) {
         for (int h = 0; h < nh; h++) {
           int q = bi * t * 3 * c + h * hs, a = (bi * nh + h) * tt;
-          Gemm.gemm(false, false, t, hs, t, gAtt, a, t, qkv, q + 2 * c, 3 * c, gOut, bi * t * c + h * hs, c, false);
+          for (int r0 = 0; r0 < t; r0 += blk) {
+            Gemm.gemm(false, false, blk, hs, r0 + blk, gAtt, a + r0 * t, t, qkv, q + 2 * c, 3 * c, gOut,
+                bi * t * c + h * hs + r0 * c, c, false);
+          }
         }
       }
-      assertThat(relL2(gAtt, att)).as("%s: probabilities", at).isLessThanOrEqualTo(TOL);
       assertThat(relL2(gOut, out)).as("%s: output", at).isLessThanOrEqualTo(TOL);
+      assertThat(relL2(lowerBlocks(gAtt, bh, t, blk), lowerBlocks(att, bh, t, blk))).as("%s: probabilities", at)
+          .isLessThanOrEqualTo(TOL);
 
-      // backward: dP = dY·Vᵀ, dV += Pᵀ·dY, dS = softmax backward, dQ += dS·K, dK += dSᵀ·Q, all in place in dqkv
+      // backward: dP = dY·Vᵀ per query block; dV = Pᵀ·dY per key block [k0, k0+blk) over the queries from k0 on;
+      // dS = softmax backward; dQ = dS·K per query block, dK = dSᵀ·Q per key block; all overwriting their part of dqkv
       float[] gScratch = new float[bh * tt], gDqkv = dqkv0.clone();
+      java.util.Arrays.fill(gScratch, Float.NaN);
       for (int bi = 0; bi < b; bi++) {
         for (int h = 0; h < nh; h++) {
           int q = bi * t * 3 * c + h * hs, a = (bi * nh + h) * tt, y = bi * t * c + h * hs;
-          Gemm.gemm(false, true, t, t, hs, dout, y, c, qkv, q + 2 * c, 3 * c, gScratch, a, t, false);
-          Gemm.gemm(true, false, t, hs, t, gAtt, a, t, dout, y, c, gDqkv, q + 2 * c, 3 * c, true);
+          for (int r0 = 0; r0 < t; r0 += blk) {
+            Gemm.gemm(false, true, blk, r0 + blk, hs, dout, y + r0 * c, c, qkv, q + 2 * c, 3 * c, gScratch,
+                a + r0 * t, t, false);
+          }
+          for (int k0 = 0; k0 < t; k0 += blk) {
+            Gemm.gemm(true, false, blk, hs, t - k0, gAtt, a + k0 * t + k0, t, dout, y + k0 * c, c, gDqkv,
+                q + 2 * c + k0 * 3 * c, 3 * c, false);
+          }
         }
       }
       SimtEmulator.launch(blocks(bh * t), 32 * WARPS,
-          k -> Attention.softmaxBackwardWarp(k, gScratch, 0, gScratch, 0, gAtt, 0, b, nh, t, scale));
+          k -> Attention.softmaxBackwardWarp(k, gScratch, 0, gScratch, 0, gAtt, 0, b, nh, T, scale, block));
       for (int bi = 0; bi < b; bi++) {
         for (int h = 0; h < nh; h++) {
           int q = bi * t * 3 * c + h * hs, a = (bi * nh + h) * tt;
-          Gemm.gemm(false, false, t, hs, t, gScratch, a, t, qkv, q + c, 3 * c, gDqkv, q, 3 * c, true);
-          Gemm.gemm(true, false, t, hs, t, gScratch, a, t, qkv, q, 3 * c, gDqkv, q + c, 3 * c, true);
+          for (int r0 = 0; r0 < t; r0 += blk) {
+            Gemm.gemm(false, false, blk, hs, r0 + blk, gScratch, a + r0 * t, t, qkv, q + c, 3 * c, gDqkv,
+                q + r0 * 3 * c, 3 * c, false);
+          }
+          for (int k0 = 0; k0 < t; k0 += blk) {
+            Gemm.gemm(true, false, blk, hs, t - k0, gScratch, a + k0 * t + k0, t, qkv, q + k0 * 3 * c, 3 * c, gDqkv,
+                q + c + k0 * 3 * c, 3 * c, false);
+          }
         }
       }
-      float[] want = new float[3 * n], got = new float[3 * n];
-      for (int i = 0; i < 3 * n; i++) {
-        want[i] = dqkv[i] - dqkv0[i];
-        got[i] = gDqkv[i] - dqkv0[i];
-      }
-      assertThat(relL2(got, want)).as("%s: accumulated dqkv", at).isLessThanOrEqualTo(TOL);
+      float[] want = new float[3 * n];
+      for (int i = 0; i < 3 * n; i++) want[i] = dqkv[i] - dqkv0[i]; // the CPU accumulates; the GPU form overwrites
+      assertThat(relL2(gDqkv, want)).as("%s: dqkv", at).isLessThanOrEqualTo(TOL);
     }
+  }
+
+  /** The entries of the (bh, t, t) matrices inside the lower block-triangle (the blocks the GEMMs write), in order. */
+  static float[] lowerBlocks(float[] m, int bh, int t, int blk) {
+    float[] out = new float[m.length];
+    int n = 0;
+    for (int i = 0; i < bh * t; i++) {
+      for (int j = 0; j < (i % t / blk + 1) * blk; j++) {
+        out[n++] = m[i * t + j];
+      }
+    }
+    return java.util.Arrays.copyOf(out, n);
   }
 }

@@ -57,6 +57,33 @@ class EncoderTest {
   }
 
   @Test
+  void oneHotRowsTimesDoutIsTheWteGradient() {
+    // the GPU's form: dwte = onehot(ids)^T · dout (a GEMM there, in float64 here) against the CPU's scatter
+    float[] hot = Bufs.output(B * T * V);
+    Encoder.oneHotRows(hot, OFF, tok, OFF, B * T, V);
+    Bufs.assertPadsIntact("one-hot", hot, B * T * V);
+    for (int n = 0; n < B * T; n++) {
+      for (int v = 0; v < V; v++) {
+        assertThat(hot[OFF + n * V + v]).as("row %d, id %d", n, v).isEqualTo(tok[OFF + n] == v ? 1f : 0f);
+      }
+    }
+    float[] dout = Bufs.input(B * T * C, rnd, 1.0);
+    float[] dwte = Bufs.output(V * C), dwpe = Bufs.output(MAXT * C);
+    Encoder.backward(dwte, OFF, dwpe, OFF, dout, OFF, tok, OFF, B, T, C, V);
+    for (int v = 0; v < V; v++) {
+      for (int c = 0; c < C; c++) {
+        double g = 0;
+        for (int n = 0; n < B * T; n++) {
+          g += (double) hot[OFF + n * V + v] * dout[OFF + n * C + c];
+        }
+        assertThat((double) dwte[OFF + v * C + c]).as("dwte[%d,%d]", v, c)
+            .isCloseTo(g, org.assertj.core.api.Assertions.within(1e-6 * Math.max(1, Math.abs(g))));
+      }
+    }
+    assertThat(dwte[OFF + tok[OFF] * C]).isNotZero();
+  }
+
+  @Test
   void backwardAccumulates() {
     float[] dout = Bufs.asDout(Bufs.weights(B * T * C, rnd));
     float[] dwte = Bufs.output(V * C), dwpe = Bufs.output(MAXT * C);

@@ -65,6 +65,23 @@ class GeluTest {
   }
 
   @Test
+  void theOverwritingGpuFormEqualsTheBackwardIntoZeros() {
+    // geluBackwardInto (CudaOps) overwrites whatever dinp held; the CPU zeroes and accumulates: the same floats
+    float[] dout = Bufs.asDout(Bufs.weights(N, rnd));
+    float[] viaZeros = Bufs.output(N);
+    Gelu.backward(viaZeros, OFF, dout, OFF, inp, OFF, N);
+    float[] into = Bufs.input(N, rnd, 5.0); // stale values that must not survive
+    Gelu.geluBackwardInto(into, OFF, dout, OFF, inp, OFF, N);
+    for (int i = 0; i < N; i++) {
+      assertThat(into[OFF + i]).as("element %d", i).isEqualTo(viaZeros[OFF + i]);
+      assertThat(Float.isFinite(into[OFF + i])).isTrue();
+    }
+    assertThat(into[OFF - 1]).as("pad before").isNaN(); // the input's NaN pads: nothing written outside
+    assertThat(into[OFF + N]).as("pad after").isNaN();
+    assertThat(viaZeros[OFF] != 0 || viaZeros[OFF + N - 1] != 0).as("a non-trivial gradient").isTrue();
+  }
+
+  @Test
   void rejectsBadArguments() {
     assertThatThrownBy(() -> Gelu.forward(out, OFF, inp, OFF, 0)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("N");

@@ -132,14 +132,14 @@ class GpuKernelFormsTest {
       }
       Attention.softmaxForward(s32, 0, s32, 0, b, nh, t, scale);
       SimtEmulator.launch(blocks(b * nh * t), 32 * WARPS,
-          k -> Attention.softmaxForwardWarpBf16(k, s16, 0, s16, 0, b, nh, t, scale));
+          k -> Attention.softmaxForwardWarpBf16(k, s16, 0, s16, 0, b, nh, t, scale, t));
       float[] p16 = new float[n];
       for (int i = 0; i < n; i++) p16[i] = dev.taco.kernels.Bf16.decode(s16[i]);
       assertThat(AttentionGemmFormTest.relL2(p16, s32)).as("%s: bf16 probabilities", at).isLessThanOrEqualTo(4e-3);
       short[] pIn = s16.clone();
       Attention.softmaxBackward(d32, 0, d32, 0, p16, 0, b, nh, t, scale);
       SimtEmulator.launch(blocks(b * nh * t), 32 * WARPS,
-          k -> Attention.softmaxBackwardWarpBf16(k, d16, 0, d16, 0, pIn, 0, b, nh, t, scale));
+          k -> Attention.softmaxBackwardWarpBf16(k, d16, 0, d16, 0, pIn, 0, b, nh, t, scale, t));
       float[] g16 = new float[n];
       for (int i = 0; i < n; i++) g16[i] = dev.taco.kernels.Bf16.decode(d16[i]);
       assertThat(AttentionGemmFormTest.relL2(g16, d32)).as("%s: bf16 score gradients", at).isLessThanOrEqualTo(4e-3);

@@ -39,6 +39,34 @@ class GradNormTest {
   }
 
   @Test
+  void foldedPartialsKeepTheSum() {
+    // the GPU's second level: n first-level partials folded into PARTS, strided and in order, the total unchanged
+    SplittableRandom rnd = new SplittableRandom(11);
+    for (int n : new int[] {GradNorm.PARTS, 3 * GradNorm.PARTS + 5, 1 << 20}) {
+      double[] in = new double[2 + n];
+      BigDecimal exact = BigDecimal.ZERO;
+      for (int i = 0; i < n; i++) {
+        in[2 + i] = rnd.nextDouble() * Math.exp(rnd.nextGaussian() * 4);
+        exact = exact.add(new BigDecimal(in[2 + i]));
+      }
+      double[] out = new double[1 + GradNorm.PARTS];
+      out[0] = Double.NaN; // not written
+      GradNorm.foldPartials(out, 1, in, 2, n, GradNorm.PARTS);
+      double s = 0;
+      for (int p = 0; p < GradNorm.PARTS; p++) {
+        double part = 0;
+        for (int i = p; i < n; i += GradNorm.PARTS) {
+          part += in[2 + i];
+        }
+        assertThat(out[1 + p]).as("n %d, part %d", n, p).isEqualTo(part);
+        s += out[1 + p];
+      }
+      assertThat(out[0]).isNaN();
+      assertThat(Math.abs(s - exact.doubleValue())).as("n %d", n).isLessThanOrEqualTo(1e-12 * exact.doubleValue());
+    }
+  }
+
+  @Test
   void partialsAreStridedAndInOrder() {
     int n = 3 * GradNorm.PARTS + 2;
     float[] x = new float[n];

@@ -110,22 +110,32 @@ class LayerNormTest {
   }
 
   @Test
-  void weightGradTermsSumOverPositionsToTheWeightGradient() {
-    // the GPU sums layernormWeightGradTerms over B·T with a GEMM; summed here in the same order as the CPU kernel
+  void paramPartialsSumToTheWeightAndBiasGradients() {
+    // the GPU's form: partial sums over blocks of rows (then summed by a GEMM); against a float64 reference, and with
+    // a part count that does not divide B·T (the last block short) and one larger than needed (empty parts are zero)
     forward();
     float[] dout = Bufs.input(N, rnd, 1.0);
-    float[] terms = Bufs.output(N), dw = Bufs.output(C), db = Bufs.output(C);
-    LayerNorm.layernormWeightGradTerms(terms, OFF, dout, OFF, inp, OFF, mean, OFF, rstd, OFF, B, T, C);
-    LayerNorm.layernormBackwardParams(dw, OFF, db, OFF, dout, OFF, inp, OFF, mean, OFF, rstd, OFF, B, T, C);
-    Bufs.assertPadsIntact("terms", terms, N);
-    for (int c = 0; c < C; c++) {
-      float sum = 0f;
-      for (int bt = 0; bt < BT; bt++) {
-        double xhat = (inp[OFF + bt * C + c] - (double) mean[OFF + bt]) * rstd[OFF + bt];
-        assertThat((double) terms[OFF + bt * C + c]).isCloseTo(dout[OFF + bt * C + c] * xhat, within(1e-5));
-        sum += terms[OFF + bt * C + c];
+    for (int parts : new int[] {1, 5, BT + 3}) {
+      float[] partials = Bufs.output(2 * parts * C);
+      LayerNorm.layernormParamPartials(partials, OFF, dout, OFF, inp, OFF, mean, OFF, rstd, OFF, BT, C, parts);
+      Bufs.assertPadsIntact("partials", partials, 2 * parts * C);
+      for (int c = 0; c < C; c++) {
+        double dw = 0, db = 0, gotW = 0, gotB = 0;
+        for (int bt = 0; bt < BT; bt++) {
+          double d = dout[OFF + bt * C + c];
+          dw += d * (inp[OFF + bt * C + c] - (double) mean[OFF + bt]) * rstd[OFF + bt];
+          db += d;
+        }
+        for (int p = 0; p < parts; p++) {
+          gotW += partials[OFF + p * C + c];
+          gotB += partials[OFF + parts * C + p * C + c];
+        }
+        assertThat(gotW).as("dweight channel %d, %d parts", c, parts)
+            .isCloseTo(dw, within(1e-5 * Math.max(1, Math.abs(dw))));
+        assertThat(gotB).as("dbias channel %d, %d parts", c, parts)
+            .isCloseTo(db, within(1e-5 * Math.max(1, Math.abs(db))));
+        assertThat(Double.isFinite(gotW) && Double.isFinite(gotB)).isTrue();
       }
-      assertThat(sum).as("channel %d", c).isEqualTo(dw[OFF + c]);
     }
   }
 

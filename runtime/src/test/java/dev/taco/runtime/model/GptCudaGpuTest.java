@@ -34,7 +34,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * formulas are the same. In bf16 mode (GEMM inputs rounded to bf16) the bound is {@link #BF16_LOSS} on the loss and
  * {@link #BF16_GRAD} relative L2 on the whole gradient (measured values printed). At TP = 2 and 4, ranks as threads sharing the GPU ({@code device-local}) with exact collectives give the
  * TP = 1 loss and gradients within the same bound; a TACO-compressed TP = 2 step stays finite and within 1 % (loss) and
- * 10 % (gradients, relative L2) of the exact one.
+ * 10 % (gradients, relative L2) of the exact one. The fp32 comparison runs the attention in 4 causal blocks
+ * ({@link CudaOps#causalBlock}), the bf16 one in 2, the others in one.
  */
 @Tag("gpu")
 class GptCudaGpuTest {
@@ -101,6 +102,8 @@ class GptCudaGpuTest {
     List<Object> unused = LocalGroup.run(1, (Communicator comm) -> {
       Gpt<float[]> cpu = Gpt.cpu(CFG, comm, B, weights);
       try (CudaOps ops = new CudaOps(ctx)) {
+        ops.causalBlockMinimum(16); // T = 64 in 4 causal blocks: the block-triangular attention GEMMs against the CPU
+        assertThat(ops.causalBlock(CFG.seqLength())).isEqualTo(16);
         Gpt<DeviceBuffer> gpu = new Gpt<>(CFG, ops, 0, B, weights);
         int n = cpu.layout().size();
         for (int step = 1; step <= 3; step++) {
@@ -184,6 +187,7 @@ class GptCudaGpuTest {
     List<Object> unused = LocalGroup.run(1, (Communicator comm) -> {
       Gpt<float[]> cpu = Gpt.cpu(CFG, comm, B, weights);
       try (CudaOps ops = new CudaOps(ctx, CudaOps.Precision.BF16)) {
+        ops.causalBlockMinimum(32); // 2 causal blocks
         assertThat(ops.precision()).isEqualTo(CudaOps.Precision.BF16);
         Gpt<DeviceBuffer> gpu = new Gpt<>(CFG, ops, 0, B, weights);
         cpu.zeroGrad();

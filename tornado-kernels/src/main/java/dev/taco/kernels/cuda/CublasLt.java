@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * and cached with its descriptors. The key holds the epilogue, transposes, sizes, output type and the alignment (up
  * to 256 bytes) of each pointer: the heuristic assumes 256-byte alignment unless told otherwise
  * ({@code CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES}), and it reads the bias pointer's alignment from the descriptor.
- * Per call only the bias pointer attribute is set again (host-side; the library reads descriptors when the call is
- * made).
+ * Per call only the bias and aux pointer attributes are set again (host-side; the library reads descriptors when the
+ * call is made).
  *
  * <p>Workspace: caller-owned, {@link Cublas#WORKSPACE_BYTES} recommended; one {@link Cublas} and one {@code CublasLt}
  * may share a workspace when their work is ordered on one stream. Methods are synchronized.
@@ -63,15 +63,31 @@ public final class CublasLt implements AutoCloseable {
   /** The fused epilogues offered ({@code cublasLtEpilogue_t}). */
   public enum Epilogue {
     /** {@code CUBLASLT_EPILOGUE_BIAS}: {@code C = A·B + bias}. */
-    BIAS(4),
+    BIAS(4, true, false),
     /** {@code CUBLASLT_EPILOGUE_GELU_BIAS}: {@code C = gelu(A·B + bias)}. */
-    GELU_BIAS(36);
+    GELU_BIAS(36, true, false),
+    /**
+     * {@code CUBLASLT_EPILOGUE_GELU_AUX_BIAS}: {@code aux = A·B + bias}, {@code C = gelu(aux)} (the GELU's input kept
+     * for the backward).
+     */
+    GELU_AUX_BIAS(164, true, true),
+    /** {@code CUBLASLT_EPILOGUE_DGELU}: {@code C = (A·B) ⊙ gelu'(aux)}, aux the GELU's input (no bias). */
+    DGELU(192, false, true);
 
     /** The {@code cublasLtEpilogue_t} value. */
     public final int value;
+    /** Whether it adds a bias vector ({@code CUBLASLT_MATMUL_DESC_BIAS_POINTER}). */
+    public final boolean bias;
+    /**
+     * Whether it writes or reads an auxiliary matrix of C's type and shape ({@code CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_*};
+     * its leading dimension must be divisible by 8).
+     */
+    public final boolean aux;
 
-    Epilogue(int value) {
+    Epilogue(int value, boolean bias, boolean aux) {
       this.value = value;
+      this.bias = bias;
+      this.aux = aux;
     }
   }
 
@@ -83,6 +99,10 @@ public final class CublasLt implements AutoCloseable {
   static final int DESC_EPILOGUE = 7;
   /** {@code CUBLASLT_MATMUL_DESC_BIAS_POINTER} (const void*). */
   static final int DESC_BIAS_POINTER = 8;
+  /** {@code CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER} (void*). */
+  static final int DESC_EPILOGUE_AUX_POINTER = 11;
+  /** {@code CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD} (int64). */
+  static final int DESC_EPILOGUE_AUX_LD = 12;
   /** {@code CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES} (uint64). */
   static final int PREF_MAX_WORKSPACE_BYTES = 1;
   /** {@code CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES} (uint32); B, C, D follow as 6, 7, 8. */
@@ -171,7 +191,7 @@ public final class CublasLt implements AutoCloseable {
 
   /** The cache key: everything the heuristic's choice depends on. */
   private record Key(Epilogue epilogue, boolean transA, boolean transB, int m, int n, int k, DataType outType,
-      int alignA, int alignB, int alignC, int alignBias) {}
+      int alignA, int alignB, int alignC, int alignBias, int alignAux) {}
 
   /** A cached shape: descriptors and the chosen algorithm. */
   private static final class Plan {
@@ -238,30 +258,54 @@ public final class CublasLt implements AutoCloseable {
    * @throws CublasException          if cuBLASLt refuses the call or has no algorithm for it
    *                                  ({@code CUBLAS_STATUS_NOT_SUPPORTED})
    */
-  public synchronized void matmul(CudaStream stream, Epilogue epilogue, boolean transA, boolean transB,
+  public void matmul(CudaStream stream, Epilogue epilogue, boolean transA, boolean transB,
       int m, int n, int k, DeviceBuffer a, long aOff, DeviceBuffer b, long bOff, DeviceBuffer bias, long biasOff,
       DataType outType, DeviceBuffer c, long cOff) {
+    matmul(stream, epilogue, transA, transB, m, n, k, a, aOff, b, bOff, bias, biasOff, null, 0, outType, c, cOff);
+  }
+
+  /**
+   * {@link #matmul(CudaStream, Epilogue, boolean, boolean, int, int, int, DeviceBuffer, long, DeviceBuffer, long,
+   * DeviceBuffer, long, DataType, DeviceBuffer, long)} for every epilogue: {@code aux} is an [m,n] matrix of
+   * {@code outType} (dense, ld n) that {@link Epilogue#GELU_AUX_BIAS} writes and {@link Epilogue#DGELU} reads, null
+   * for the others; {@code bias} is null for {@link Epilogue#DGELU}.
+   *
+   * @throws IllegalArgumentException also for a bias or aux given where the epilogue takes none or missing where it
+   *     needs one, and for an aux epilogue with n not divisible by 8 (cuBLASLt's rule for its leading dimension)
+   */
+  public synchronized void matmul(CudaStream stream, Epilogue epilogue, boolean transA, boolean transB,
+      int m, int n, int k, DeviceBuffer a, long aOff, DeviceBuffer b, long bOff, DeviceBuffer bias, long biasOff,
+      DeviceBuffer aux, long auxOff, DataType outType, DeviceBuffer c, long cOff) {
     Objects.requireNonNull(epilogue, "epilogue");
+    if ((bias != null) != epilogue.bias || (aux != null) != epilogue.aux) {
+      throw new IllegalArgumentException(epilogue + " takes " + (epilogue.bias ? "a bias" : "no bias") + " and "
+          + (epilogue.aux ? "an aux matrix" : "no aux matrix") + ", given " + (bias == null ? "no bias" : "a bias")
+          + " and " + (aux == null ? "no aux matrix" : "an aux matrix"));
+    }
+    if (epilogue.aux && n % 8 != 0) {
+      throw new IllegalArgumentException(epilogue + ": n = " + n + " is the aux matrix's leading dimension, which must "
+          + "be divisible by 8");
+    }
     Objects.requireNonNull(stream, "stream");
     Cublas.checkTypes(DataType.BF16, outType);
     if (m < 1 || n < 1 || k < 1) throw new IllegalArgumentException("sizes must be >= 1: m=" + m + " n=" + n + " k=" + k);
     long pa = Cublas.operand(ctx, "a", a, aOff, DataType.BF16, transA ? k : m, transA ? m : k, "lda", transA ? m : k, 0, 1);
     long pb = Cublas.operand(ctx, "b", b, bOff, DataType.BF16, transB ? n : k, transB ? k : n, "ldb", transB ? k : n, 0, 1);
     long pc = Cublas.operand(ctx, "c", c, cOff, outType, m, n, "ldc", n, 0, 1);
-    long pbias = Cublas.operand(ctx, "bias", bias, biasOff, outType, 1, n, "length", n, 0, 1);
+    long pbias = bias == null ? 0 : Cublas.operand(ctx, "bias", bias, biasOff, outType, 1, n, "length", n, 0, 1);
+    long paux = aux == null ? 0 : Cublas.operand(ctx, "aux", aux, auxOff, outType, m, n, "ld", n, 0, 1);
     if (stream.context() != ctx) throw new IllegalArgumentException("stream belongs to another context");
     if (closed) throw new IllegalStateException("cuBLASLt handle is closed");
     ctx.makeCurrent();
-    Key key = new Key(epilogue, transA, transB, m, n, k, outType, align(pa), align(pb), align(pc), align(pbias));
+    Key key = new Key(epilogue, transA, transB, m, n, k, outType, align(pa), align(pb), align(pc), align(pbias),
+        align(paux));
     Plan plan = plans.get(key);
     if (plan == null) {
-      plan = plan(key, pbias);
+      plan = plan(key, pbias, paux);
       plans.put(key, plan);
     }
     String detail = describe(key);
-    attr.setLong(0, pbias);
-    lib.check("cublasLtMatmulDescSetAttribute", lib.api().cublasLtMatmulDescSetAttribute(plan.desc, DESC_BIAS_POINTER,
-        attr, 8), "CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+    pointers(plan.desc, pbias, paux, epilogue);
     long sp = Pointer.nativeValue(scalars);
     // column-major: A' = our B, B' = our A, C = D = our C
     lib.check("cublasLtMatmul", Direct.cublasLtMatmul(handle, plan.desc, sp, pb, plan.layoutA, pa, plan.layoutB,
@@ -280,7 +324,8 @@ public final class CublasLt implements AutoCloseable {
   private static String describe(Key key) {
     return key.epilogue() + " row-major m=" + key.m() + " n=" + key.n() + " k=" + key.k() + " transA=" + key.transA()
         + " transB=" + key.transB() + " A/B=BF16 C=" + key.outType() + " (column-major D " + key.n() + "x" + key.m()
-        + "), alignment A/B/C/bias " + key.alignA() + "/" + key.alignB() + "/" + key.alignC() + "/" + key.alignBias();
+        + "), alignment A/B/C/bias/aux " + key.alignA() + "/" + key.alignB() + "/" + key.alignC() + "/"
+        + key.alignBias() + "/" + key.alignAux();
   }
 
   private void setInt(long desc, int attribute, int value, String name) {
@@ -295,8 +340,22 @@ public final class CublasLt implements AutoCloseable {
     return r.getValue();
   }
 
+  /** Sets the bias and aux pointers of a descriptor, those its epilogue uses. */
+  private void pointers(long desc, long bias, long aux, Epilogue epilogue) {
+    if (epilogue.bias) {
+      attr.setLong(0, bias);
+      lib.check("cublasLtMatmulDescSetAttribute", lib.api().cublasLtMatmulDescSetAttribute(desc, DESC_BIAS_POINTER,
+          attr, 8), "CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+    }
+    if (epilogue.aux) {
+      attr.setLong(0, aux);
+      lib.check("cublasLtMatmulDescSetAttribute", lib.api().cublasLtMatmulDescSetAttribute(desc,
+          DESC_EPILOGUE_AUX_POINTER, attr, 8), "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
+    }
+  }
+
   /** Builds the descriptors for {@code key} and asks the heuristic for the best algorithm. */
-  private Plan plan(Key key, long biasPointer) {
+  private Plan plan(Key key, long biasPointer, long auxPointer) {
     Api api = lib.api();
     Plan p = new Plan();
     String detail = describe(key);
@@ -308,10 +367,13 @@ public final class CublasLt implements AutoCloseable {
       setInt(p.desc, DESC_TRANSA, key.transB() ? Cublas.OP_T : Cublas.OP_N, "CUBLASLT_MATMUL_DESC_TRANSA");
       setInt(p.desc, DESC_TRANSB, key.transA() ? Cublas.OP_T : Cublas.OP_N, "CUBLASLT_MATMUL_DESC_TRANSB");
       setInt(p.desc, DESC_EPILOGUE, key.epilogue().value, "CUBLASLT_MATMUL_DESC_EPILOGUE");
-      attr.setLong(0, biasPointer);
-      lib.check("cublasLtMatmulDescSetAttribute", api.cublasLtMatmulDescSetAttribute(p.desc, DESC_BIAS_POINTER, attr, 8),
-          "CUBLASLT_MATMUL_DESC_BIAS_POINTER");
       int m = key.m(), n = key.n(), k = key.k();
+      if (key.epilogue().aux) { // the aux matrix has D's column-major shape (n x m): leading dimension n
+        attr.setLong(0, n);
+        lib.check("cublasLtMatmulDescSetAttribute", api.cublasLtMatmulDescSetAttribute(p.desc, DESC_EPILOGUE_AUX_LD,
+            attr, 8), "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD");
+      }
+      pointers(p.desc, biasPointer, auxPointer, key.epilogue());
       // the stored column-major shapes (before op): our row-major B [k,n] is n×k (ld n), [n,k] is k×n (ld k); likewise A
       p.layoutA = key.transB() ? layout(DataType.BF16, k, n, k) : layout(DataType.BF16, n, k, n);
       p.layoutB = key.transA() ? layout(DataType.BF16, m, k, m) : layout(DataType.BF16, k, m, k);

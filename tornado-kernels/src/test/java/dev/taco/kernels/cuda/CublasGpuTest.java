@@ -1,6 +1,7 @@
 package dev.taco.kernels.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.taco.kernels.Bf16;
@@ -265,7 +266,7 @@ class CublasGpuTest {
     Random r = new Random(SEED + 2);
     // element offsets that keep 16-byte alignment (the heuristic is told the real alignment, but misaligned bf16
     // operands may have no epilogue kernel at all)
-    for (Epilogue e : Epilogue.values()) {
+    for (Epilogue e : new Epilogue[] {Epilogue.BIAS, Epilogue.GELU_BIAS}) { // the aux ones: the next test
       for (DataType out : new DataType[] {DataType.BF16, DataType.F32}) {
         for (boolean ta : new boolean[] {false, true}) {
           for (boolean tb : new boolean[] {false, true}) {
@@ -298,6 +299,66 @@ class CublasGpuTest {
       }
     }
     System.out.println("cuBLASLt plans cached: " + lt.cachedPlans());
+  }
+
+  /**
+   * The GELU epilogues with an aux matrix, as the GPU backend's MLP uses them (bf16 in, fp32 out): GELU_AUX_BIAS writes
+   * {@code aux = A·B + bias} and {@code C = gelu(aux)}; DGELU, given that aux, writes {@code C = (A·B) ⊙ gelu'(aux)}
+   * with B transposed (the backward's {@code dout · Wᵀ}); both against float64 references, within the accumulation
+   * bound plus the library's GELU error; an n not divisible by 8 is refused before anything runs.
+   */
+  @Test
+  void cublasLtGeluAuxAndDgeluAgainstCpuReference() {
+    assumeLt();
+    int m = 96, n = 160, k = 256;
+    Random r = new Random(SEED + 5);
+    float[] a = random(r, A_OFF + m * k, true), b = random(r, B_OFF + k * n, true);
+    float[] bias = random(r, BIAS_OFF + n, false);
+    double[][] fwd = reference(false, false, m, n, k, a, A_OFF, k, b, B_OFF, n);
+    double[][] bwd = reference(false, true, m, n, k, a, A_OFF, k, b, B_OFF, k);
+    try (DeviceBuffer da = upload(a, DataType.BF16); DeviceBuffer db = upload(b, DataType.BF16);
+        DeviceBuffer dbias = upload(bias, DataType.F32); DeviceBuffer aux = ctx.alloc(4L * (C_OFF + m * n));
+        DeviceBuffer dc = ctx.alloc(4L * (C_OFF + m * n)); DeviceBuffer dg = ctx.alloc(4L * (C_OFF + m * n))) {
+      lt.matmul(stream, Epilogue.GELU_AUX_BIAS, false, false, m, n, k, da, A_OFF, db, B_OFF, dbias, BIAS_OFF, aux,
+          C_OFF, DataType.F32, dc, C_OFF);
+      lt.matmul(stream, Epilogue.DGELU, false, true, m, n, k, da, A_OFF, db, B_OFF, null, 0, aux, C_OFF, DataType.F32,
+          dg, C_OFF);
+      float[] pre = download(aux, C_OFF + m * n, DataType.F32), out = download(dc, C_OFF + m * n, DataType.F32);
+      float[] grad = download(dg, C_OFF + m * n, DataType.F32);
+      double worstF = 0, worstB = 0;
+      for (int i = 0; i < m; i++) {
+        for (int j = 0; j < n; j++) {
+          int at = C_OFF + i * n + j;
+          double want = fwd[0][i * n + j] + bias[BIAS_OFF + j], mag = fwd[1][i * n + j] + Math.abs(bias[BIAS_OFF + j]);
+          assertThat(Math.abs(pre[at] - want)).as("GELU_AUX_BIAS aux (%d,%d), seed %d", i, j, SEED)
+              .isLessThanOrEqualTo(BF16_ACC_BOUND * mag);
+          double g = geluTanh(pre[at]);
+          assertThat(Math.abs(out[at] - g)).as("GELU_AUX_BIAS out (%d,%d)", i, j)
+              .isLessThanOrEqualTo(5e-4 * Math.max(1, Math.abs(pre[at])));
+          double dg1 = geluTanhSlope(pre[at]), prod = bwd[0][i * n + j];
+          double bound = 1.13 * BF16_ACC_BOUND * bwd[1][i * n + j] + 1e-3 * Math.abs(prod) + 1e-6;
+          assertThat(Math.abs(grad[at] - prod * dg1)).as("DGELU (%d,%d): product %s, slope %s, got %s, seed %d", i, j,
+              prod, dg1, grad[at], SEED).isLessThanOrEqualTo(bound);
+          assertThat(Float.isFinite(grad[at]) && Float.isFinite(out[at])).isTrue();
+          worstF = Math.max(worstF, Math.abs(out[at] - g) / Math.max(1, Math.abs(pre[at])));
+          worstB = Math.max(worstB, Math.abs(grad[at] - prod * dg1) / Math.max(1e-30, bwd[1][i * n + j]));
+        }
+      }
+      System.out.printf(Locale.ROOT, "cuBLASLt GELU_AUX_BIAS max |err| %.2e, DGELU max |err|/mag %.2e%n", worstF,
+          worstB);
+      assertThatThrownBy(() -> lt.matmul(stream, Epilogue.DGELU, false, true, m, 12, k, da, A_OFF, db, B_OFF, null, 0,
+          aux, C_OFF, DataType.F32, dg, C_OFF)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("divisible by 8");
+      assertThatThrownBy(() -> lt.matmul(stream, Epilogue.DGELU, false, true, m, n, k, da, A_OFF, db, B_OFF, dbias,
+          BIAS_OFF, aux, C_OFF, DataType.F32, dg, C_OFF)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("no bias");
+    }
+  }
+
+  /** d/dx of the tanh-form GELU. */
+  static double geluTanhSlope(double x) {
+    double c = Math.sqrt(2 / Math.PI), u = c * (x + 0.044715 * x * x * x), th = Math.tanh(u);
+    return 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * c * (1 + 3 * 0.044715 * x * x);
   }
 
   /**
