@@ -33,6 +33,7 @@ public final class LayerKernels {
         KernelRequest.of(Attention.class, "softmaxForward"),
         KernelRequest.of(Attention.class, "attentionValues"),
         KernelRequest.of(Residual.class, "residualForward"),
+        KernelRequest.of(Residual.class, "residualBiasForward"),
         KernelRequest.of(Gelu.class, "geluForward"),
         KernelRequest.of(CrossEntropy.class, "crossentropyForward"),
         KernelRequest.of(CrossEntropy.class, "crossentropyBackward"),

@@ -30,6 +30,35 @@ public final class Residual {
     }
   }
 
+  /**
+   * out(rows, C) = a + (b + bias): the residual add of a row-parallel linear's output b, whose bias is added once
+   * after its all-reduce (Megatron-LM), in one pass; the same float operations as {@link Matmul#addBias} on b followed
+   * by {@link #forward}, so the same bits; b is left as it was.
+   *
+   * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
+   */
+  public static void forwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
+                                 int biasOff, int rows, int C) {
+    Check.positive("rows", rows);
+    Check.positive("C", C);
+    long n = (long) rows * C;
+    if (n > Integer.MAX_VALUE) throw new IllegalArgumentException(rows + " x " + C + " elements is too many");
+    Check.span("out", out, outOff, (int) n);
+    Check.span("a", a, aOff, (int) n);
+    Check.span("b", b, bOff, (int) n);
+    Check.span("bias", bias, biasOff, C);
+    residualBiasForward(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
+  }
+
+  /** Kernel of {@link #forwardBias}, one iteration per element. No checks. */
+  @Kernel
+  public static void residualBiasForward(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff,
+                                         float[] bias, int biasOff, int rows, int C) {
+    for (@Parallel int i = 0; i < rows * C; i++) {
+      out[outOff + i] = a[aOff + i] + (b[bOff + i] + bias[biasOff + i % C]);
+    }
+  }
+
   /** da(N) += dout(N), db(N) += dout(N). {@code da} and {@code db} must not be the same span. */
   public static void backward(float[] da, int daOff, float[] db, int dbOff, float[] dout, int doutOff, int N) {
     Check.positive("N", N);

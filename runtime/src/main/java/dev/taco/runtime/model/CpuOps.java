@@ -146,13 +146,10 @@ public final class CpuOps implements Ops<float[]> {
   }
 
   @Override
-  public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, int n) {
-    Residual.forward(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), n);
-  }
-
-  @Override
-  public void addBias(View<float[]> out, View<float[]> bias, int rows, int C) {
-    Matmul.addBias(out.arena(), out.off(), bias.arena(), bias.off(), rows, C);
+  public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, View<float[]> bias, int rows,
+      int C) {
+    Residual.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(), bias.off(), rows,
+        C);
   }
 
   @Override

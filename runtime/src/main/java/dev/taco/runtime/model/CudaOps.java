@@ -735,12 +735,15 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   @Override
-  public void residualForward(View<DeviceBuffer> out, View<DeviceBuffer> a, View<DeviceBuffer> b, int n) {
-    launch(Residual.class, "residualForward", n, p("out", out, n), 0, p("a", a, n), 0, p("b", b, n), 0, n);
+  public void residualForward(View<DeviceBuffer> out, View<DeviceBuffer> a, View<DeviceBuffer> b,
+      View<DeviceBuffer> bias, int rows, int C) {
+    long n = (long) rows * C;
+    launch(Residual.class, "residualBiasForward", n, p("out", out, n), 0, p("a", a, n), 0, p("b", b, n), 0,
+        p("bias", bias, C), 0, rows, C);
   }
 
-  @Override
-  public void addBias(View<DeviceBuffer> out, View<DeviceBuffer> bias, int rows, int C) {
+  /** out(rows, C) += bias(C) (the fp32 mode's linear-layer bias). */
+  private void addBias(View<DeviceBuffer> out, View<DeviceBuffer> bias, int rows, int C) {
     launch(Matmul.class, "matmulForwardBias", (long) rows * C, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
   }
 

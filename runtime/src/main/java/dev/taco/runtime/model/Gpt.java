@@ -170,7 +170,7 @@ public final class Gpt<A> {
 
   private float forwardLoaded() {
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
-    int v = cfg.vocabSize(), n = b * t * c;
+    int v = cfg.vocabSize();
     ops.encoderForward(av(a.encoded), inputs, pv(p.wte), pv(p.wpe), b, t, c, v);
     View<A> x = av(a.encoded);
     for (int l = 0; l < cfg.numLayers(); l++) {
@@ -179,15 +179,13 @@ public final class Gpt<A> {
       ops.attentionForward(av(a.atty[l]), av(a.att[l]), av(a.qkv[l]), b, t, nh, hs);
       ops.matmulForward(av(a.attproj[l]), av(a.atty[l]), pv(p.attprojw[l]), null, b, t, cr, c);
       ops.allReduce(attnFwd[l], av(a.attproj[l]), b * t, c);
-      ops.addBias(av(a.attproj[l]), pv(p.attprojb[l]), b * t, c);
-      ops.residualForward(av(a.residual2[l]), x, av(a.attproj[l]), n);
+      ops.residualForward(av(a.residual2[l]), x, av(a.attproj[l]), pv(p.attprojb[l]), b * t, c);
       ops.layerNormForward(av(a.ln2[l]), av(a.ln2Mean[l]), av(a.ln2Rstd[l]), av(a.residual2[l]), pv(p.ln2w[l]),
           pv(p.ln2b[l]), b, t, c);
       ops.matmulGeluForward(av(a.fchGelu[l]), av(a.fch[l]), av(a.ln2[l]), pv(p.fcw[l]), pv(p.fcb[l]), b, t, c, ff);
       ops.matmulForward(av(a.fcproj[l]), av(a.fchGelu[l]), pv(p.fcprojw[l]), null, b, t, ff, c);
       ops.allReduce(mlpFwd[l], av(a.fcproj[l]), b * t, c);
-      ops.addBias(av(a.fcproj[l]), pv(p.fcprojb[l]), b * t, c);
-      ops.residualForward(av(a.residual3[l]), av(a.residual2[l]), av(a.fcproj[l]), n);
+      ops.residualForward(av(a.residual3[l]), av(a.residual2[l]), av(a.fcproj[l]), pv(p.fcprojb[l]), b * t, c);
       x = av(a.residual3[l]);
     }
     ops.layerNormForward(av(a.lnf), av(a.lnfMean), av(a.lnfRstd), x, pv(p.lnfw), pv(p.lnfb), b, t, c);

@@ -54,8 +54,8 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   /** The category of an {@link Ops} method, or null for bookkeeping calls that are not timed. */
   static String category(String method) {
     return switch (method) {
-      case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward",
-          "addBias" -> "gemm";
+      case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward"
+          -> "gemm";
       case "attentionForward", "attentionBackward" -> "attention";
       case "allReduce" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";

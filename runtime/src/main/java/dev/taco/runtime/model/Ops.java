@@ -79,11 +79,11 @@ public interface Ops<A> {
   /** dinp = GELU'(inp) · dout (overwritten, as {@link #matmulBackward}'s dinp). */
   void geluBackward(View<A> dinp, View<A> dout, View<A> inp, int n);
 
-  /** out(N) = a + b. */
-  void residualForward(View<A> out, View<A> a, View<A> b, int n);
-
-  /** out(rows, C) += bias(C): a row-parallel layer's bias, added once after its all-reduce. */
-  void addBias(View<A> out, View<A> bias, int rows, int C);
+  /**
+   * out(rows, C) = a + (b + bias(C)): the residual add of a row-parallel layer's output, whose bias is added once after
+   * its all-reduce ({@code layers.Residual#forwardBias}; b unchanged).
+   */
+  void residualForward(View<A> out, View<A> a, View<A> b, View<A> bias, int rows, int C);
 
   /** probs(B,T,V) = softmax(logits), losses(B,T) = −log probs[target]; returns the mean loss (a host scalar). */
   float crossEntropyForward(View<A> losses, View<A> probs, View<A> logits, int[] targets, int B, int T, int V);

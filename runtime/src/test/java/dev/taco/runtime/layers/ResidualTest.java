@@ -26,6 +26,31 @@ class ResidualTest {
   }
 
   @Test
+  void forwardBiasIsAddBiasThenForwardBitForBitAndLeavesBUnchanged() {
+    int rows = 2 * 5, c = N / rows;
+    float[] bias = Bufs.input(c, rnd, 1.0), b0 = b.clone();
+    float[] fused = Bufs.output(N);
+    Residual.forwardBias(fused, OFF, a, OFF, b, OFF, bias, OFF, rows, c);
+    assertThat(b).as("b unchanged").isEqualTo(b0);
+    float[] biased = b.clone();
+    Matmul.addBias(biased, OFF, bias, OFF, rows, c);
+    Residual.forward(out, OFF, a, OFF, biased, OFF, N);
+    for (int i = 0; i < N; i++) {
+      assertThat(Float.floatToRawIntBits(fused[OFF + i])).as("element %d", i)
+          .isEqualTo(Float.floatToRawIntBits(out[OFF + i]));
+      assertThat((double) fused[OFF + i]).isCloseTo((double) a[OFF + i] + b[OFF + i] + bias[OFF + i % c],
+          org.assertj.core.api.Assertions.within(1e-5 * (1 + Math.abs(fused[OFF + i]))));
+    }
+    Bufs.assertPadsIntact("out", fused, N);
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+        () -> Residual.forwardBias(fused, OFF, a, OFF, b, OFF, new float[c - 1], 0, rows, c))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bias");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+        () -> Residual.forwardBias(fused, OFF, a, OFF, b, OFF, bias, OFF, 0, c))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rows");
+  }
+
+  @Test
   void backwardMatchesFiniteDifferences() {
     double[] r = Bufs.weights(N, rnd);
     float[] da = Bufs.output(N), db = Bufs.output(N);
