@@ -28,8 +28,9 @@ import java.util.SplittableRandom;
  *
  * <p>A second pass of the same steps through {@link OpTimes} gives the breakdown per category and per operation.
  *
- * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] [--precision bf16|fp32] D,L,H,T,B ...} (bf16 by
- * default: {@link CudaOps.Precision}); writes {@code {"device", "mode", "results": [{"hidden", "layers", "heads",
+ * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] [--precision bf16|fp32] [--causal-block-min N]
+ * D,L,H,T,B ...} (bf16 by default: {@link CudaOps.Precision}; {@code --causal-block-min}: see
+ * {@link CudaOps#causalBlockMinimum}, e.g. 1000000 for the one-block attention); writes {@code {"device", "mode", "results": [{"hidden", "layers", "heads",
  * "seq", "micro_batch", "tp", "ms", "breakdown", "operations"}]}}.
  */
 public final class GpuTrainStep {
@@ -37,15 +38,19 @@ public final class GpuTrainStep {
 
   static final int SAMPLES = 10;
   static final int WARMUP = 3;
+  /** {@code --causal-block-min}: the backend's smallest causal attention block (0: its default). */
+  static int causalBlockMin;
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
     String out = null;
     CudaOps.Precision precision = CudaOps.Precision.BF16;
+    causalBlockMin = 0;
     List<int[]> shapes = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--out")) out = args[++i];
       else if (args[i].equals("--precision")) precision = CudaOps.Precision.valueOf(args[++i].toUpperCase(Locale.ROOT));
+      else if (args[i].equals("--causal-block-min")) causalBlockMin = Integer.parseInt(args[++i]);
       else shapes.add(Arrays.stream(args[i].split(",")).mapToInt(Integer::parseInt).toArray());
     }
     if (shapes.isEmpty()) shapes.add(new int[] {128, 4, 4, 128, 8});
@@ -58,8 +63,8 @@ public final class GpuTrainStep {
         System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step; per step by CUDA events: %s; by "
             + "operation: %s%n", s[0], s[1], s[2], s[3], s[4], ms, parts, ops);
         rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
-            + "\"micro_batch\": %d, \"tp\": 1, \"ms\": %.4f, \"breakdown\": {%s}, \"operations\": {%s}}", s[0], s[1],
-            s[2], s[3], s[4], ms, json(parts), json(ops)));
+            + "\"micro_batch\": %d, \"tp\": 1, \"causal_block_min\": %d, \"ms\": %.4f, \"breakdown\": {%s}, "
+            + "\"operations\": {%s}}", s[0], s[1], s[2], s[3], s[4], causalBlockMin, ms, json(parts), json(ops)));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"" + precision + " (CudaOps)\", \"results\": [\n  "
           + String.join(",\n  ", rows) + "\n]}\n";
@@ -91,6 +96,7 @@ public final class GpuTrainStep {
     }
     try (CudaOps backend = new CudaOps(ctx, precision); CudaEvent start = ctx.createEvent();
          CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
+      if (causalBlockMin > 0) backend.causalBlockMinimum(causalBlockMin);
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? backend : timer.ops(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {

@@ -145,9 +145,10 @@ class DeviceCollectivesGpuTest {
         for (Op op : Op.values()) {
           // int8-group and fp8-tensor have fp32 kernels only; fp8-tensor's scale covers a piece, so it runs as one
           // piece here to equal the host's one scale per chunk (GroupTwoShotKernels)
-          boolean baseline = plan.codec().name().startsWith("int8") || plan.codec().name().startsWith("fp8-tensor");
+          String codec = plan.exact() ? "fp32" : plan.codec().name(); // the exact plan has no codec
+          boolean baseline = codec.startsWith("int8") || codec.startsWith("fp8-tensor");
           boolean bf16 = !baseline && (shape[0] + op.ordinal()) % 2 == 0;
-          long pieceBytes = plan.codec().name().startsWith("fp8-tensor") ? Long.MAX_VALUE : 64 << 10;
+          long pieceBytes = codec.startsWith("fp8-tensor") ? Long.MAX_VALUE : 64 << 10;
           int rows = op == Op.REDUCE_SCATTER ? shape[0] * world : shape[0];
           int cols = shape[1];
           String where = plan.describe() + " " + op + " R=" + world + " " + rows + "x" + cols + (bf16 ? " bf16" : " fp32")

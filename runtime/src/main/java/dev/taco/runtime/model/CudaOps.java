@@ -631,19 +631,24 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   /**
    * The block of the causal attention GEMMs for sequence length T: the score, probability and gradient matrices are
-   * computed and read only in the blocks of {@code blk} queries × the keys up to the block's end (the lower
-   * block-triangle, {@code (nb+1)/(2·nb)} of the matrix for nb = T/blk blocks: 3/4 at nb = 2, 5/8 at nb = 4), which is
-   * where causal attention's non-zeros are. T itself (one block, the full square) unless T halves into blocks of at
-   * least {@link #causalBlockMinimum} (512: smaller blocks leave the batched GEMMs too few tiles), at most 4 blocks.
+   * computed and read only in blocks of {@code blk} queries × the keys up to the block's end (the lower
+   * block-triangle, where causal attention's non-zeros are): T/4 (5/8 of the square) where that is at least
+   * {@link #causalBlockMinimum}, else T (one block, the full square). Measured on the H200 (device run 15 of
+   * 2026-12-01, bf16, a whole step): at T = 2048 (D=1024) 4 blocks of 512 took 32.2 ms against 33.5 for one; at
+   * T = 1024 (D=768) 2 blocks of 512 took 29.3 ms and 4 of 256 31.6 against 28.8 for one: the smaller batched GEMMs
+   * (and their extra calls) lose there what the skipped blocks save.
    */
-  int causalBlock(int T) {
-    int blk = T;
-    while (blk % 2 == 0 && blk / 2 >= causalBlockMinimum && T / (blk / 2) <= 4) blk /= 2;
-    return blk;
+  public int causalBlock(int T) {
+    return T % 4 == 0 && T / 4 >= causalBlockMinimum ? T / 4 : T;
   }
 
-  /** Sets the smallest causal block (tests use small ones, to run the blocked GEMMs on small models). */
-  void causalBlockMinimum(int rows) {
+  /**
+   * Sets the smallest causal block ({@link #causalBlock}; 512 by default): tests use small ones to run the blocked
+   * GEMMs on small models, benchmarks a huge one to time the one-block (full square) form.
+   *
+   * @throws IllegalArgumentException if {@code rows < 1}
+   */
+  public void causalBlockMinimum(int rows) {
     if (rows < 1) throw new IllegalArgumentException("causal block minimum must be >= 1, got " + rows);
     causalBlockMinimum = rows;
   }
