@@ -183,24 +183,47 @@ public final class CollectiveSites {
     if (worldSize() == 1) {
       return;
     }
+    Plan plan = planAt(name, () -> buf, rows, cols);
     try {
-      Plan plan = planFor(name, buf, rows, cols);
-      if (sampling && !plan.exact()) sample(name, plan, buf, rows, cols);
       TwoShot.allReduce(wire, plan, buf, rows, cols);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
     }
   }
 
-  private Plan planFor(String name, float[] buf, int rows, int cols) {
-    if (candidates.isEmpty()) return fixed;
-    Site site = sites.computeIfAbsent(name, k -> new Site());
-    if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
-      site.startCalibration();
+  /**
+   * The plan of the next all-reduce at site {@code name}, for a tensor that lives elsewhere (a GPU's collectives move
+   * it): everything {@link #allReduce} does before it moves the data, i.e. a calibration step on this use and, while
+   * sampling is on, the codec-error measurement, both on {@code tensor.get()}, the {@code rows x cols} tensor as a host
+   * array, asked for only when one of them needs it. Every rank must call it for the same sites in the same order
+   * (a calibration step sums over ranks on the exact transport).
+   *
+   * @throws IllegalArgumentException naming the site, if a codec refuses the tensor (NaN/Inf)
+   */
+  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols) {
+    if (worldSize() == 1) {
+      return fixed;
     }
-    site.uses++;
-    if (site.calibrating > 0) site.measure(buf, rows, cols);
-    return site.plan != null ? site.plan : fixed;
+    try {
+      float[] host = null;
+      Plan plan = fixed;
+      if (!candidates.isEmpty()) {
+        Site site = sites.computeIfAbsent(name, k -> new Site());
+        if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
+          site.startCalibration();
+        }
+        site.uses++;
+        if (site.calibrating > 0) {
+          host = tensor.get();
+          site.measure(host, rows, cols);
+        }
+        if (site.plan != null) plan = site.plan;
+      }
+      if (sampling && !plan.exact()) sample(name, plan, host != null ? host : tensor.get(), rows, cols);
+      return plan;
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
+    }
   }
 
   private void sample(String name, Plan plan, float[] buf, int rows, int cols) {

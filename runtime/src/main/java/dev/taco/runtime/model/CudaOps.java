@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Tensor parallelism: one rank alone ({@link #CudaOps(CudaContext)}), or one rank of a TP group whose all-reduces go
  * through D's {@link DeviceCollectives} ({@code device-local}: ranks as threads sharing one GPU; NCCL: a GPU per rank)
- * with one plan for every site.
+ * with one plan for every site, or per-site plans ({@link CollectiveSites}: calibrated and sampled as on the CPU).
  *
  * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
  */
@@ -103,6 +103,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final CudaContext ctx;
   private final DeviceCollectives tp;
   private final Plan plan;
+  /** Per-site plans (calibrated, sampled), or null: {@link #plan} at every site. */
+  private CollectiveSites sites;
   private final Precision precision;
   private final boolean tpComm;
   private final boolean ownsStream;
@@ -175,6 +177,18 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    */
   public CudaOps(DeviceCollectives tp, Plan plan, Precision precision, boolean tpComm) {
     this(tp.transport().context(), tp, tp.stream(), plan, precision, tpComm);
+  }
+
+  /**
+   * One rank of a TP group whose sites choose their own plans, as on the CPU ({@link CollectiveSites#planAt}: per-site
+   * calibration and codec-error sampling on host copies of the tensors, fetched only for the uses that need them; the
+   * data moves through {@code tp}). {@code sites} is this rank's, built on the group's host communicator.
+   *
+   * @see #CudaOps(DeviceCollectives, Plan, Precision, boolean)
+   */
+  public CudaOps(DeviceCollectives tp, CollectiveSites sites, Precision precision, boolean tpComm) {
+    this(tp, (Plan) null, precision, tpComm);
+    this.sites = java.util.Objects.requireNonNull(sites, "sites");
   }
 
   private CudaOps(CudaContext ctx, DeviceCollectives tp, CudaStream shared, Plan plan, Precision precision,
@@ -854,17 +868,39 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * Through this rank's device collectives with the plan; nothing to do with one rank, or when built without TP
-   * communication.
+   * Through this rank's device collectives with the plan, or the site's ({@link CollectiveSites#planAt}); nothing to do
+   * with one rank, or when built without TP communication.
    */
   @Override
   public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
     check(site, x, (long) rows * cols);
     if (tp == null || !tpComm) return;
+    Plan p = sites == null ? plan : sites.planAt(site, () -> toHost(x, rows * cols), rows, cols);
     try {
-      tp.allReduce(plan, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
+      tp.allReduce(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("all-reduce at " + site + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Device milliseconds of the kernels of the last TP all-reduce (quantise, reduce, dequantise; pack and unpack for
+   * the raw plans), once it has finished (this waits for the stream): the collectives' share that is compression
+   * rather than moving bytes. 0 without collectives or TP communication; NaN where the collectives run as a CUDA graph
+   * (NCCL), which records no per-task times. For {@link OpTimes}' {@code compression} category.
+   */
+  public double lastCollectiveKernelMillis() {
+    if (tp == null || !tpComm) return 0;
+    stream.synchronize();
+    try {
+      double ms = 0;
+      for (Map.Entry<String, Float> e : tp.lastTaskMillis().entrySet()) {
+        String n = e.getKey();
+        if (!n.startsWith("all-to-all") && !n.startsWith("all-gather")) ms += e.getValue();
+      }
+      return ms;
+    } catch (IllegalStateException e) {
+      return Double.NaN; // under CUDA graphs, or before any collective
     }
   }
 

@@ -12,16 +12,19 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #ops} gives an {@link Ops}
- * that records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and
- * {@link #collect} (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and
- * the LM head, their bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention}, {@code tp_collectives} (the all-reduces, compression
- * included), {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to
- * step; the host still waits only where the backend does. An interval is the GPU's timeline between two events, so it
- * also holds the GPU's idle time while the host works inside the call: the host-side sums and uploads of
- * {@code crossEntropyForward}, {@code squaredNorm} and {@code encoderForward}, and launch gaps. A timed step runs its
- * operations one by one ({@link Ops#replay} does not replay a graph while timing is on: {@link #setEnabled}), so it
- * shows what each operation costs, not what a graph-replayed step costs in all.
+ * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #ops} gives an {@link Ops} that
+ * records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and {@link #collect}
+ * (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and the LM head, their
+ * bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention}, {@code
+ * tp_collectives} (the all-reduces' exchanges and waits), {@code compression} (the all-reduces' own kernels: quantise,
+ * reduce, dequantise, by the device collectives' per-task events, split off {@code tp_collectives}; 0 at TP = 1, and
+ * left inside {@code tp_collectives} where the collectives run as CUDA graphs, NCCL, which record no per-task times),
+ * {@code optimizer} (gradient norm and AdamW) and {@code other_kernels}. Events are reused from step to step; the host
+ * still waits only where the backend does, and in a TP group after each all-reduce (to read its kernels' times). An interval is the GPU's timeline between two events, so it also holds the
+ * GPU's idle time while the host works inside the call: the host-side sums and uploads of {@code crossEntropyForward},
+ * {@code squaredNorm} and {@code encoderForward}, and launch gaps. A timed step runs its operations one by one ({@link
+ * Ops#replay} does not replay a graph while timing is on: {@link #setEnabled}), so it shows what each operation costs,
+ * not what a graph-replayed step costs in all.
  */
 public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final CudaOps target;
@@ -31,11 +34,13 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final Map<String, Double> totals = new LinkedHashMap<>();
   private final Map<String, Double> methods = new LinkedHashMap<>();
   private boolean enabled = true;
+  /** Kernel ms of the all-reduces since the last collect (the compression share of tp_collectives); NaN: unknown. */
+  private double pendingCompression;
   private int steps;
 
   private OpTimes(CudaOps target) {
     this.target = target;
-    for (String c : new String[] {"gemm", "attention", "tp_collectives", "optimizer", "other_kernels"}) {
+    for (String c : new String[] {"gemm", "attention", "tp_collectives", "compression", "optimizer", "other_kernels"}) {
       totals.put(c, 0.0);
     }
   }
@@ -102,6 +107,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
         event(2 * pending.size() + 1).record(target.stream());
         pending.add(cat);
         pendingMethods.add(method.getName());
+        if (method.getName().equals("allReduce")) pendingCompression += target.lastCollectiveKernelMillis();
       }
     }
   }
@@ -120,6 +126,16 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       totals.merge(pending.get(i), ms, Double::sum);
       methods.merge(pendingMethods.get(i), ms, Double::sum);
     }
+    if (pendingCompression > 0) { // split off the collectives' kernels (they may overlap the exchanges: clamped)
+      double tp = 0;
+      for (int i = 0; i < pending.size(); i++) {
+        if (pending.get(i).equals("tp_collectives")) tp += events.get(2 * i).elapsedMillisTo(events.get(2 * i + 1));
+      }
+      double c = Math.min(pendingCompression, tp);
+      totals.merge("compression", c, Double::sum);
+      totals.merge("tp_collectives", -c, Double::sum);
+    }
+    pendingCompression = 0;
     pending.clear();
     pendingMethods.clear();
     steps++;
@@ -136,6 +152,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     methods.clear();
     pending.clear();
     pendingMethods.clear();
+    pendingCompression = 0;
     steps = 0;
   }
 

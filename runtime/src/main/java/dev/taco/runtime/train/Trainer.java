@@ -117,8 +117,9 @@ public final class Trainer {
   /**
    * Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured: on the CPU
    * when {@code gpu} is null (every rank's collective sites calibrate and sample codec error on the host), else on that
-   * GPU, every rank a thread driving its own {@link CudaOps}, TP collectives through {@code device-local}
-   * {@link DeviceCollectives} with one plan for every site (no calibration or error sampling on the GPU yet).
+   * GPU, every rank a thread driving its own {@link CudaOps}, TP collectives through {@code device-local} or NCCL
+   * {@link DeviceCollectives}, each site with its own plan as on the CPU ({@link CollectiveSites#planAt}: calibration
+   * and error sampling on host copies of the tensors they need).
    *
    * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, or a corpus shorter than
    *     a window
@@ -134,10 +135,7 @@ public final class Trainer {
     log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU"
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
-    Plan gpuPlan = gpu == null || (r == 1 && !gpu.nccl()) ? null : gpuPlan(compression);
-    if (gpuPlan != null && opt.calibrationSteps() > 0 && !gpuPlan.exact()) {
-      log.info("per-site calibration runs on the CPU only so far: every GPU site uses {}", gpuPlan.describe());
-    }
+    if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
     List<Long> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
     List<CudaContext> devices = new ArrayList<>();
@@ -150,13 +148,11 @@ public final class Trainer {
         log.info("TP collectives through NCCL {} on GPUs 0..{}", Nccl.get().version(), r - 1);
       }
       wireBytes = LocalGroup.run(r, timeout, comm -> {
-        if (gpu != null) {
-          return trainGpuRank(cfg, corpus, opt, comm, gpu, gpuPlan, nccl.isEmpty() ? null : nccl.get(comm.rank()),
-              history, gpuTimes, bar);
-        }
         CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
-        long wire = trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history,
-            null, bar);
+        long wire = gpu != null
+            ? trainGpuRank(cfg, corpus, opt, comm, sites, gpu, nccl.isEmpty() ? null : nccl.get(comm.rank()), history,
+                gpuTimes, bar)
+            : trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history, null, bar);
         if (comm.rank() == 0) {
           plans.putAll(sites.plans());
           errors.putAll(sites.sampledErrors());
@@ -214,11 +210,11 @@ public final class Trainer {
   static final int TIMED_INTERVAL = 10;
 
   /**
-   * One GPU rank: its backend (and with R > 1 its device-local collectives), then the common loop; rank 0's
-   * operations are timed by CUDA events into {@code times}.
+   * One GPU rank: its backend (and with R > 1 its device-local or NCCL collectives, whose sites take their plans from
+   * {@code sites}), then the common loop; rank 0's operations are timed by CUDA events into {@code times}.
    */
-  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, Gpu gpu,
-      Plan plan, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
+  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, CollectiveSites sites,
+      Gpu gpu, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
     boolean alone = comm.worldSize() == 1 && nccl == null;
@@ -226,11 +222,11 @@ public final class Trainer {
              : new DeviceLocalTransport(ctx, comm);
          DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
          CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
-             : new CudaOps(dc, plan, gpu.precision(), gpu.tpComm());
+             : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
          OpTimes timer = comm.rank() == 0 ? OpTimes.of(ops) : null) {
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), comm.rank(), opt.microBatch(),
           opt.seed());
-      long wire = trainRank(model, corpus, opt, comm, null, history, timer, bar);
+      long wire = trainRank(model, corpus, opt, comm, alone ? null : sites, history, timer, bar);
       if (timer != null && timer.steps() > 0) {
         double total = 0;
         for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
@@ -244,8 +240,9 @@ public final class Trainer {
   }
 
   /**
-   * One rank's loop; rank 0 records the history. Returns the bytes this rank sent in training steps. {@code sites}
-   * (the CPU's) is null on the GPU: there the backend counts the bytes and nothing is sampled.
+   * One rank's loop; rank 0 records the history. Returns the bytes this rank sent in training steps (the model's
+   * count: the host collectives', or on a GPU the device collectives'). {@code sites} samples codec error on rank 0
+   * every {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
    */
   private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Communicator exact,
       CollectiveSites sites, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar) {

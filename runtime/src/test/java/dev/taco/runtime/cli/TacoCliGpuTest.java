@@ -80,10 +80,24 @@ class TacoCliGpuTest {
     assertThat(run.get("tp_bytes_per_step").getAsDouble()).isPositive();
     assertThat(Double.isFinite(run.get("final_val_loss").getAsDouble())).isTrue();
     JsonObject times = run.getAsJsonObject("gpu_step_ms");
-    for (String k : new String[] {"gemm", "attention", "tp_collectives", "optimizer", "other_kernels", "total"}) {
+    for (String k : new String[] {"gemm", "attention", "tp_collectives", "compression", "optimizer", "other_kernels",
+        "total"}) {
       assertThat(times.get(k).getAsDouble()).as("gpu_step_ms.%s", k).isPositive();
     }
     assertThat(tp2.getAsJsonObject("config").get("tp_comm").getAsBoolean()).isTrue();
+
+    // per-site plans on the GPU, as on the CPU: taco at TP = 2 calibrates every site and samples its codec error
+    String[] taco = {"--data", text.toString(), "--hidden-size", "64", "--compression", "taco", "--tp", "2"};
+    JsonObject tacoCpu = train(tmp.resolve("taco-cpu"), taco);
+    JsonObject tacoGpu = train(tmp.resolve("taco-gpu"), concat(taco, "--device", "cuda", "--precision", "fp32"));
+    JsonObject gpuRun = tacoGpu.getAsJsonArray("runs").get(0).getAsJsonObject();
+    JsonObject cpuRun = tacoCpu.getAsJsonArray("runs").get(0).getAsJsonObject();
+    assertThat(gpuRun.getAsJsonObject("plans").keySet()).as("calibrated sites").isNotEmpty()
+        .isEqualTo(cpuRun.getAsJsonObject("plans").keySet());
+    assertThat(gpuRun.getAsJsonObject("codec_error").keySet()).as("sampled directions").containsExactlyInAnyOrder(
+        "fwd", "bwd");
+    assertThat(Math.abs(finalVal(tacoGpu) - finalVal(tacoCpu)) / finalVal(tacoCpu)).as("GPU vs CPU, taco TP = 2")
+        .isLessThanOrEqualTo(0.01);
 
     JsonObject off = train(tmp.resolve("off"), "--data", text.toString(), "--hidden-size", "64", "--compression",
         "none", "--tp", "2", "--device", "cuda", "--no-tp-comm");

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
 import dev.taco.collective.LocalGroup;
+import dev.taco.collective.Plan;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -87,6 +89,48 @@ class CollectiveSitesTest {
       den += exact[i] * exact[i];
     }
     assertThat(Math.sqrt(num / den)).as("two E4M3 quantisations").isLessThan(0.06);
+  }
+
+  @Test
+  void planAtChoosesWhatAllReduceChoosesAndFetchesTheTensorOnlyWhenItMustBeMeasured() {
+    // the GPU's path: the sites choose the plans, the device moves the data. Two calibration steps, a recalibration
+    // every 4 uses, sampling on at the 6th use: the host copy is asked for at uses 1, 2, 5, 6 (calibration) and 6
+    // (sampling, the same copy), and the plans and sampled errors equal those of the host path on the same tensors
+    long seed = new SplittableRandom().nextLong();
+    List<Object[]> out = LocalGroup.run(2, comm -> {
+      CollectiveSites host = new CollectiveSites(comm, "taco", 2, 4), device = new CollectiveSites(comm, "taco", 2, 4);
+      List<Integer> fetched = new ArrayList<>();
+      List<String> hostPlans = new ArrayList<>(), devicePlans = new ArrayList<>();
+      for (int use = 1; use <= 8; use++) {
+        float[] x = activations(seed + use, comm.rank());
+        host.setSampling(use == 6);
+        device.setSampling(use == 6);
+        final int u = use;
+        Plan p = device.planAt("layer0.attn.fwd", () -> {
+          fetched.add(u);
+          return x.clone();
+        }, ROWS, COLS);
+        devicePlans.add(p.describe());
+        host.allReduce("layer0.attn.fwd", x.clone(), ROWS, COLS);
+        hostPlans.add(host.plan("layer0.attn.fwd").describe());
+      }
+      return new Object[] {fetched, hostPlans, devicePlans, host.plans(), device.plans(), host.sampledErrors(),
+          device.sampledErrors()};
+    });
+    for (Object[] r : out) {
+      assertThat(r[0]).as("uses whose tensor came to the host").isEqualTo(List.of(1, 2, 5, 6));
+      // planAt returns the plan its use runs with, which is the host path's plan after that use (the default until
+      // the first calibration freezes one, then the frozen one: a recalibration keeps it until it freezes anew)
+      assertThat(r[2]).as("plans use by use").isEqualTo(r[1]);
+      assertThat(r[4]).isEqualTo(r[3]);
+      assertThat(r[6]).isEqualTo(r[5]);
+    }
+    assertThat(((Map<?, ?>) out.get(0)[5])).as("rank 0 sampled").isNotEmpty();
+    assertThat(out.get(1)[4]).as("both ranks froze the same plans").isEqualTo(out.get(0)[4]);
+    List<Object> one = LocalGroup.run(1, comm -> new CollectiveSites(comm, "taco", 1, 0).planAt("x", () -> {
+      throw new AssertionError("one rank: nothing to measure, so no host copy");
+    }, ROWS, COLS).describe());
+    assertThat(one).containsExactly(Plan.of(Codecs.byName("taco")).describe());
   }
 
   @Test
