@@ -14,9 +14,11 @@ out="${1:-${OUT:-target/gpu-fidelity}}"; shift || true
 steps="${1:-2000}"; shift || true
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
 codecs="${FIDELITY_CODECS:-none,taco,int8-group,fp8-tensor}"
-# One run per (seed, codec), all in ONE JVM on threads (dev.taco.bench.ConcurrentRuns, FIDELITY_JOBS at a time): the
-# 11 M-parameter step leaves the H200 mostly idle, and threads share one CUDA context where processes would be
-# time-sliced (each run writes OUT_DIR/fid-<seed>-<codec>/report.json).
+# One run per (seed, codec), all in ONE JVM on threads (dev.taco.bench.ConcurrentRuns, FIDELITY_JOBS at a time, 4 by
+# default): the 11 M-parameter step leaves the H200 mostly idle, and threads share one CUDA context where processes
+# would be time-sliced. Each run's two ranks poll their streams, so more than the cores can serve starve each other:
+# 12 runs at once (24 polling threads on 16 cores, beside the GPU tests) finished none of 5000 steps in 500 s (device
+# run 13 of 2026-12-01), where one run alone takes about 65 s. Each run writes OUT_DIR/fid-<seed>-<codec>/report.json.
 mkdir -p "$out"
 : > "$out/runs.txt"
 for s in "${seeds[@]}"; do
@@ -28,7 +30,7 @@ for s in "${seeds[@]}"; do
   done
 done
 java -Xmx48g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.taco.bench.ConcurrentRuns \
-  "${FIDELITY_JOBS:-12}" "$out/runs.txt" 2> "$out/runs.log" | grep -E "^(none|taco|int8|fp8) |runs done"
+  "${FIDELITY_JOBS:-4}" "$out/runs.txt" 2> "$out/runs.log" | grep -E "^(none|taco|int8|fp8) |runs done"
 rc=${PIPESTATUS[0]}
 grep -E "exit [0-9]+ after|FAIL" "$out/runs.log"
 [ "$rc" -eq 0 ] || { echo "FAIL a fidelity run (exit $rc); its log: $out/runs.log" >&2; tail -20 "$out/runs.log" >&2; exit 1; }

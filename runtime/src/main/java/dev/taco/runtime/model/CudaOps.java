@@ -442,13 +442,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       Operand d = operand(dout, (long) n * OC, GRADIENT), b = reused(w, (long) C * OC, WEIGHT);
       check("dinp", dinp, (long) n * C);
       check("pre", pre, (long) n * C);
+      boolean fused = false;
       try {
         lt.matmul(stream, CublasLt.Epilogue.DGELU, false, true, n, C, OC, d.buf, d.off, b.buf, b.off, null, 0,
             pre.arena(), pre.offset(), DataType.F32, dinp.arena(), dinp.offset());
-        paramGrads(d, dw, dbias, dout, inp, n, C, OC);
-        return;
+        fused = true;
       } catch (CublasException e) {
         noGeluEpilogues(e);
+      }
+      if (fused) { // outside the try: a failure here is not the epilogue's, and must not run the backward twice
+        paramGrads(d, dw, dbias, dout, inp, n, C, OC);
+        return;
       }
     }
     matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
