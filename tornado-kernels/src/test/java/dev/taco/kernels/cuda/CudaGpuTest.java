@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The GPU checks of {@link GpuSelfCheck} as JUnit tests: skipped with the reason where there is no GPU
  * (CPU machines, CI), run for real on a GPU machine. {@code gpu-check.sh} runs the same checks without Maven.
  */
+@Tag("gpu") // bench/gpu-tests.sh selects by this tag: without it the device runs listed this class and ran none of it
 class CudaGpuTest {
     private static CudaContext ctx;
 
