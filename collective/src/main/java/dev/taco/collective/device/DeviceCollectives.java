@@ -205,6 +205,35 @@ public final class DeviceCollectives implements AutoCloseable {
     return last.plan().taskMillis();
   }
 
+  /**
+   * Frees what was built for {@code plan} (the payload buffers and graphs of every collective and tensor that used
+   * it), once the work enqueued so far has finished; a later collective with it builds them again. For a caller whose
+   * plans change (a collective site that recalibrated), so that superseded plans hold no device memory.
+   *
+   * @return how many built collectives were freed
+   * @throws CudaException the error of failed device work
+   */
+  public int release(Plan plan) {
+    List<Key> gone = built.keySet().stream().filter(k -> k.plan().equals(plan)).toList();
+    if (gone.isEmpty()) {
+      return 0;
+    }
+    synchronize(); // the peers have pulled from these buffers too: each exchange's end waits for their pulls
+    for (Key k : gone) {
+      Built b = built.remove(k);
+      if (last == b) {
+        last = null;
+      }
+      free(b.plan(), b.buffers());
+    }
+    return gone.size();
+  }
+
+  /** The collectives built and cached so far (one per operation, plan, tensor and shape). */
+  public int builtCollectives() {
+    return built.size();
+  }
+
   /** Bytes this rank has put on the wire (the transport's count). */
   public long bytesSent() {
     return transport.bytesSent();

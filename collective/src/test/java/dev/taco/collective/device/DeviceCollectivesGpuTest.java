@@ -170,6 +170,33 @@ class DeviceCollectivesGpuTest {
   }
 
   @Test
+  void releasingAPlanFreesWhatWasBuiltForItAndItBuildsAgain() {
+    // what a recalibrated collective site does with its superseded plan (CudaOps.allReduce)
+    assumeGpu();
+    Plan taco = Plan.of(Codecs.byName("taco"));
+    List<int[]> counts = LocalGroup.run(2, comm -> {
+      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+          DeviceCollectives dc = new DeviceCollectives(t, 64 << 10, false, false)) {
+        int[] c = new int[4];
+        float[][] first = both(comm, dc, Op.ALL_REDUCE, taco, 13, 333, false, SEED);
+        both(comm, dc, Op.ALL_REDUCE, Plan.EXACT, 13, 333, false, SEED);
+        c[0] = dc.builtCollectives();
+        c[1] = dc.release(taco);
+        c[2] = dc.builtCollectives();
+        float[][] again = both(comm, dc, Op.ALL_REDUCE, taco, 13, 333, false, SEED);
+        c[3] = dc.builtCollectives();
+        assertThat(again[1]).as("rank %d: rebuilt after release", comm.rank()).isEqualTo(again[0])
+            .isEqualTo(first[1]);
+        return c;
+      }
+    });
+    for (int[] c : counts) {
+      assertThat(c).as("built before, released, built after release, built after rebuilding (each rank)")
+          .containsExactly(2, 1, 1, 2);
+    }
+  }
+
+  @Test
   void layoutsAndLargeTensorsEqualTheHostPath() {
     assumeGpu();
     int[] perm = new int[1000];

@@ -79,6 +79,8 @@ public final class CollectiveSites {
   private final Map<String, Site> sites = new LinkedHashMap<>();
   private final Map<String, double[]> sampled = new LinkedHashMap<>();
   private boolean sampling;
+  private long measurements;
+  private final int maxWireCols;
 
   /**
    * @param exact the exact transport (float32: the plan agreement, and the bytes of every codec)
@@ -88,6 +90,21 @@ public final class CollectiveSites {
    * @throws IllegalArgumentException for an unknown codec or a negative count
    */
   public CollectiveSites(Communicator exact, String spec, int calibrationSteps, int recalibrateInterval) {
+    this(exact, spec, calibrationSteps, recalibrateInterval, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #CollectiveSites(Communicator, String, int, int)}, for collectives that take at most {@code maxWireCols}
+   * columns on the wire (the GPU kernels' limit, {@code TwoShotGpuKernels.MAX_COLS}): a candidate plan whose layout
+   * puts more there (the token axis of a tensor with more rows) counts as infinitely bad, so calibration never freezes
+   * a plan the collectives would refuse.
+   *
+   * @throws IllegalArgumentException also if {@code maxWireCols < 1}
+   */
+  public CollectiveSites(Communicator exact, String spec, int calibrationSteps, int recalibrateInterval,
+      int maxWireCols) {
+    if (maxWireCols < 1) throw new IllegalArgumentException("maxWireCols must be >= 1, got " + maxWireCols);
+    this.maxWireCols = maxWireCols;
     if (calibrationSteps < 0) throw new IllegalArgumentException("calibration steps must be >= 0, got " + calibrationSteps);
     if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
     this.exact = exact;
@@ -157,6 +174,14 @@ public final class CollectiveSites {
   public Plan plan(String name) {
     Site s = sites.get(name);
     return s == null || s.plan == null ? fixed : s.plan;
+  }
+
+  /**
+   * Calibration steps this rank has measured so far, over all sites (it grows only while some site calibrates: a
+   * caller timing a step can tell whether host calibration work fell inside it).
+   */
+  public long calibrationMeasurements() {
+    return measurements;
   }
 
   /** While on, every all-reduce also measures its codec's error on this rank's input (see {@link #sampledErrors}). */
@@ -316,22 +341,27 @@ public final class CollectiveSites {
       float[] err = new float[errors.length];
       for (int i = 0; i < err.length; i++) {
         Plan p = candidate(i, ed);
-        if (p == null) {
+        boolean t = p != null && p.layout() == WireLayout.TOKEN_AXIS;
+        if (p == null || (t ? rows : cols) > maxWireCols) { // does not apply, or more wire columns than allowed
           err[i] = Float.POSITIVE_INFINITY;
           continue;
         }
-        boolean t = p.layout() == WireLayout.TOKEN_AXIS;
         err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols).relL2();
       }
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];
       seen++;
+      measurements++;
       if (--calibrating == 0) freeze(rows, cols);
     }
 
     private void freeze(int rows, int cols) {
       double min = Double.POSITIVE_INFINITY;
       for (double e : errors) min = Math.min(min, e);
+      if (!Double.isFinite(min)) {
+        throw new IllegalArgumentException("no candidate plan for a " + rows + " x " + cols + " tensor puts at most "
+            + maxWireCols + " columns on the wire");
+      }
       // among the plans within 1 % of the lowest error, take the cheapest: fewest bytes on the wire for this shape, then
       // in order before permuted before transposed (less data movement), then no Hadamard transform
       int best = -1;

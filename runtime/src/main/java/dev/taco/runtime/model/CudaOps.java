@@ -105,6 +105,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final Plan plan;
   /** Per-site plans (calibrated, sampled), or null: {@link #plan} at every site. */
   private CollectiveSites sites;
+  /** The plan each site used last (with {@link #sites}): a plan no site uses any more is released. */
+  private final Map<String, Plan> sitePlans = new HashMap<>();
   private final Precision precision;
   private final boolean tpComm;
   private final boolean ownsStream;
@@ -880,6 +882,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     check(site, x, (long) rows * cols);
     if (tp == null || !tpComm) return;
     Plan p = sites == null ? plan : sites.planAt(site, () -> toHost(x, rows * cols), rows, cols);
+    if (sites != null) {
+      Plan before = sitePlans.put(site, p);
+      if (before != null && before != p && !sitePlans.containsValue(before)) {
+        tp.release(before); // no site uses it any more (calibrated or recalibrated away): free its buffers
+      }
+    }
     try {
       tp.allReduce(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
     } catch (IllegalArgumentException e) {

@@ -206,7 +206,6 @@ public final class Gpt<A> {
     int v = cfg.vocabSize(), layers = cfg.numLayers(), bt = b * t;
     ops.zero(av(a.dlogits), (long) bt * v);
     ops.crossEntropyBackward(av(a.dlogits), av(a.probs), targets, b, t, v, 1f);
-    ops.zero(av(a.dlnf), (long) bt * c);
     ops.headBackward(av(a.dlnf), gv(p.wte), av(a.dlogits), av(a.lnf), pv(p.wte), bt, c, v);
     ops.zero(av(a.dres), (long) bt * c);
     View<A> xLast = av(layers > 0 ? a.residual3[layers - 1] : a.encoded);

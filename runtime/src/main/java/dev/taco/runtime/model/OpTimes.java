@@ -98,8 +98,9 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     }
     String cat = method.getDeclaringClass() == Ops.class ? category(method.getName()) : null;
     if (cat != null) event(2 * pending.size()).record(target.stream());
+    Object result;
     try {
-      return method.invoke(target, args);
+      result = method.invoke(target, args);
     } catch (InvocationTargetException e) {
       throw e.getCause();
     } finally {
@@ -107,9 +108,11 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
         event(2 * pending.size() + 1).record(target.stream());
         pending.add(cat);
         pendingMethods.add(method.getName());
-        if (method.getName().equals("allReduce")) pendingCompression += target.lastCollectiveKernelMillis();
       }
     }
+    // after a call that succeeded only: this waits for the stream, whose error must not replace the call's own
+    if (method.getName().equals("allReduce")) pendingCompression += target.lastCollectiveKernelMillis();
+    return result;
   }
 
   private CudaEvent event(int i) {
@@ -139,6 +142,16 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     pending.clear();
     pendingMethods.clear();
     steps++;
+  }
+
+  /**
+   * Drops what was recorded since the last {@link #collect} without counting it as a step (a timed step whose time
+   * is not the step's own: one in which a collective site calibrated on the host, say).
+   */
+  public void discard() {
+    pending.clear();
+    pendingMethods.clear();
+    pendingCompression = 0;
   }
 
   /** Milliseconds per category summed over the collected steps (insertion order: the categories above). */

@@ -13,6 +13,7 @@ import dev.taco.collective.nccl.Nccl;
 import dev.taco.collective.nccl.NcclCommunicator;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.gpu.TwoShotGpuKernels;
 import dev.taco.runtime.model.CollectiveSites;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
@@ -148,7 +149,8 @@ public final class Trainer {
         log.info("TP collectives through NCCL {} on GPUs 0..{}", Nccl.get().version(), r - 1);
       }
       wireBytes = LocalGroup.run(r, timeout, comm -> {
-        CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval());
+        CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval(),
+            gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // a GPU's collectives take 16384 columns
         long wire = gpu != null
             ? trainGpuRank(cfg, corpus, opt, comm, sites, gpu, nccl.isEmpty() ? null : nccl.get(comm.rank()), history,
                 gpuTimes, bar)
@@ -260,6 +262,7 @@ public final class Trainer {
       }
       // every TIMED_INTERVAL-th step is timed operation by operation (not as one graph); step 0 compiles the kernels
       if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
+      long calibrated = sites == null ? 0 : sites.calibrationMeasurements();
       if (step == opt.steps()) {
         if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
@@ -294,7 +297,10 @@ public final class Trainer {
       float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
       float lr = learningRate(opt, step);
       model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
-      if (timer != null) timer.collect();
+      if (timer != null) { // a step in which a site calibrated on the host is not a step's time
+        if (sites != null && sites.calibrationMeasurements() != calibrated) timer.discard();
+        else timer.collect();
+      }
       if (rank == 0) {
         history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();

@@ -149,6 +149,49 @@ class CollectiveSitesTest {
   }
 
   @Test
+  void aWireColumnLimitKeepsCalibrationOffLayoutsTheCollectivesWouldRefuse() {
+    // 256 tokens x 64 channels, four of them loud and adjacent (as activations()): int8 groups along a row mix loud
+    // and quiet channels, so the token axis (one channel per group, 256 wire columns) wins; a GPU-like limit of 255 wire columns
+    // must make calibration freeze another layout, on every rank alike, and count its measurements; a limit no
+    // layout meets is a clear error naming the site
+    long seed = new SplittableRandom().nextLong();
+    int rows = 256, cols = 64;
+    java.util.function.IntFunction<float[]> tensor = rank -> { // as activations(), with more tokens than channels
+      SplittableRandom n = new SplittableRandom(seed * 31 + rank);
+      float[] x = new float[rows * cols];
+      for (int i = 0; i < x.length; i++) x[i] = (float) (n.nextGaussian() * (i % cols < 4 ? 300 : 1));
+      return x;
+    };
+    for (int limit : new int[] {Integer.MAX_VALUE, rows - 1}) {
+      List<Object[]> out = LocalGroup.run(2, comm -> {
+        CollectiveSites sites = new CollectiveSites(comm, "int8-group", 2, 0, limit);
+        long[] m = new long[4];
+        m[0] = sites.calibrationMeasurements();
+        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols);
+        m[1] = sites.calibrationMeasurements();
+        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols);
+        m[2] = sites.calibrationMeasurements();
+        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols); // frozen: nothing measured
+        m[3] = sites.calibrationMeasurements();
+        return new Object[] {sites.plans().get("layer0.attn.fwd"), m};
+      });
+      CollectiveSites.CalibratedPlan plan = (CollectiveSites.CalibratedPlan) out.get(0)[0];
+      if (limit == Integer.MAX_VALUE) assertThat(plan.layout()).as("no limit").isEqualTo("token-axis");
+      else assertThat(plan.layout()).as("limit %d", limit).isNotEqualTo("token-axis");
+      assertThat(Double.isFinite(plan.relL2())).isTrue();
+      assertThat(out.get(1)[0]).isEqualTo(plan);
+      assertThat((long[]) out.get(0)[1]).containsExactly(0, 1, 2, 2);
+    }
+    assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
+      new CollectiveSites(comm, "int8-group", 1, 0, cols - 1).allReduce("layer0.attn.fwd", tensor.apply(comm.rank()),
+          rows, cols);
+      return null;
+    })).hasMessageContaining("all-reduce at layer0.attn.fwd").hasMessageContaining("at most 63 columns on the wire");
+    assertThatThrownBy(() -> new CollectiveSites(null, "taco", 1, 0, 0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxWireCols");
+  }
+
+  @Test
   void fp32SitesAreExact() {
     List<float[]> out = LocalGroup.run(2, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "fp32", 2, 0);
