@@ -240,7 +240,7 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] *= inv;
     }
-    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    int end = causalBlockEnd(t, T, causalBlock);
     for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = 0f;
     }
@@ -276,7 +276,7 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = Bf16.encode((float) Math.exp(Bf16.decode(preatt[p + t2]) * scale - max) * inv);
     }
-    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    int end = causalBlockEnd(t, T, causalBlock);
     for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       probs[o + t2] = 0;
     }
@@ -337,7 +337,7 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = scale * (probs[a + t2] * (dprobs[g + t2] - dot));
     }
-    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    int end = causalBlockEnd(t, T, causalBlock);
     for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = 0f;
     }
@@ -368,7 +368,7 @@ public final class Attention {
     for (int t2 = lane; t2 <= t; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = Bf16.encode(scale * (Bf16.decode(probs[a + t2]) * (Bf16.decode(dprobs[g + t2]) - dot)));
     }
-    int end = Math.min(T, (t / causalBlock + 1) * causalBlock); // masked zeros to the end of the causal block
+    int end = causalBlockEnd(t, T, causalBlock);
     for (int t2 = t + 1 + lane; t2 < end; t2 += KernelContext.WARP_SIZE) {
       dpreatt[o + t2] = 0;
     }
@@ -449,5 +449,13 @@ public final class Attention {
       s0 += a[ao + j] * b[bo + j];
     }
     return (s0 + s1) + (s2 + s3);
+  }
+
+  /**
+   * One past the last column of row t's causal block, {@code min(T, (t / causalBlock + 1) · causalBlock)}: where the
+   * warp softmax kernels stop writing masked zeros (the GPU backend's block-causal GEMMs read no further).
+   */
+  static int causalBlockEnd(int t, int T, int causalBlock) {
+    return Math.min(T, (t / causalBlock + 1) * causalBlock);
   }
 }
