@@ -56,7 +56,7 @@ public final class TacoCli {
     @Option(names = {"--tensor-model-parallel-size", "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
     int tp = 2;
 
-    @Option(names = "--steps", description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
+    @Option(names = {"--steps", "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
     int steps = 120;
 
     @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on. Default: the bundled Jargon File.")
@@ -82,6 +82,25 @@ public final class TacoCli {
 
     @Option(names = "--lr", description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
     float lr = 2e-3f;
+
+    @Option(names = "--min-lr", description = "Learning rate at the end of the cosine decay. Default: a tenth of --lr.")
+    Float minLr;
+
+    @Option(names = "--lr-warmup-iters", description = "Steps of linear learning-rate warmup (capped at --steps)."
+        + " Default: ${DEFAULT-VALUE}.")
+    int warmupIters = 20;
+
+    @Option(names = "--weight-decay", description = "AdamW weight decay on the weight matrices (not on biases,"
+        + " LayerNorms). Default: ${DEFAULT-VALUE}.")
+    float weightDecay = 0.1f;
+
+    @Option(names = "--clip-grad", description = "Global gradient-norm clipping threshold; 0 turns clipping off."
+        + " Default: ${DEFAULT-VALUE}.")
+    float clipGrad = 1.0f;
+
+    @Option(names = "--log-interval", description = "Steps between rows of the printed loss table (evaluation steps"
+        + " are always printed). Default: ${DEFAULT-VALUE}.")
+    int logInterval = 10;
 
     @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.")
     int evalInterval = 20;
@@ -131,8 +150,10 @@ public final class TacoCli {
     public Integer call() throws Exception {
       GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp);
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
-      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, seed, evalInterval, evalIters,
-          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes);
+      if (logInterval <= 0) throw new IllegalArgumentException("--log-interval must be positive, got " + logInterval);
+      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, minLr == null ? lr / 10 : minLr, warmupIters,
+          weightDecay, clipGrad, seed, evalInterval, evalIters, calibrationSteps, recalibrateInterval,
+          distributedTimeoutMinutes);
       List<String> codecs = codecList(compression);
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       try (CudaContext gpu = openDevice(device)) {
@@ -155,15 +176,16 @@ public final class TacoCli {
         List<RunResult> runs = new ArrayList<>();
         if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
         for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, run));
-        report(runs, corpus, cfg, run);
+        report(runs, corpus, cfg, run, opt);
       }
       return 0;
     }
 
-    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run) throws IOException {
+    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run, Trainer.Options opt)
+        throws IOException {
       CudaContext gpu = run == null ? null : run.context();
       PrintWriter w = new PrintWriter(System.out, true);
-      printTable(w, runs);
+      printTable(w, runs, logInterval);
       Map<String, Object> config = new LinkedHashMap<>();
       config.put("num_layers", numLayers);
       config.put("hidden_size", hiddenSize);
@@ -183,6 +205,10 @@ public final class TacoCli {
       }
       config.put("steps", steps);
       config.put("lr", lr);
+      config.put("min_lr", opt.minLr());
+      config.put("lr_warmup_iters", opt.warmupIters());
+      config.put("weight_decay", opt.weightDecay());
+      config.put("clip_grad", opt.clipGrad());
       config.put("seed", seed);
       config.put("parameters", cfg.parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
@@ -355,7 +381,7 @@ public final class TacoCli {
   }
 
   /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
-  static void printTable(PrintWriter w, List<RunResult> runs) {
+  static void printTable(PrintWriter w, List<RunResult> runs, int logInterval) {
     StringBuilder head = new StringBuilder(String.format("%6s", "step"));
     for (RunResult r : runs) head.append(String.format(" | %-12s %8s %8s", r.compression(), "train", "val"));
     w.println();
@@ -364,7 +390,7 @@ public final class TacoCli {
     for (int i = 0; i < steps; i++) {
       RunResult.StepRow first = runs.get(0).history().get(i);
       boolean evalRow = first.val_loss() != null;
-      if (!evalRow && i % 10 != 0) continue;
+      if (!evalRow && i % logInterval != 0) continue;
       StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
       for (RunResult r : runs) {
         RunResult.StepRow row = r.history().get(i);

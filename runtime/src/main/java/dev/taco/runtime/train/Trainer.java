@@ -34,26 +34,29 @@ import org.slf4j.LoggerFactory;
 /**
  * The training loop: R tensor-parallel ranks as threads of this JVM ({@link LocalGroup}), each holding its
  * {@link Gpt} shard, all fed the same micro-batches, every TP collective through one communicator that compresses
- * with the chosen codec. AdamW with linear warmup, cosine decay to a tenth of the peak, global gradient-norm
- * clipping at 1.0.
+ * with the chosen codec. AdamW with linear warmup, cosine decay to --min-lr, global gradient-norm clipping
+ * ({@link Options}).
  */
 public final class Trainer {
   private static final Logger log = LoggerFactory.getLogger(Trainer.class);
 
-  /** Gradient-norm clipping threshold, as GPT-2 / llm.c use. */
-  static final float GRAD_CLIP = 1.0f;
-  static final float WEIGHT_DECAY = 0.1f;
+  /** AdamW's β1, β2 and ε, as GPT-2 / llm.c use ({@code gpt2_update(..., 0.9f, 0.95f, 1e-8f, ...)}). */
+  static final float BETA1 = 0.9f, BETA2 = 0.95f, EPS = 1e-8f;
   /** Every this many steps rank 0 measures the codec's error on each TP all-reduce input. */
   static final int PROBE_INTERVAL = 10;
 
   private Trainer() {}
 
   /**
-   * Training hyper-parameters.
+   * Training hyper-parameters, named after Megatron-LM's flags.
    *
-   * @param steps optimizer steps
+   * @param steps optimizer steps ({@code --train-iters} / {@code --steps})
    * @param microBatch sequences per step, B
    * @param lr peak learning rate
+   * @param minLr the learning rate the cosine decay ends at ({@code --min-lr})
+   * @param warmupIters steps of linear warmup from lr/warmupIters to lr ({@code --lr-warmup-iters}; 0: none)
+   * @param weightDecay AdamW's decoupled weight decay on the weight matrices ({@code --weight-decay})
+   * @param clipGrad global gradient-norm clipping threshold ({@code --clip-grad}; 0: no clipping)
    * @param seed seed of weights and batches
    * @param evalInterval steps between validation evaluations
    * @param evalIters validation micro-batches per evaluation
@@ -62,9 +65,10 @@ public final class Trainer {
    * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
    *     the reason (Megatron-LM's {@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
    */
-  public record Options(int steps, int microBatch, float lr, long seed, int evalInterval, int evalIters,
-      int calibrationSteps, int recalibrateInterval, int distributedTimeoutMinutes) {
-    /** @throws IllegalArgumentException naming the flag of a non-positive value */
+  public record Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
+      float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
+      int distributedTimeoutMinutes) {
+    /** @throws IllegalArgumentException naming the flag of a value out of its range */
     public Options {
       if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
         throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
@@ -75,6 +79,16 @@ public final class Trainer {
       if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
       if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
       if (!(lr > 0) || Float.isInfinite(lr)) throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
+      if (!(minLr >= 0) || minLr > lr) {
+        throw new IllegalArgumentException("--min-lr must be in [0, --lr] = [0, " + lr + "], got " + minLr);
+      }
+      if (warmupIters < 0) throw new IllegalArgumentException("--lr-warmup-iters must be >= 0, got " + warmupIters);
+      if (!(weightDecay >= 0) || Float.isInfinite(weightDecay)) {
+        throw new IllegalArgumentException("--weight-decay must be a number >= 0, got " + weightDecay);
+      }
+      if (!(clipGrad >= 0) || Float.isInfinite(clipGrad)) {
+        throw new IllegalArgumentException("--clip-grad must be a number >= 0 (0: off), got " + clipGrad);
+      }
       if (evalInterval <= 0) throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
       if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
     }
@@ -102,12 +116,17 @@ public final class Trainer {
     if (!compression.equals("fp32")) Codecs.byName(compression);
   }
 
-  /** Learning rate at {@code step}: linear warmup over the first tenth of the steps, then cosine decay to lr/10. */
+  /**
+   * Learning rate at {@code step} (0-based), as Megatron-LM's cosine schedule: linear warmup over the first
+   * {@code warmupIters} steps (step i at lr·(i+1)/warmupIters), then cosine decay from lr to minLr at the last step.
+   * The warmup is a number of steps, not a fraction of the run, so a short run does not reach the peak in a few
+   * steps (with a tenth of --steps, 50 steps warmed up in 5 and the loss spiked from 3.2 to 6-7 at step 13).
+   */
   static float learningRate(Options o, int step) {
-    int warmup = Math.max(1, o.steps() / 10);
+    int warmup = Math.min(o.warmupIters(), o.steps());
     if (step < warmup) return o.lr() * (step + 1) / warmup;
     double progress = (double) (step - warmup) / Math.max(1, o.steps() - warmup);
-    return (float) (o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * progress))));
+    return (float) (o.minLr() + (o.lr() - o.minLr()) * 0.5 * (1 + Math.cos(Math.PI * progress)));
   }
 
   /** Trains one model at TP size {@code cfg.tp()} on the CPU with the given compression (see the next overload). */
@@ -294,9 +313,9 @@ public final class Trainer {
       if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
         throw new IllegalStateException("training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
       }
-      float scale = norm > GRAD_CLIP ? GRAD_CLIP / norm : 1f;
+      float scale = opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f;
       float lr = learningRate(opt, step);
-      model.update(lr, 0.9f, 0.95f, 1e-8f, WEIGHT_DECAY, scale, step + 1);
+      model.update(lr, BETA1, BETA2, EPS, opt.weightDecay(), scale, step + 1);
       if (timer != null) { // a step in which a site calibrated on the host is not a step's time
         if (sites != null && sites.calibrationMeasurements() != calibrated) timer.discard();
         else timer.collect();
