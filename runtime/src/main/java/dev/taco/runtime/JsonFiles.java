@@ -37,6 +37,11 @@ public final class JsonFiles {
   private static final Gson GSON = new GsonBuilder().setPrettyPrinting().serializeNulls().disableHtmlEscaping()
       .registerTypeAdapter(Double.class, FINITE_OR_NULL).registerTypeAdapter(double.class, FINITE_OR_NULL).create();
 
+  /** {@code root} as strict, pretty-printed JSON (non-finite doubles as null). */
+  public static String toJson(Object root) {
+    return GSON.toJson(root);
+  }
+
   /**
    * Serialises {@code root} (maps, lists, records, numbers, strings) to {@code out}, creating its folder.
    *

@@ -216,7 +216,9 @@ class CodecPropertiesTest {
     AbstractCodec c = Codecs.byName(spec);
     float[] x = gaussian(seed, rows * cols, 0);
     int at = new SplittableRandom(seed).nextInt(x.length);
-    x[at] = Math.scalb(x[at] == 0 ? 1f : x[at], lift);
+    // at least 2^lift: a tiny draw lifted (1e-4 * 2^10 = 0.1) is no outlier among N(0,1) values, and int4's step of
+    // max/7 rightly rounds it to 0 (jqwik found int4-group, 1 x 22, lift 10, seed 3052)
+    x[at] = Math.copySign(Math.scalb(1f + Math.abs(x[at]), lift), x[at]);
     float[] y = roundTrip(c, x, rows, cols);
     assertThat(violation(spec, c, x, y, rows, cols)).as("%s outlier 2^%d at %d", spec, lift, at).isNull();
     assertThat(Math.abs(y[at] - (double) x[at])).isLessThanOrEqualTo(Math.abs(x[at]) * 0.13); // int4: 1/14 of it

@@ -143,6 +143,28 @@ public final class TacoCli {
         + " keeps its partial sums), and the report says so. Needs --tp > 1.")
     boolean noTpComm;
 
+    @Option(names = "--save", paramLabel = "DIR", description = "Save checkpoints into DIR (Megatron's layout:"
+        + " DIR/iter_0000010/, DIR/latest_checkpointed_iteration.txt; with several --compression codecs, DIR/<codec>/"
+        + " each): every --save-interval steps, at --exit-interval and at the end.")
+    Path save;
+
+    @Option(names = "--save-interval", description = "Steps between checkpoints (0: only at the exit and the end)."
+        + " Default: ${DEFAULT-VALUE}.")
+    int saveInterval = 0;
+
+    @Option(names = "--load", paramLabel = "DIR", description = "Resume from the newest checkpoint in DIR (weights,"
+        + " optimizer state, data position, codec plans); a checkpoint of another TP size is resharded. A DIR without"
+        + " checkpoints starts from scratch with a warning.")
+    Path load;
+
+    @Option(names = "--exit-interval", description = "Stop after this step, saving first when --save is given (0:"
+        + " run all --steps). Default: ${DEFAULT-VALUE}.")
+    int exitInterval = 0;
+
+    @Option(names = "--overwrite", description = "Write into an --out folder that already holds a report.json"
+        + " (refused otherwise).")
+    boolean overwrite;
+
     @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and loss-diff.png. Default: runs/<timestamp>.")
     Path out;
 
@@ -166,7 +188,7 @@ public final class TacoCli {
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
         corpus.requireWindow(seqLength);
-        out = outputFolder(out);
+        out = outputFolder(out, overwrite);
         log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
         log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
             numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
@@ -175,10 +197,16 @@ public final class TacoCli {
                 : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
         List<RunResult> runs = new ArrayList<>();
         if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
-        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, run));
+        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
         report(runs, corpus, cfg, run, opt);
       }
       return 0;
+    }
+
+    /** The checkpoint folders of codec {@code c}'s run: --save/--load themselves, or their {@code <codec>/} child. */
+    private Trainer.Checkpointing checkpointing(List<String> codecs, String c) {
+      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, perCodec(load, codecs, c),
+          exitInterval);
     }
 
     private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run, Trainer.Options opt)
@@ -318,6 +346,15 @@ public final class TacoCli {
     }
   }
 
+  /**
+   * {@code dir} for a run of one codec, else {@code dir/<codec>} (the codec spec with every character other than
+   * letters, digits, {@code . _ = -} replaced by {@code _}: {@code taco:e5m2,g=128} is {@code taco_e5m2_g=128}).
+   */
+  static Path perCodec(Path dir, List<String> codecs, String codec) {
+    if (dir == null || codecs.size() == 1) return dir;
+    return dir.resolve(codec.replaceAll("[^A-Za-z0-9._=-]", "_"));
+  }
+
   /** The codec names of a {@code --compression} value (see {@link Codecs#parseList}). */
   static List<String> codecList(String value) {
     return codecListFor("--compression", value);
@@ -344,14 +381,19 @@ public final class TacoCli {
   }
 
   /**
-   * The output folder, created: {@code out} if given (it must be a writable folder or not exist yet), else a new
-   * {@code runs/<timestamp>} (with a suffix if a run started in the same second).
+   * The output folder, created: {@code out} if given (it must be a writable folder or not exist yet, and hold no
+   * {@code report.json} unless {@code overwrite}), else a new {@code runs/<timestamp>} (with a suffix if a run started
+   * in the same second).
    */
-  static Path outputFolder(Path out) throws IOException {
+  static Path outputFolder(Path out, boolean overwrite) throws IOException {
     if (out != null) {
       if (out.toString().isBlank()) throw new IllegalArgumentException("--out is empty");
       if (Files.exists(out) && !Files.isDirectory(out)) {
         throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " exists and is not a folder");
+      }
+      if (!overwrite && Files.exists(out.resolve("report.json"))) {
+        throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " already holds a report.json: choose"
+            + " another folder, or --overwrite to replace it");
       }
       try {
         Files.createDirectories(out);
@@ -448,6 +490,27 @@ public final class TacoCli {
     return v == null || v.isNaN() ? "" : String.format(Locale.ROOT, "%.4f", v);
   }
 
+  /**
+   * {@code message} with every option's long name (picocli's, and ours, name an option by its longest name) replaced
+   * by the alias the user typed last in {@code args}: {@code --tp 0} is answered about {@code --tp}, not
+   * {@code --tensor-model-parallel-size}.
+   */
+  static String asTyped(CommandLine cl, String[] args, String message) {
+    if (cl == null || message == null) return message;
+    for (CommandLine.Model.OptionSpec o : cl.getCommandSpec().options()) {
+      String longest = o.longestName(), typed = null;
+      for (String a : args) { // the last alias typed: its value is the one that counts
+        String name = a.contains("=") ? a.substring(0, a.indexOf('=')) : a;
+        if (java.util.Arrays.asList(o.names()).contains(name)) typed = name;
+      }
+      if (typed != null && !typed.equals(longest)) {
+        message = message.replaceAll(java.util.regex.Pattern.quote(longest) + "(?![\\w-])",
+            java.util.regex.Matcher.quoteReplacement(typed));
+      }
+    }
+    return message;
+  }
+
   /** Entry point: runs the command; bad input gives one line on stderr and a non-zero exit, no stack trace. */
   public static void main(String[] args) {
     System.exit(execute(args));
@@ -460,7 +523,8 @@ public final class TacoCli {
   public static int execute(String... args) {
     CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
-      System.err.println("taco: " + ex.getMessage() + " (see: taco " + (a.length > 0 ? a[0] + " " : "") + "--help)");
+      System.err.println("taco: " + asTyped(ex.getCommandLine(), a, ex.getMessage()) + " (see: taco "
+          + (a.length > 0 ? a[0] + " " : "") + "--help)");
       return 2;
     });
     cl.setExecutionExceptionHandler((ex, c, parsed) -> {
@@ -471,7 +535,7 @@ public final class TacoCli {
           : root instanceof OutOfMemoryError ? "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20)
               + " MiB): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers"
           : root.getMessage() != null ? root.getMessage() : root.toString();
-      System.err.println("taco: error: " + msg);
+      System.err.println("taco: error: " + asTyped(c, args, msg));
       return ex instanceof IllegalArgumentException ? 2 : 1;
     });
     try {

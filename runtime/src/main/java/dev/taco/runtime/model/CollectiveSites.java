@@ -170,6 +170,56 @@ public final class CollectiveSites {
     return out;
   }
 
+  /**
+   * One site's whole state, as a checkpoint stores it ({@code train.Checkpoint}): its use count, a calibration in
+   * progress (steps left, tensors seen, the error sums per candidate plan, the channel energies) and the frozen plan
+   * (codec spec as {@link AbstractCodec#toString}, wire layout label, permutation) with its error. Restoring it
+   * makes the site choose exactly what it would have chosen had the run not stopped.
+   */
+  public record SiteState(int uses, int calibrating, int seen, double[] errors, double[] energy, String codec,
+      String layout, int[] permutation, double relL2) {}
+
+  /** Every site's state, by name, in first-use order (see {@link SiteState}). */
+  public Map<String, SiteState> state() {
+    Map<String, SiteState> out = new LinkedHashMap<>();
+    sites.forEach((name, st) -> out.put(name, new SiteState(st.uses, st.calibrating, st.seen,
+        st.errors == null ? null : st.errors.clone(), st.energy == null ? null : st.energy.clone(),
+        st.plan == null ? null : st.plan.exact() ? "fp32" : st.plan.codec().toString(),
+        st.plan == null ? null : st.plan.layout().label(), st.plan == null ? null : st.plan.permutation(), st.relL2)));
+    return out;
+  }
+
+  /**
+   * Restores the sites' state saved by {@link #state} (a resumed run). Call before the first collective.
+   *
+   * @throws IllegalArgumentException if a saved plan names an unknown codec or layout, or its error sums do not match
+   *     this codec's candidate plans (the checkpoint was written with another --compression)
+   */
+  public void restore(Map<String, SiteState> saved) {
+    sites.clear();
+    saved.forEach((name, st) -> {
+      Site site = new Site();
+      site.uses = st.uses();
+      site.calibrating = st.calibrating();
+      site.seen = st.seen();
+      if (st.errors() != null && st.errors().length != candidates.size() * LAYOUTS.length) {
+        throw new IllegalArgumentException("site " + name + " was calibrating over " + st.errors().length
+            + " candidate plans, this codec has " + candidates.size() * LAYOUTS.length);
+      }
+      site.errors = st.errors() == null ? null : st.errors().clone();
+      site.energy = st.energy() == null ? null : st.energy().clone();
+      site.relL2 = st.relL2();
+      if (st.codec() != null) {
+        AbstractCodec codec = st.codec().equals("fp32") ? null : Codecs.byName(st.codec());
+        WireLayout layout = null;
+        for (WireLayout l : LAYOUTS) if (l.label().equals(st.layout())) layout = l;
+        if (layout == null) throw new IllegalArgumentException("site " + name + ": unknown wire layout " + st.layout());
+        site.plan = new Plan(codec, layout, st.permutation());
+      }
+      sites.put(name, site);
+    });
+  }
+
   /** The typed plan site {@code name} uses now ({@link #fixed} plan before or without calibration). */
   public Plan plan(String name) {
     Site s = sites.get(name);

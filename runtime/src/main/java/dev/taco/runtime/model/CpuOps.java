@@ -48,6 +48,19 @@ public final class CpuOps implements Ops<float[]> {
   }
 
   @Override
+  public float[] toHost(View<float[]> v, int n) {
+    return Arrays.copyOfRange(v.arena(), v.off(), v.off() + n);
+  }
+
+  @Override
+  public void copyToDevice(float[] values, float[] arena) {
+    if (arena.length < values.length) {
+      throw new IllegalArgumentException("arena of " + arena.length + " elements is shorter than " + values.length);
+    }
+    System.arraycopy(values, 0, arena, 0, values.length);
+  }
+
+  @Override
   public void zero(View<float[]> v, long n) {
     Arrays.fill(v.arena(), v.off(), Math.toIntExact(v.offset() + n), 0f);
   }

@@ -294,12 +294,14 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    *
    * @throws IllegalArgumentException if the arena is shorter than the array
    */
+  @Override
   public void copyToDevice(float[] values, DeviceBuffer arena) {
     check("arena", new View<>(arena, 0), values.length);
     copyIn(values, arena);
   }
 
   /** Copies {@code n} elements from {@code v} to a new host array (waits for the stream). */
+  @Override
   public float[] toHost(View<DeviceBuffer> v, int n) {
     check("tensor", v, n);
     float[] out = new float[n];

@@ -251,6 +251,38 @@ public final class Gpt<A> {
     ops.adamw(params, grads, m, v, decay, p.size(), lr, beta1, beta2, eps, weightDecay, gradScale, step);
   }
 
+  /**
+   * This rank's parameters and AdamW moments as host arrays in arena order ({@link #layout()}): {@code {params, m,
+   * v}}; the moments are zeros before the first {@link #update}.
+   */
+  public float[][] stateToHost() {
+    int n = p.size();
+    float[] params = ops.toHost(pv(0), n);
+    if (m == null) return new float[][] {params, new float[n], new float[n]};
+    return new float[][] {params, ops.toHost(new View<>(m, 0), n), ops.toHost(new View<>(v, 0), n)};
+  }
+
+  /**
+   * Replaces this rank's parameters and AdamW moments (arena order, {@link #layout()}), as a resumed run does.
+   *
+   * @throws IllegalArgumentException if an array's length is not this rank's parameter count
+   */
+  public void restore(float[] params, float[] m, float[] v) {
+    int n = p.size();
+    if (params.length != n || m.length != n || v.length != n) {
+      throw new IllegalArgumentException("expected " + n + " parameters and moments for rank " + p.rank() + ", got "
+          + params.length + ", " + m.length + " and " + v.length);
+    }
+    if (this.m == null) {
+      this.m = ops.alloc(n);
+      this.v = ops.alloc(n);
+      decay = p.decayMask();
+    }
+    ops.copyToDevice(params, this.params);
+    ops.copyToDevice(m, this.m);
+    ops.copyToDevice(v, this.v);
+  }
+
   /** {@code layer0.<kind>, layer1.<kind>, ...}, e.g. {@code layer3.mlp.fwd}. */
   private static String[] siteNames(int layers, String kind) {
     String[] names = new String[layers];

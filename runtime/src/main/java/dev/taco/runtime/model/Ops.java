@@ -18,6 +18,16 @@ public interface Ops<A> {
   /** An arena holding {@code values} (the CPU backend may return the array itself). */
   A fromHost(float[] values);
 
+  /** Copies {@code n} elements from {@code v} to a new host array (a GPU backend waits for its stream). */
+  float[] toHost(View<A> v, int n);
+
+  /**
+   * Copies {@code values} to the start of {@code arena} (a checkpoint's weights and moments).
+   *
+   * @throws IllegalArgumentException if the arena is shorter than the array
+   */
+  void copyToDevice(float[] values, A arena);
+
   /** Zeroes {@code n} elements from {@code v}. */
   void zero(View<A> v, long n);
 

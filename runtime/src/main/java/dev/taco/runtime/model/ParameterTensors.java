@@ -158,6 +158,31 @@ public final class ParameterTensors {
     return out;
   }
 
+  /**
+   * The inverse of {@link #slice}: writes this rank's arena {@code block} into its places in the full (TP = 1) array
+   * {@code full}. A replicated tensor already written there (by another rank) must hold the same bits, since every
+   * rank computes identical values for it.
+   *
+   * @param written per full element, whether some rank wrote it already; updated
+   * @throws IllegalStateException naming the tensor if this rank's copy of a replicated tensor differs from the one
+   *     written before
+   */
+  public void placeInto(float[] block, float[] full, boolean[] written) {
+    for (Tensor t : tensors) {
+      int n = t.size(cfg.tp());
+      for (int i = 0; i < n; i++) {
+        int f = t.fullIndex(i, rank, cfg.tp());
+        float x = block[t.offset() + i];
+        if (written[f] && Float.floatToRawIntBits(full[f]) != Float.floatToRawIntBits(x)) {
+          throw new IllegalStateException("rank " + rank + "'s copy of the replicated tensor " + t.name()
+              + " differs from another rank's at element " + i + " (" + x + " vs " + full[f] + ")");
+        }
+        full[f] = x;
+        written[f] = true;
+      }
+    }
+  }
+
   /** AdamW's per-element weight-decay switch (1 for the decayed tensors), in arena order. */
   public byte[] decayMask() {
     byte[] d = new byte[size];

@@ -9,7 +9,10 @@ import java.util.Map;
  *
  * @param compression the codec on the TP collectives ({@code none} = bf16 on the wire, {@code taco}, ...)
  * @param tp tensor-parallel size R
- * @param steps optimizer steps taken
+ * @param steps optimizer steps taken by this invocation
+ * @param first_step the first step it took: 0, or the step of the checkpoint it resumed from ({@code --load})
+ * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code signal}; null when it ran to
+ *     the end
  * @param initial_val_loss validation loss (nats per byte) before the first step
  * @param final_val_loss validation loss after the last step
  * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step
@@ -23,7 +26,7 @@ import java.util.Map;
  *     total), the mean over steps 1, 11, 21, ... (run eagerly to be timed, the others as one CUDA graph at TP = 1);
  *     null on the CPU
  */
-public record RunResult(String compression, int tp, int steps, double initial_val_loss, double final_val_loss,
+public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss, double final_val_loss,
     double tp_bytes_per_step, double wall_seconds, double tokens_per_second, List<StepRow> history,
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
     Map<String, Double> gpu_step_ms) {

@@ -19,6 +19,7 @@ import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.OpTimes;
+import dev.taco.runtime.model.ParameterTensors;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -95,6 +96,32 @@ public final class Trainer {
   }
 
   /**
+   * Checkpointing, with Megatron-LM's flags ({@link Checkpoint}).
+   *
+   * @param save folder to save checkpoints into ({@code --save}); null: none
+   * @param saveInterval save after every this many steps ({@code --save-interval}; 0: only on exit)
+   * @param load folder to resume from, its newest checkpoint ({@code --load}); null: a fresh start
+   * @param exitInterval stop after this step ({@code --exit-interval}; 0: run all --steps), saving first when
+   *     {@code save} is given
+   */
+  public record Checkpointing(java.nio.file.Path save, int saveInterval, java.nio.file.Path load, int exitInterval) {
+    /** No checkpoints. */
+    public static final Checkpointing NONE = new Checkpointing(null, 0, null, 0);
+
+    /** @throws IllegalArgumentException naming the flag of a negative interval or an interval without --save */
+    public Checkpointing {
+      if (saveInterval < 0) throw new IllegalArgumentException("--save-interval must be >= 0, got " + saveInterval);
+      if (exitInterval < 0) throw new IllegalArgumentException("--exit-interval must be >= 0, got " + exitInterval);
+      if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
+    }
+
+    /** Whether the run saves after {@code done} steps of {@code steps}: every interval, at an exit, at the end. */
+    boolean savesAfter(int done, int steps) {
+      return save != null && ((saveInterval > 0 && done % saveInterval == 0) || done == exitInterval || done == steps);
+    }
+  }
+
+  /**
    * Where a GPU run runs and how.
    *
    * @param context the GPU (owned by the caller)
@@ -131,7 +158,7 @@ public final class Trainer {
 
   /** Trains one model at TP size {@code cfg.tp()} on the CPU with the given compression (see the next overload). */
   public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
-    return run(cfg, corpus, compression, opt, null);
+    return run(cfg, corpus, compression, opt, null, Checkpointing.NONE);
   }
 
   /**
@@ -141,13 +168,26 @@ public final class Trainer {
    * {@link DeviceCollectives}, each site with its own plan as on the CPU ({@link CollectiveSites#planAt}: calibration
    * and error sampling on host copies of the tensors they need).
    *
-   * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, or a corpus shorter than
-   *     a window
+   * <p>With {@code ck.load()} it resumes from that folder's newest checkpoint (weights, AdamW moments, the data
+   * position, every site's codec plan): its steps give the same losses, bit for bit on the CPU, as the run that
+   * saved it would have. With {@code ck.save()} it saves every {@code ck.saveInterval()} steps and before it exits.
+   *
+   * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, a corpus shorter than
+   *     a window, or a checkpoint that cannot be loaded for this run (naming the file)
    */
-  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, Gpu gpu) {
+  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, Gpu gpu,
+      Checkpointing ck) {
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
+    Checkpoint.State resume = ck.load() == null ? null : Checkpoint.load(ck.load(), cfg, compression);
+    if (resume != null && resume.step() >= opt.steps()) {
+      throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
+          + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
+    }
+    int first = resume == null ? 0 : resume.step();
+    int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
+    Saving saving = new Saving(ck, cfg, compression, opt, new float[r][][]);
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
@@ -160,7 +200,7 @@ public final class Trainer {
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
     List<CudaContext> devices = new ArrayList<>();
     List<NcclCommunicator> nccl = new ArrayList<>();
-    try (ProgressBar bar = progressBar(compression + " TP=" + r, opt.steps())) {
+    try (ProgressBar bar = progressBar(compression + " TP=" + r, last - first)) {
       if (gpu != null && gpu.nccl()) {
         devices.add(gpu.context());
         for (int d = 1; d < r; d++) devices.add(CudaContext.open(d));
@@ -172,8 +212,9 @@ public final class Trainer {
             gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // a GPU's collectives take 16384 columns
         long wire = gpu != null
             ? trainGpuRank(cfg, corpus, opt, comm, sites, gpu, nccl.isEmpty() ? null : nccl.get(comm.rank()), history,
-                gpuTimes, bar)
-            : trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history, null, bar);
+                gpuTimes, bar, resume, last, saving)
+            : trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history, null, bar,
+                resume, last, saving);
         if (comm.rank() == 0) {
           plans.putAll(sites.plans());
           errors.putAll(sites.sampledErrors());
@@ -193,11 +234,12 @@ public final class Trainer {
       if (Double.isNaN(initialVal)) initialVal = row.val_loss();
       finalVal = row.val_loss();
     }
-    double tokensPerSecond = (double) opt.steps() * opt.microBatch() * cfg.seqLength() / seconds;
+    int ran = last - first;
+    double tokensPerSecond = (double) ran * opt.microBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
-    return new RunResult(compression, r, opt.steps(), initialVal, finalVal, (double) total / opt.steps(), seconds,
-        tokensPerSecond, history, errors, plans, gpuTimes);
+    return new RunResult(compression, r, ran, first, last < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
+        (double) total / ran, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
   }
 
   /**
@@ -235,7 +277,8 @@ public final class Trainer {
    * {@code sites}), then the common loop; rank 0's operations are timed by CUDA events into {@code times}.
    */
   private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, CollectiveSites sites,
-      Gpu gpu, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar) {
+      Gpu gpu, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar,
+      Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
     boolean alone = comm.worldSize() == 1 && nccl == null;
@@ -247,7 +290,7 @@ public final class Trainer {
          OpTimes timer = comm.rank() == 0 ? OpTimes.of(ops) : null) {
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), comm.rank(), opt.microBatch(),
           opt.seed());
-      long wire = trainRank(model, corpus, opt, comm, alone ? null : sites, history, timer, bar);
+      long wire = trainRank(model, corpus, opt, comm, alone ? null : sites, history, timer, bar, resume, last, saving);
       if (timer != null && timer.steps() > 0) {
         double total = 0;
         for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
@@ -266,27 +309,38 @@ public final class Trainer {
    * every {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
    */
   private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Communicator exact,
-      CollectiveSites sites, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar) {
+      CollectiveSites sites, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
+      int last, Saving saving) {
     int rank = exact.rank();
     int b = opt.microBatch(), t = model.config().seqLength();
     int[] in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
+    long drawn = 0;
+    int first = 0;
+    if (resume != null) {
+      ParameterTensors p = model.layout();
+      model.restore(p.slice(resume.params()), p.slice(resume.m()), p.slice(resume.v()));
+      if (sites != null) sites.restore(resume.sites());
+      for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, b, t, in, tgt);
+      first = resume.step();
+    }
     long wire = 0;
     float[] normBuf = new float[1];
-    for (int step = 0; step <= opt.steps(); step++) {
+    for (int step = first; step <= last; step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) {
+      if (step % opt.evalInterval() == 0 || step == opt.steps()) { // not at an --exit-interval stop
         if (timer != null) timer.setEnabled(false); // evaluation is not a training step
         val = evaluate(model, sites, corpus, opt, b, t, step);
       }
       // every TIMED_INTERVAL-th step is timed operation by operation (not as one graph); step 0 compiles the kernels
       if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
       long calibrated = sites == null ? 0 : sites.calibrationMeasurements();
-      if (step == opt.steps()) {
-        if (rank == 0) history.add(new RunResult.StepRow(step, null, val, 0));
+      if (step == last) {
+        if (rank == 0 && (val != null || last == opt.steps())) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
       }
       corpus.batch(false, trainRng, b, t, in, tgt);
+      drawn++;
       if (sites != null) sites.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
       long before = model.bytesSent();
       float loss;
@@ -326,8 +380,49 @@ public final class Trainer {
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
+      if (saving.ck.savesAfter(step + 1, opt.steps())) saving.save(model, exact, sites, step + 1, drawn);
     }
     return wire;
+  }
+
+  /**
+   * A run's checkpoint saves: every rank hands its state to the shared slots, then rank 0 writes the checkpoint
+   * ({@link Checkpoint#save}) while the others wait, and every rank learns whether it succeeded.
+   */
+  private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots,
+      java.util.concurrent.atomic.AtomicReference<Throwable> failure) {
+    Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots) {
+      this(ck, cfg, compression, opt, slots, new java.util.concurrent.atomic.AtomicReference<>());
+    }
+
+    void save(Gpt<?> model, Communicator exact, CollectiveSites sites, int done, long drawn) {
+      slots[exact.rank()] = model.stateToHost();
+      exact.barrier();
+      if (exact.rank() == 0) {
+        try {
+          Map<String, Object> o = new LinkedHashMap<>();
+          o.put("steps", opt.steps());
+          o.put("micro_batch_size", opt.microBatch());
+          o.put("lr", opt.lr());
+          o.put("min_lr", opt.minLr());
+          o.put("lr_warmup_iters", opt.warmupIters());
+          o.put("weight_decay", opt.weightDecay());
+          o.put("clip_grad", opt.clipGrad());
+          o.put("seed", opt.seed());
+          Checkpoint.save(ck.save(), done, cfg, slots, compression, sites == null ? Map.of() : sites.state(), drawn, o);
+          failure.set(null);
+        } catch (java.io.IOException | RuntimeException e) {
+          failure.set(e);
+        }
+        java.util.Arrays.fill(slots, null);
+      }
+      exact.barrier();
+      Throwable f = failure.get();
+      if (f != null) {
+        throw new IllegalStateException("saving the checkpoint of step " + done + " into " + ck.save() + " failed: "
+            + (f instanceof java.io.IOException io ? io.toString() : f.getMessage()), f);
+      }
+    }
   }
 
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */

@@ -16,12 +16,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The command line: bad input gives one line on stderr and a non-zero exit; a small run writes its report. */
-class TacoCliTest {
+public class TacoCliTest {
   @TempDir Path tmp;
 
-  record Result(int status, String out, String err) {}
+  /** What one command line did: its exit status and what it printed. */
+  public record Result(int status, String out, String err) {}
 
-  static Result run(String... args) {
+  /** Runs {@code taco} with {@code args} in this JVM, capturing stdout and stderr. */
+  public static Result run(String... args) {
     PrintStream oldOut = System.out, oldErr = System.err;
     ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
     System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
@@ -104,6 +106,13 @@ class TacoCliTest {
   void unknownCompressionAndBadNumbers() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "zip")), "zip");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "many")), "--steps");
+    // an error names the flag as typed, not its longest alias
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--train-iters", "many")), "--train-iters");
+    Result tp0 = run(tiny(tmp.resolve("o"), "--tp", "0"));
+    assertOneLineError(tp0, "--tp ");
+    assertThat(tp0.err()).doesNotContain("--tensor-model-parallel-size");
+    assertThat(run(tiny(tmp.resolve("o"), "--tensor-model-parallel-size", "0")).err())
+        .contains("--tensor-model-parallel-size");
   }
 
   @Test
