@@ -150,6 +150,11 @@ public final class DeviceCollectives implements AutoCloseable {
         w -> TwoShot.allReduce(w, plan, x, rows, cols));
   }
 
+  /** The ranks of the transport, R. */
+  public int worldSize() {
+    return transport.worldSize();
+  }
+
   /**
    * Enqueues the all-gather of every rank's {@code shardRows x cols} shard into {@code out} ({@code R*shardRows x
    * cols}).

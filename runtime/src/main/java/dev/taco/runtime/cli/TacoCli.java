@@ -56,6 +56,12 @@ public final class TacoCli {
     @Option(names = {"--tensor-model-parallel-size", "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
     int tp = 2;
 
+    @Option(names = "--sequence-parallel", description = "Megatron's sequence parallelism: the LayerNorm, residual and"
+        + " embedding regions hold 1/tp of the tokens, an all-gather before each column-parallel linear and a"
+        + " reduce-scatter after each row-parallel one (the conjugates backward), each through the codec at its own"
+        + " site. Needs --seq-length divisible by --tp.")
+    boolean sequenceParallel;
+
     @Option(names = {"--steps", "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
     int steps = 120;
 
@@ -170,7 +176,7 @@ public final class TacoCli {
 
     @Override
     public Integer call() throws Exception {
-      GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp);
+      GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp, sequenceParallel);
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
       if (logInterval <= 0) throw new IllegalArgumentException("--log-interval must be positive, got " + logInterval);
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, minLr == null ? lr / 10 : minLr, warmupIters,
@@ -221,6 +227,7 @@ public final class TacoCli {
       config.put("seq_length", seqLength);
       config.put("micro_batch_size", microBatch);
       config.put("tensor_model_parallel_size", tp);
+      config.put("sequence_parallel", sequenceParallel);
       config.put("device", gpu == null ? "cpu" : "cuda");
       if (gpu != null) {
         config.put("gpu", gpu.name());
@@ -450,6 +457,13 @@ public final class TacoCli {
       w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
           r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
+    }
+    for (RunResult r : runs) {
+      if (r.tp_bytes_per_step_by_kind() == null || r.tp_bytes_per_step_by_kind().isEmpty()) continue;
+      StringBuilder kinds = new StringBuilder();
+      r.tp_bytes_per_step_by_kind().forEach((k, v) -> kinds.append(String.format(Locale.ROOT, "%s%s %.0f",
+          kinds.isEmpty() ? "" : ", ", k, v)));
+      w.printf("%-12s TP bytes/step by kind: %s%n", r.compression(), kinds);
     }
     if (runs.stream().anyMatch(r -> !r.codec_error().isEmpty())) {
       w.println();

@@ -9,6 +9,12 @@ package dev.taco.runtime.model;
  * (B,T,C) for {@code encoded, ln*, attproj, residual*, fcproj, lnf, dres, dln, dlnf}; (B,T) for means, rstds and
  * losses; (B,T,3Cr) {@code qkv, dqkv}; (B,T,Cr) {@code atty, datty}; (B,NH/R,T,T) {@code att, dattScratch}; (B,T,Ff)
  * {@code fch, fchGelu, dfch, dfchGelu}; (B,T,V) {@code logits, probs, dlogits}.
+ *
+ * <p>With sequence parallelism ({@link GptConfig#sequenceSharded}) the same tensors serve, each rank using the first
+ * B·T/R rows of its token-sharded ones (means, rstds, residual2/3 in the blocks, lnf, logits, probs, losses, dlnf),
+ * {@code encoded} and {@code dres} whole (the rank's shard at row rank·B·T/R), and three more: {@code lnShard} and
+ * {@code shardScratch} (B·T/R, C), a LayerNorm's output before its all-gather and a reduce-scatter's result, and
+ * {@code dfull} (B,T,C), an all-gathered gradient.
  */
 public final class ActivationTensors {
   public final long encoded;
@@ -16,6 +22,7 @@ public final class ActivationTensors {
       fcproj, residual3;
   public final long lnf, lnfMean, lnfRstd, logits, probs, losses;
   public final long dres, dln, dqkv, datty, dattScratch, dfch, dfchGelu, dlogits, dlnf;
+  public final long lnShard, shardScratch, dfull;
   private final long size;
   private long next;
 
@@ -72,6 +79,10 @@ public final class ActivationTensors {
     dfchGelu = take(bt * ff);
     dlogits = take(bt * v);
     dlnf = take(bt * c);
+    boolean sp = cfg.sequenceSharded();
+    lnShard = take(sp ? bt / cfg.tp() * c : 0);
+    shardScratch = take(sp ? bt / cfg.tp() * c : 0);
+    dfull = take(sp ? bt * c : 0);
     size = next;
   }
 

@@ -81,6 +81,8 @@ public final class CollectiveSites {
   private boolean sampling;
   private long measurements;
   private final int maxWireCols;
+  private final Map<String, Long> bytesByKind = new LinkedHashMap<>();
+  private boolean countingTraining;
 
   /**
    * @param exact the exact transport (float32: the plan agreement, and the bytes of every codec)
@@ -259,23 +261,110 @@ public final class CollectiveSites {
       return;
     }
     Plan plan = planAt(name, () -> buf, rows, cols);
+    long before = exact.bytesSent();
     try {
       TwoShot.allReduce(wire, plan, buf, rows, cols);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
     }
+    countBytes("all-reduce", before);
   }
 
   /**
-   * The plan of the next all-reduce at site {@code name}, for a tensor that lives elsewhere (a GPU's collectives move
+   * All-gather at site {@code name} (sequence parallelism's "g" before a column-parallel linear, Korthikanti et al.
+   * 2022 §4.2.2): every rank's {@code shardRows x cols} shard {@code shard[0, shardRows*cols)} into {@code out}
+   * ({@code R*shardRows x cols}, rank q's rows at {@code q*shardRows}), through the site's plan (its own calibration;
+   * the token-axis layout is not a candidate, since the shards are the rows). With one rank: a copy.
+   *
+   * @throws IllegalArgumentException naming the site, if the codec refuses the tensor (NaN/Inf) or a size is bad
+   * @throws dev.taco.collective.CollectiveException if the transport fails
+   */
+  public void allGather(String name, float[] shard, int shardRows, int cols, float[] out) {
+    if (worldSize() == 1) {
+      System.arraycopy(shard, 0, out, 0, shardRows * cols);
+      return;
+    }
+    Plan plan = planAt(name, () -> shard, shardRows, cols, "all-gather");
+    long before = exact.bytesSent();
+    try {
+      TwoShot.allGather(wire, plan, shard, shardRows, cols, out);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("all-gather at " + name + ": " + e.getMessage(), e);
+    }
+    countBytes("all-gather", before);
+  }
+
+  /**
+   * Sum reduce-scatter at site {@code name} (sequence parallelism's "ḡ" after a row-parallel linear): this rank
+   * receives in {@code shard} the sum over ranks of rows {@code [rank*rows/R, (rank+1)*rows/R)} of the {@code rows x
+   * cols} tensor {@code x}, through the site's plan (no token-axis layout). With one rank: a copy.
+   *
+   * @throws IllegalArgumentException naming the site, for rows not divisible by R, a tensor the codec refuses, or a
+   *     bad size
+   * @throws dev.taco.collective.CollectiveException if the transport fails
+   */
+  public void reduceScatter(String name, float[] x, int rows, int cols, float[] shard) {
+    if (worldSize() == 1) {
+      System.arraycopy(x, 0, shard, 0, rows * cols);
+      return;
+    }
+    Plan plan = planAt(name, () -> x, rows, cols, "reduce-scatter");
+    long before = exact.bytesSent();
+    try {
+      TwoShot.reduceScatter(wire, plan, x, rows, cols, shard);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("reduce-scatter at " + name + ": " + e.getMessage(), e);
+    }
+    countBytes("reduce-scatter", before);
+  }
+
+  /**
+   * Exact (float32) sum all-reduce of {@code buf[off, off+n)} over the TP group, outside any site: the parameter
+   * gradients that sequence parallelism leaves partial on each rank (LayerNorms, embeddings), which must not be lossy.
+   */
+  public void allReduceExact(float[] buf, int off, int n) {
+    if (worldSize() == 1) return;
+    long before = exact.bytesSent();
+    exact.allReduce(buf, off, n);
+    countBytes("all-reduce (exact, gradients)", before);
+  }
+
+  private void countBytes(String kind, long before) {
+    if (countingTraining) bytesByKind.merge(kind, exact.bytesSent() - before, Long::sum);
+  }
+
+  /** While on (a training step, not an evaluation), the collectives' bytes count into {@link #trainingBytesByKind}. */
+  public void setCountingTraining(boolean on) {
+    countingTraining = on;
+  }
+
+  /**
+   * Bytes this rank has sent in training steps by collective kind ({@code all-reduce}, {@code all-gather},
+   * {@code reduce-scatter}, {@code all-reduce (exact, gradients)}); calibration's agreement traffic left out.
+   */
+  public Map<String, Long> trainingBytesByKind() {
+    return new LinkedHashMap<>(bytesByKind);
+  }
+
+  /** {@link #planAt(String, java.util.function.Supplier, int, int, String)} of an all-reduce (every layout). */
+  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols) {
+    return planAt(name, tensor, rows, cols, "all-reduce");
+  }
+
+  /**
+   * The plan of the next collective at site {@code name}, for a tensor that lives elsewhere (a GPU's collectives move
    * it): everything {@link #allReduce} does before it moves the data, i.e. a calibration step on this use and, while
    * sampling is on, the codec-error measurement, both on {@code tensor.get()}, the {@code rows x cols} tensor as a host
    * array, asked for only when one of them needs it. Every rank must call it for the same sites in the same order
    * (a calibration step sums over ranks on the exact transport).
    *
-   * @throws IllegalArgumentException naming the site, if a codec refuses the tensor (NaN/Inf)
+   * @param kind {@code all-reduce}, whose candidates include the token-axis layout, or {@code all-gather} /
+   *     {@code reduce-scatter}, which split the rows over the ranks and take the other layouts only ({@code rows} is
+   *     then the shard's rows for an all-gather, the whole tensor's for a reduce-scatter)
+   * @throws IllegalArgumentException naming the kind and site, if a codec refuses the tensor (NaN/Inf)
    */
-  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols) {
+  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols, String kind) {
+    boolean tokenAxis = kind.equals("all-reduce");
     if (worldSize() == 1) {
       return fixed;
     }
@@ -284,6 +373,7 @@ public final class CollectiveSites {
       Plan plan = fixed;
       if (!candidates.isEmpty()) {
         Site site = sites.computeIfAbsent(name, k -> new Site());
+        site.tokenAxis = tokenAxis;
         if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
           site.startCalibration();
         }
@@ -297,7 +387,7 @@ public final class CollectiveSites {
       if (sampling && !plan.exact()) sample(name, plan, host != null ? host : tensor.get(), rows, cols);
       return plan;
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(kind + " at " + name + ": " + e.getMessage(), e);
     }
   }
 
@@ -356,6 +446,7 @@ public final class CollectiveSites {
     double[] energy;
     Plan plan;
     double relL2;
+    boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
 
     void startCalibration() {
       calibrating = calibrationSteps;
@@ -392,7 +483,7 @@ public final class CollectiveSites {
       for (int i = 0; i < err.length; i++) {
         Plan p = candidate(i, ed);
         boolean t = p != null && p.layout() == WireLayout.TOKEN_AXIS;
-        if (p == null || (t ? rows : cols) > maxWireCols) { // does not apply, or more wire columns than allowed
+        if (p == null || (t && !tokenAxis) || (t ? rows : cols) > maxWireCols) { // does not apply, or too wide
           err[i] = Float.POSITIVE_INFINITY;
           continue;
         }

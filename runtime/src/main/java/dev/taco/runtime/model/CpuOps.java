@@ -19,7 +19,7 @@ import java.util.Arrays;
  */
 public final class CpuOps implements Ops<float[]> {
   private final CollectiveSites tp;
-  private float[] wire = new float[0];
+  private float[] wire = new float[0], gathered = new float[0];
   private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
 
   /** @param tp this rank's collective sites */
@@ -188,6 +188,31 @@ public final class CpuOps implements Ops<float[]> {
     System.arraycopy(x.arena(), x.off(), wire, 0, n);
     tp.allReduce(site, wire, rows, cols);
     System.arraycopy(wire, 0, x.arena(), x.off(), n);
+  }
+
+  @Override
+  public void allGather(String site, View<float[]> out, View<float[]> shard, int shardRows, int cols) {
+    int n = shardRows * cols, all = tp.worldSize() * n;
+    if (wire.length < n) wire = new float[n];
+    if (gathered.length < all) gathered = new float[all];
+    System.arraycopy(shard.arena(), shard.off(), wire, 0, n);
+    tp.allGather(site, wire, shardRows, cols, gathered);
+    System.arraycopy(gathered, 0, out.arena(), out.off(), all);
+  }
+
+  @Override
+  public void reduceScatter(String site, View<float[]> shard, View<float[]> x, int rows, int cols) {
+    int n = rows * cols, part = n / tp.worldSize();
+    if (gathered.length < n) gathered = new float[n];
+    if (wire.length < part) wire = new float[part];
+    System.arraycopy(x.arena(), x.off(), gathered, 0, n);
+    tp.reduceScatter(site, gathered, rows, cols, wire);
+    System.arraycopy(wire, 0, shard.arena(), shard.off(), part);
+  }
+
+  @Override
+  public void allReduceExact(View<float[]> x, int n) {
+    tp.allReduceExact(x.arena(), x.off(), n);
   }
 
   @Override

@@ -883,18 +883,78 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
     check(site, x, (long) rows * cols);
     if (tp == null || !tpComm) return;
-    Plan p = sites == null ? plan : sites.planAt(site, () -> toHost(x, rows * cols), rows, cols);
-    if (sites != null) {
-      Plan before = sitePlans.put(site, p);
-      if (before != null && before != p && !sitePlans.containsValue(before)) {
-        tp.release(before); // no site uses it any more (calibrated or recalibrated away): free its buffers
-      }
-    }
+    Plan p = sitePlan(site, () -> toHost(x, rows * cols), rows, cols, "all-reduce");
     try {
       tp.allReduce(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("all-reduce at " + site + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * All-gather at {@code site} through the device collectives, with the site's plan ({@link CollectiveSites#planAt},
+   * no token-axis layout); without collectives (TP = 1) a device copy, without TP communication nothing.
+   */
+  @Override
+  public void allGather(String site, View<DeviceBuffer> out, View<DeviceBuffer> shard, int shardRows, int cols) {
+    long n = (long) shardRows * cols;
+    check(site, shard, n);
+    if (tp == null) {
+      check(site, out, n);
+      out.arena().slice(4 * out.offset(), 4 * n).copyFromAsync(shard.arena().slice(4 * shard.offset(), 4 * n), 4 * n,
+          stream);
+      return;
+    }
+    check(site, out, n * tp.worldSize());
+    if (!tpComm) return;
+    Plan p = sitePlan(site, () -> toHost(shard, (int) n), shardRows, cols, "all-gather");
+    try {
+      tp.allGather(p, new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n), false), shardRows, cols,
+          new DeviceTensor(out.arena().slice(4 * out.offset(), 4 * n * tp.worldSize()), false));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("all-gather at " + site + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Reduce-scatter at {@code site}, as {@link #allGather}. */
+  @Override
+  public void reduceScatter(String site, View<DeviceBuffer> shard, View<DeviceBuffer> x, int rows, int cols) {
+    long n = (long) rows * cols;
+    check(site, x, n);
+    int world = tp == null ? 1 : tp.worldSize();
+    check(site, shard, n / world);
+    if (tp == null) {
+      shard.arena().slice(4 * shard.offset(), 4 * n).copyFromAsync(x.arena().slice(4 * x.offset(), 4 * n), 4 * n,
+          stream);
+      return;
+    }
+    if (!tpComm) return;
+    Plan p = sitePlan(site, () -> toHost(x, (int) n), rows, cols, "reduce-scatter");
+    try {
+      tp.reduceScatter(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4 * n), false), rows, cols,
+          new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n / world), false));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("reduce-scatter at " + site + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Exact all-reduce through the device collectives ({@link Plan#EXACT}); nothing at TP = 1 or without TP comm. */
+  @Override
+  public void allReduceExact(View<DeviceBuffer> x, int n) {
+    check("gradients", x, n);
+    if (tp == null || !tpComm) return;
+    tp.allReduce(Plan.EXACT, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * n), false), n, 1);
+  }
+
+  /** The plan of the next collective at {@code site}, releasing a plan no site uses any more. */
+  private Plan sitePlan(String site, java.util.function.Supplier<float[]> host, int rows, int cols, String kind) {
+    if (sites == null) return plan;
+    Plan p = sites.planAt(site, host, rows, cols, kind);
+    Plan before = sitePlans.put(site, p);
+    if (before != null && before != p && !sitePlans.containsValue(before)) {
+      tp.release(before); // no site uses it any more (calibrated or recalibrated away): free its buffers
+    }
+    return p;
   }
 
   /**

@@ -34,8 +34,18 @@ public final class Gpt<A> {
   private final A acts;
   /** The TP collective sites of each layer, by name (DESIGN §3.1: each has its own plan). */
   private final String[] attnFwd, mlpFwd, mlpBwd, attnBwd;
+  /** With sequence parallelism, the all-gather sites before the column-parallel linears (forward and backward). */
+  private final String[] attnGatherFwd, mlpGatherFwd, mlpGatherBwd, attnGatherBwd;
   private final int[] inputs;
   private final int[] targets;
+  /** Token rows of this rank's LayerNorm/residual regions: B·T, or B·T/R with sequence parallelism. */
+  private final int rows;
+  /** Where this rank's token rows start, in elements of a (B,T,C) tensor (0 without sequence parallelism). */
+  private final long rowStart;
+  /** The targets of this rank's token rows (sequence parallelism), else {@link #targets} itself. */
+  private final int[] rowTargets;
+  /** {offset, length} ranges of the replicated gradients sequence parallelism leaves partial, merged. */
+  private final int[][] partialGrads;
   private boolean forwarded;
   private A m, v; // AdamW moments, allocated by the first update
   private byte[] decay;
@@ -61,11 +71,37 @@ public final class Gpt<A> {
     this.mlpFwd = siteNames(cfg.numLayers(), "mlp.fwd");
     this.mlpBwd = siteNames(cfg.numLayers(), "mlp.bwd");
     this.attnBwd = siteNames(cfg.numLayers(), "attn.bwd");
+    this.attnGatherFwd = siteNames(cfg.numLayers(), "attn.gather.fwd");
+    this.mlpGatherFwd = siteNames(cfg.numLayers(), "mlp.gather.fwd");
+    this.mlpGatherBwd = siteNames(cfg.numLayers(), "mlp.gather.bwd");
+    this.attnGatherBwd = siteNames(cfg.numLayers(), "attn.gather.bwd");
     this.params = ops.fromHost(p.slice(ParameterTensors.initFull(cfg, seed)));
     this.grads = ops.alloc(p.size());
     this.acts = ops.alloc(a.size());
     this.inputs = new int[b * t];
     this.targets = new int[b * t];
+    boolean sp = cfg.sequenceSharded();
+    this.rows = sp ? b * t / cfg.tp() : b * t;
+    this.rowStart = sp ? (long) rank * rows * cfg.hiddenSize() : 0;
+    this.rowTargets = sp ? new int[rows] : targets;
+    this.partialGrads = sp ? partialReplicatedRanges(p) : new int[0][];
+  }
+
+  /**
+   * The replicated tensors whose gradients a rank computes from its own token rows under sequence parallelism
+   * (embeddings, LayerNorms: every replicated tensor but the row-parallel biases, whose gradients come from the
+   * all-gathered output gradient), as merged {offset, length} ranges of the arena.
+   */
+  private static int[][] partialReplicatedRanges(ParameterTensors p) {
+    java.util.List<int[]> out = new java.util.ArrayList<>();
+    for (ParameterTensors.Tensor x : p.tensors()) {
+      if (x.split() != ParameterTensors.Split.REPLICATED || x.name().endsWith("c_proj.bias")) continue;
+      int n = x.size(1);
+      int[] lastRange = out.isEmpty() ? null : out.get(out.size() - 1);
+      if (lastRange != null && lastRange[0] + lastRange[1] == x.offset()) lastRange[1] += n;
+      else out.add(new int[] {x.offset(), n});
+    }
+    return out.toArray(int[][]::new);
   }
 
   /** Rank {@code tp.rank()} on the CPU, every TP all-reduce through its site of {@code tp}. */
@@ -133,7 +169,8 @@ public final class Gpt<A> {
   }
 
   /**
-   * Forward pass over a micro-batch; returns the mean cross-entropy loss (nats per token).
+   * Forward pass over a micro-batch; returns the mean cross-entropy loss (nats per token) over this rank's token rows:
+   * all B·T, or with sequence parallelism its B·T/R (the mean over the ranks is the micro-batch's).
    *
    * @param in token ids (B,T), each in [0, vocab)
    * @param tgt next-token ids (B,T)
@@ -155,7 +192,7 @@ public final class Gpt<A> {
       forwardLoaded();
       backward();
     });
-    return ops.meanLoss(av(a.losses), b * t);
+    return ops.meanLoss(av(a.losses), rows);
   }
 
   /** Copies a micro-batch into the model's own token arrays (whose identity the backends may rely on). */
@@ -166,32 +203,69 @@ public final class Gpt<A> {
     }
     System.arraycopy(in, 0, inputs, 0, in.length);
     System.arraycopy(tgt, 0, targets, 0, tgt.length);
+    if (rowTargets != targets) System.arraycopy(tgt, (int) (rowStart / cfg.hiddenSize()), rowTargets, 0, rows);
+  }
+
+  /**
+   * The LayerNorm in front of a column-parallel linear, into {@code out} (B,T,C): over this rank's token rows
+   * {@code x}; with sequence parallelism into {@code lnShard}, then all-gathered at {@code site}.
+   */
+  private void normAll(View<A> out, View<A> mean, View<A> rstd, View<A> x, View<A> w, View<A> bias, String site) {
+    int c = cfg.hiddenSize();
+    if (!cfg.sequenceSharded()) {
+      ops.layerNormForward(out, mean, rstd, x, w, bias, b, t, c);
+      return;
+    }
+    ops.layerNormForward(av(a.lnShard), mean, rstd, x, w, bias, 1, rows, c);
+    ops.allGather(site, out, av(a.lnShard), rows, c);
+  }
+
+  /**
+   * The partial sums {@code partial} (B,T,C) of a row-parallel linear (or of a column-parallel one's input gradient)
+   * summed over the ranks at {@code site}, for this rank's token rows: all-reduced in place, or with sequence
+   * parallelism reduce-scattered into {@code shardScratch}.
+   */
+  private View<A> reduceRows(String site, View<A> partial) {
+    int c = cfg.hiddenSize();
+    if (!cfg.sequenceSharded()) {
+      ops.allReduce(site, partial, b * t, c);
+      return partial;
+    }
+    ops.reduceScatter(site, av(a.shardScratch), partial, b * t, c);
+    return av(a.shardScratch);
+  }
+
+  /** This rank's token-row gradient {@code d} as the whole (B,T,C) gradient: itself, or all-gathered at site. */
+  private View<A> gatherRows(String site, View<A> d) {
+    if (!cfg.sequenceSharded()) return d;
+    ops.allGather(site, av(a.dfull), d, rows, cfg.hiddenSize());
+    return av(a.dfull);
   }
 
   private float forwardLoaded() {
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
-    int v = cfg.vocabSize();
+    int v = cfg.vocabSize(), nb = cfg.sequenceSharded() ? 1 : b, nt = rows / nb; // this rank's token rows: (nb, nt)
     ops.encoderForward(av(a.encoded), inputs, pv(p.wte), pv(p.wpe), b, t, c, v);
-    View<A> x = av(a.encoded);
+    View<A> x = av(a.encoded + rowStart);
     for (int l = 0; l < cfg.numLayers(); l++) {
-      ops.layerNormForward(av(a.ln1[l]), av(a.ln1Mean[l]), av(a.ln1Rstd[l]), x, pv(p.ln1w[l]), pv(p.ln1b[l]), b, t, c);
+      normAll(av(a.ln1[l]), av(a.ln1Mean[l]), av(a.ln1Rstd[l]), x, pv(p.ln1w[l]), pv(p.ln1b[l]), attnGatherFwd[l]);
       ops.matmulForward(av(a.qkv[l]), av(a.ln1[l]), pv(p.qkvw[l]), pv(p.qkvb[l]), b, t, c, 3 * cr);
       ops.attentionForward(av(a.atty[l]), av(a.att[l]), av(a.qkv[l]), b, t, nh, hs);
       ops.matmulForward(av(a.attproj[l]), av(a.atty[l]), pv(p.attprojw[l]), null, b, t, cr, c);
-      ops.allReduce(attnFwd[l], av(a.attproj[l]), b * t, c);
-      ops.residualForward(av(a.residual2[l]), x, av(a.attproj[l]), pv(p.attprojb[l]), b * t, c);
-      ops.layerNormForward(av(a.ln2[l]), av(a.ln2Mean[l]), av(a.ln2Rstd[l]), av(a.residual2[l]), pv(p.ln2w[l]),
-          pv(p.ln2b[l]), b, t, c);
+      View<A> y = reduceRows(attnFwd[l], av(a.attproj[l]));
+      ops.residualForward(av(a.residual2[l]), x, y, pv(p.attprojb[l]), rows, c);
+      normAll(av(a.ln2[l]), av(a.ln2Mean[l]), av(a.ln2Rstd[l]), av(a.residual2[l]), pv(p.ln2w[l]), pv(p.ln2b[l]),
+          mlpGatherFwd[l]);
       ops.matmulGeluForward(av(a.fchGelu[l]), av(a.fch[l]), av(a.ln2[l]), pv(p.fcw[l]), pv(p.fcb[l]), b, t, c, ff);
       ops.matmulForward(av(a.fcproj[l]), av(a.fchGelu[l]), pv(p.fcprojw[l]), null, b, t, ff, c);
-      ops.allReduce(mlpFwd[l], av(a.fcproj[l]), b * t, c);
-      ops.residualForward(av(a.residual3[l]), av(a.residual2[l]), av(a.fcproj[l]), pv(p.fcprojb[l]), b * t, c);
+      y = reduceRows(mlpFwd[l], av(a.fcproj[l]));
+      ops.residualForward(av(a.residual3[l]), av(a.residual2[l]), y, pv(p.fcprojb[l]), rows, c);
       x = av(a.residual3[l]);
     }
-    ops.layerNormForward(av(a.lnf), av(a.lnfMean), av(a.lnfRstd), x, pv(p.lnfw), pv(p.lnfb), b, t, c);
-    ops.headForward(av(a.logits), av(a.lnf), pv(p.wte), b * t, c, v); // tied LM head: logits = lnf · wte^T
+    ops.layerNormForward(av(a.lnf), av(a.lnfMean), av(a.lnfRstd), x, pv(p.lnfw), pv(p.lnfb), nb, nt, c);
+    ops.headForward(av(a.logits), av(a.lnf), pv(p.wte), rows, c, v); // tied LM head: logits = lnf · wte^T
     forwarded = true;
-    return ops.crossEntropyForward(av(a.losses), av(a.probs), av(a.logits), targets, b, t, v);
+    return ops.crossEntropyForward(av(a.losses), av(a.probs), av(a.logits), rowTargets, nb, nt, v);
   }
 
   /** Zeroes the parameter gradients. */
@@ -199,38 +273,48 @@ public final class Gpt<A> {
     ops.zero(gv(0), p.size());
   }
 
-  /** Backward pass of the last {@link #forward}, accumulating into {@link #grads()}. */
+  /**
+   * Backward pass of the last {@link #forward}, accumulating into {@link #grads()}. With sequence parallelism the
+   * replicated gradients each rank computed from its own token rows are summed over the ranks (exactly) at the end.
+   */
   public void backward() {
     if (!forwarded) throw new IllegalStateException("backward() before forward()");
     int c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn(), nh = cfg.localHeads(), hs = cfg.headSize();
     int v = cfg.vocabSize(), layers = cfg.numLayers(), bt = b * t;
-    ops.zero(av(a.dlogits), (long) bt * v);
-    ops.crossEntropyBackward(av(a.dlogits), av(a.probs), targets, b, t, v, 1f);
-    ops.headBackward(av(a.dlnf), gv(p.wte), av(a.dlogits), av(a.lnf), pv(p.wte), bt, c, v);
-    ops.zero(av(a.dres), (long) bt * c);
-    View<A> xLast = av(layers > 0 ? a.residual3[layers - 1] : a.encoded);
-    ops.layerNormBackward(av(a.dres), gv(p.lnfw), gv(p.lnfb), av(a.dlnf), xLast, pv(p.lnfw), av(a.lnfMean),
-        av(a.lnfRstd), b, t, c);
+    boolean sp = cfg.sequenceSharded();
+    int nb = sp ? 1 : b, nt = rows / nb;
+    ops.zero(av(a.dlogits), (long) rows * v);
+    // the mean over all B·T tokens: with sequence parallelism each rank's rows are 1/R of them
+    ops.crossEntropyBackward(av(a.dlogits), av(a.probs), rowTargets, nb, nt, v, sp ? 1f / cfg.tp() : 1f);
+    ops.headBackward(av(a.dlnf), gv(p.wte), av(a.dlogits), av(a.lnf), pv(p.wte), rows, c, v);
+    ops.zero(av(a.dres), (long) bt * c); // whole: rows outside this rank's stay 0 for the embedding's backward
+    View<A> dres = av(a.dres + rowStart);
+    View<A> xLast = layers > 0 ? av(a.residual3[layers - 1]) : av(a.encoded + rowStart);
+    ops.layerNormBackward(dres, gv(p.lnfw), gv(p.lnfb), av(a.dlnf), xLast, pv(p.lnfw), av(a.lnfMean),
+        av(a.lnfRstd), nb, nt, c);
     for (int l = layers - 1; l >= 0; l--) {
-      View<A> x = av(l > 0 ? a.residual3[l - 1] : a.encoded);
+      View<A> x = l > 0 ? av(a.residual3[l - 1]) : av(a.encoded + rowStart);
       // MLP: residual3 = residual2 + fc2(gelu(fc1(ln2(residual2)))); dres is d residual3 and flows on unchanged.
-      ops.matmulBackwardGelu(av(a.dfch), av(a.dfchGelu), gv(p.fcprojw[l]), gv(p.fcprojb[l]), av(a.dres),
-          av(a.fchGelu[l]), pv(p.fcprojw[l]), av(a.fch[l]), b, t, ff, c);
+      View<A> dy = gatherRows(mlpGatherBwd[l], dres);
+      ops.matmulBackwardGelu(av(a.dfch), av(a.dfchGelu), gv(p.fcprojw[l]), gv(p.fcprojb[l]), dy, av(a.fchGelu[l]),
+          pv(p.fcprojw[l]), av(a.fch[l]), b, t, ff, c);
       ops.matmulBackward(av(a.dln), gv(p.fcw[l]), gv(p.fcb[l]), av(a.dfch), av(a.ln2[l]), pv(p.fcw[l]), b, t, c, ff);
-      ops.allReduce(mlpBwd[l], av(a.dln), bt, c);
-      ops.layerNormBackward(av(a.dres), gv(p.ln2w[l]), gv(p.ln2b[l]), av(a.dln), av(a.residual2[l]), pv(p.ln2w[l]),
-          av(a.ln2Mean[l]), av(a.ln2Rstd[l]), b, t, c);
+      View<A> dx = reduceRows(mlpBwd[l], av(a.dln));
+      ops.layerNormBackward(dres, gv(p.ln2w[l]), gv(p.ln2b[l]), dx, av(a.residual2[l]), pv(p.ln2w[l]),
+          av(a.ln2Mean[l]), av(a.ln2Rstd[l]), nb, nt, c);
       // attention: residual2 = x + proj(attn(qkv(ln1(x)))); dres is now d residual2.
-      ops.matmulBackward(av(a.datty), gv(p.attprojw[l]), gv(p.attprojb[l]), av(a.dres), av(a.atty[l]),
-          pv(p.attprojw[l]), b, t, cr, c);
+      dy = gatherRows(attnGatherBwd[l], dres);
+      ops.matmulBackward(av(a.datty), gv(p.attprojw[l]), gv(p.attprojb[l]), dy, av(a.atty[l]), pv(p.attprojw[l]), b,
+          t, cr, c);
       ops.attentionBackward(av(a.dqkv), av(a.dattScratch), av(a.datty), av(a.qkv[l]), av(a.att[l]), b, t, nh, hs);
       ops.matmulBackward(av(a.dln), gv(p.qkvw[l]), gv(p.qkvb[l]), av(a.dqkv), av(a.ln1[l]), pv(p.qkvw[l]), b, t, c,
           3 * cr);
-      ops.allReduce(attnBwd[l], av(a.dln), bt, c);
-      ops.layerNormBackward(av(a.dres), gv(p.ln1w[l]), gv(p.ln1b[l]), av(a.dln), x, pv(p.ln1w[l]), av(a.ln1Mean[l]),
-          av(a.ln1Rstd[l]), b, t, c);
+      dx = reduceRows(attnBwd[l], av(a.dln));
+      ops.layerNormBackward(dres, gv(p.ln1w[l]), gv(p.ln1b[l]), dx, x, pv(p.ln1w[l]), av(a.ln1Mean[l]),
+          av(a.ln1Rstd[l]), nb, nt, c);
     }
     ops.encoderBackward(gv(p.wte), gv(p.wpe), av(a.dres), inputs, b, t, c, v);
+    for (int[] r : partialGrads) ops.allReduceExact(gv(r[0]), r[1]);
   }
 
   /**

@@ -9,8 +9,17 @@ package dev.taco.runtime.model;
  * @param numHeads attention heads NH [--num-attention-heads]
  * @param hiddenSize channels C [--hidden-size]; the MLP is 4C wide
  * @param tp tensor-parallel size R [--tensor-model-parallel-size]: heads and the MLP width are split over R ranks
+ * @param sequenceParallel [--sequence-parallel] the LayerNorm, residual and embedding regions hold 1/R of the tokens
+ *     on each rank, with an all-gather before each column-parallel linear and a reduce-scatter after each row-parallel
+ *     one instead of the all-reduces (Korthikanti et al. 2022, §4.2.2); needs T divisible by R; no effect at R = 1
  */
-public record GptConfig(int vocabSize, int seqLength, int numLayers, int numHeads, int hiddenSize, int tp) {
+public record GptConfig(int vocabSize, int seqLength, int numLayers, int numHeads, int hiddenSize, int tp,
+    boolean sequenceParallel) {
+
+  /** Without sequence parallelism. */
+  public GptConfig(int vocabSize, int seqLength, int numLayers, int numHeads, int hiddenSize, int tp) {
+    this(vocabSize, seqLength, numLayers, numHeads, hiddenSize, tp, false);
+  }
 
   /**
    * Validates the shape.
@@ -31,6 +40,10 @@ public record GptConfig(int vocabSize, int seqLength, int numLayers, int numHead
     if (numHeads % tp != 0) {
       throw new IllegalArgumentException("--tp " + tp + " does not divide --num-attention-heads " + numHeads
           + " (each rank must hold whole heads)");
+    }
+    if (sequenceParallel && seqLength % tp != 0) {
+      throw new IllegalArgumentException("--sequence-parallel needs --seq-length divisible by --tp: " + seqLength
+          + " tokens do not split over " + tp + " ranks");
     }
   }
 
@@ -58,9 +71,14 @@ public record GptConfig(int vocabSize, int seqLength, int numLayers, int numHead
     return 4 * hiddenSize / tp;
   }
 
-  /** The same model at another tensor-parallel size. */
+  /** The same model at another tensor-parallel size (and the same sequence-parallel setting). */
   public GptConfig withTp(int r) {
-    return new GptConfig(vocabSize, seqLength, numLayers, numHeads, hiddenSize, r);
+    return new GptConfig(vocabSize, seqLength, numLayers, numHeads, hiddenSize, r, sequenceParallel);
+  }
+
+  /** Whether the model runs sequence-parallel: asked for, and more than one rank. */
+  public boolean sequenceSharded() {
+    return sequenceParallel && tp > 1;
   }
 
   /** Parameters of the whole (unsplit) model. */

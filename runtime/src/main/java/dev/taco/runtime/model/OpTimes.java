@@ -62,7 +62,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward"
           -> "gemm";
       case "attentionForward", "attentionBackward" -> "attention";
-      case "allReduce" -> "tp_collectives";
+      case "allReduce", "allGather", "reduceScatter", "allReduceExact" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";
       case "alloc", "fromHost", "toHost", "copyToDevice", "bytesSent", "replay" -> null;
       default -> "other_kernels";

@@ -104,6 +104,26 @@ public interface Ops<A> {
   /** The tensor-parallel all-reduce of a {@code rows x cols} tensor at collective site {@code site}, in place. */
   void allReduce(String site, View<A> x, int rows, int cols);
 
+  /**
+   * All-gather at {@code site} (sequence parallelism, before a column-parallel linear): every rank's
+   * {@code (shardRows, cols)} shard into {@code out} ({@code (R·shardRows, cols)}, rank q's rows at q·shardRows),
+   * through the site's codec plan.
+   */
+  void allGather(String site, View<A> out, View<A> shard, int shardRows, int cols);
+
+  /**
+   * Sum reduce-scatter at {@code site} (sequence parallelism, after a row-parallel linear): the {@code (rows, cols)}
+   * tensor {@code x} summed over ranks, this rank's rows {@code [rank·rows/R, (rank+1)·rows/R)} into {@code shard},
+   * through the site's codec plan. {@code x} may be overwritten.
+   */
+  void reduceScatter(String site, View<A> shard, View<A> x, int rows, int cols);
+
+  /**
+   * Exact (float32) sum all-reduce of {@code n} elements over the TP group, in place: the parameter gradients that
+   * sequence parallelism leaves partial on each rank (LayerNorms, embeddings).
+   */
+  void allReduceExact(View<A> x, int n);
+
   /** The mean of the {@code n} losses at {@code losses}, added in order in float64 (a host scalar; waits for them). */
   float meanLoss(View<A> losses, int n);
 

@@ -188,6 +188,7 @@ public final class Trainer {
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
     Saving saving = new Saving(ck, cfg, compression, opt, new float[r][][]);
+    Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
@@ -215,6 +216,7 @@ public final class Trainer {
                 gpuTimes, bar, resume, last, saving)
             : trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history, null, bar,
                 resume, last, saving);
+        if (gpu == null) sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
         if (comm.rank() == 0) {
           plans.putAll(sites.plans());
           errors.putAll(sites.sampledErrors());
@@ -238,8 +240,13 @@ public final class Trainer {
     double tokensPerSecond = (double) ran * opt.microBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
+    Map<String, Double> perKind = null;
+    if (gpu == null) {
+      perKind = new LinkedHashMap<>();
+      for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
+    }
     return new RunResult(compression, r, ran, first, last < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
-        (double) total / ran, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
+        (double) total / ran, perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
   }
 
   /**
@@ -330,7 +337,7 @@ public final class Trainer {
       Double val = null;
       if (step % opt.evalInterval() == 0 || step == opt.steps()) { // not at an --exit-interval stop
         if (timer != null) timer.setEnabled(false); // evaluation is not a training step
-        val = evaluate(model, sites, corpus, opt, b, t, step);
+        val = evaluate(model, exact, sites, corpus, opt, b, t, step);
       }
       // every TIMED_INTERVAL-th step is timed operation by operation (not as one graph); step 0 compiles the kernels
       if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
@@ -343,9 +350,11 @@ public final class Trainer {
       drawn++;
       if (sites != null) sites.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
       long before = model.bytesSent();
+      if (sites != null) sites.setCountingTraining(true);
       float loss;
       try {
         loss = model.trainStep(in, tgt); // zero-grad, forward, backward; one CUDA graph on a GPU at TP = 1
+        if (model.config().sequenceSharded()) loss = meanOverRanks(exact, loss); // each rank had 1/R of the tokens
         if (!Float.isFinite(loss)) {
           throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
         }
@@ -360,6 +369,7 @@ public final class Trainer {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
       }
       wire += model.bytesSent() - before;
+      if (sites != null) sites.setCountingTraining(false);
       // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);
@@ -425,16 +435,24 @@ public final class Trainer {
     }
   }
 
+  /** The mean of every rank's {@code x} (exact all-reduce): a sequence-parallel loss, each rank's over 1/R of the tokens. */
+  private static float meanOverRanks(Communicator exact, float x) {
+    float[] buf = {x};
+    exact.allReduce(buf, 0, 1);
+    return buf[0] / exact.worldSize();
+  }
+
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
-  private static double evaluate(Gpt<?> model, CollectiveSites sites, Corpus corpus, Options opt, int b, int t,
-      int step) {
+  private static double evaluate(Gpt<?> model, Communicator exact, CollectiveSites sites, Corpus corpus, Options opt,
+      int b, int t, int step) {
     if (sites != null) sites.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];
     double sum = 0;
     for (int i = 0; i < opt.evalIters(); i++) {
       corpus.batch(true, rng, b, t, in, tgt);
-      sum += model.forward(in, tgt);
+      float loss = model.forward(in, tgt);
+      sum += model.config().sequenceSharded() ? meanOverRanks(exact, loss) : loss;
     }
     if (!Double.isFinite(sum)) {
       throw new IllegalStateException("training diverged: validation loss " + sum + " at step " + step + "; lower --lr");

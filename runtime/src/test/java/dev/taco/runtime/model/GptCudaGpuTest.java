@@ -240,6 +240,12 @@ class GptCudaGpuTest {
         return l;
       }
     });
+    if (cfg.sequenceSharded()) { // each rank's loss is over its 1/R of the tokens
+      double mean = 0;
+      for (float l : losses) mean += l / (double) r;
+      loss[0] = (float) mean;
+      return full;
+    }
     for (float l : losses) assertThat(l).as("every rank's loss").isEqualTo(losses.get(0));
     loss[0] = losses.get(0);
     return full;
@@ -257,6 +263,25 @@ class GptCudaGpuTest {
     float[] got = tpGradients(CFG, r, Plan.EXACT, weights, data, lr);
     assertThat((double) Math.abs(lr[0] - l1[0]) / l1[0]).as("TP=%d loss vs TP=1", r).isLessThanOrEqualTo(BOUND);
     assertTensorsClose("TP=" + r + " gradient", new ParameterTensors(CFG, 0), got, ref);
+  }
+
+  /**
+   * Sequence parallelism on the GPU backend (device-local all-gathers and reduce-scatters, the exact all-reduce of the
+   * replicated gradients) gives the TP = 1 loss and gradients, as on the CPU.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {2, 4})
+  void sequenceParallelRanksSharingTheGpuGiveTheTp1Gradients(int r) {
+    assumeGpu();
+    SplittableRandom rng = new SplittableRandom(SEED + 7 * r);
+    long weights = rng.nextLong();
+    int[][] data = batch(rng);
+    GptConfig sp = new GptConfig(256, CFG.seqLength(), CFG.numLayers(), CFG.numHeads(), CFG.hiddenSize(), 1, true);
+    float[] l1 = new float[1], lr = new float[1];
+    float[] ref = tpGradients(CFG, 1, Plan.EXACT, weights, data, l1);
+    float[] got = tpGradients(sp, r, Plan.EXACT, weights, data, lr);
+    assertThat((double) Math.abs(lr[0] - l1[0]) / l1[0]).as("SP TP=%d loss vs TP=1", r).isLessThanOrEqualTo(BOUND);
+    assertTensorsClose("SP TP=" + r + " gradient", new ParameterTensors(CFG, 0), got, ref);
   }
 
   @Test

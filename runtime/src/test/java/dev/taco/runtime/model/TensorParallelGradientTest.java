@@ -33,7 +33,16 @@ class TensorParallelGradientTest {
 
   /** Runs forward + backward at TP = r and scatters each rank's gradients into the full model's layout. */
   static Grads gradients(int r, long seed) {
-    GptConfig cfg = CFG.withTp(r);
+    return gradients(r, seed, false);
+  }
+
+  /**
+   * As {@link #gradients(int, long)}, with sequence parallelism when {@code sp}: each rank's loss is then over its
+   * B·T/R tokens and the micro-batch's loss their mean.
+   */
+  static Grads gradients(int r, long seed, boolean sp) {
+    GptConfig cfg = new GptConfig(CFG.vocabSize(), CFG.seqLength(), CFG.numLayers(), CFG.numHeads(), CFG.hiddenSize(),
+        r, sp);
     int[][] data = batch(seed);
     int fullSize = new ParameterTensors(CFG, 0).fullSize();
     float[] full = new float[fullSize];
@@ -59,6 +68,11 @@ class TensorParallelGradientTest {
       }
       return loss;
     });
+    if (cfg.sequenceSharded()) {
+      double mean = 0;
+      for (float l : losses) mean += l / (double) r;
+      return new Grads((float) mean, full, written);
+    }
     for (float l : losses) assertThat(l).isEqualTo(losses.get(0));
     return new Grads(losses.get(0), full, written);
   }
@@ -67,11 +81,26 @@ class TensorParallelGradientTest {
   @ValueSource(ints = {2, 4})
   void gradientsMatchTp1(int r) {
     long seed = new SplittableRandom().nextLong();
-    Grads ref = gradients(1, seed);
-    Grads tp = gradients(r, seed);
+    assertMatches(gradients(1, seed), gradients(r, seed), r);
+  }
+
+  /**
+   * Sequence parallelism (Korthikanti et al. 2022 §4.2.2) with exact collectives: LayerNorms, residuals and embeddings
+   * on 1/R of the tokens, all-gathers and reduce-scatters instead of all-reduces, and the replicated gradients summed
+   * over the ranks at the end, give the TP = 1 loss and gradients up to float32 rounding.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {2, 4})
+  void sequenceParallelGradientsMatchTp1(int r) {
+    long seed = new SplittableRandom().nextLong();
+    assertMatches(gradients(1, seed), gradients(r, seed, true), r);
+  }
+
+  private static void assertMatches(Grads ref, Grads tp, int r) {
+    double maxRel = 0;
     for (boolean w : tp.written()) assertThat(w).isTrue();
     assertThat(Math.abs(tp.loss() - ref.loss())).isLessThanOrEqualTo(1e-5f * Math.abs(ref.loss()));
-    double num = 0, den = 0, maxRel = 0;
+    double num = 0, den = 0;
     for (int i = 0; i < ref.full().length; i++) {
       double d = tp.full()[i] - ref.full()[i];
       assertThat(Double.isNaN(tp.full()[i])).isFalse();
@@ -103,5 +132,8 @@ class TensorParallelGradientTest {
         .hasMessageContaining("--tp 3 does not divide --num-attention-heads 4");
     assertThatThrownBy(() -> new GptConfig(256, 8, 2, 0, 32, 1)).hasMessageContaining("--num-attention-heads must be positive");
     assertThatThrownBy(() -> new GptConfig(256, -1, 2, 4, 32, 1)).hasMessageContaining("--seq-length must be positive");
+    assertThatThrownBy(() -> new GptConfig(256, 6, 2, 4, 32, 4, true))
+        .hasMessageContaining("--sequence-parallel needs --seq-length divisible by --tp: 6 tokens do not split over 4");
+    assertThat(new GptConfig(256, 6, 2, 4, 32, 1, true).sequenceSharded()).as("no effect at TP = 1").isFalse();
   }
 }
