@@ -62,6 +62,20 @@ public final class TacoCli {
         + " site. Needs --seq-length divisible by --tp.")
     boolean sequenceParallel;
 
+    @Option(names = "--data-parallel-size", description = "Data-parallel replicas of the TP group (ranks = tp x this,"
+        + " TP ranks adjacent as in Megatron), each on its share of every global batch, gradients all-reduced over"
+        + " the replicas. Default: ${DEFAULT-VALUE}.")
+    int dataParallel = 1;
+
+    @Option(names = "--global-batch-size", description = "Sequences per optimizer step over all replicas: a multiple"
+        + " of --micro-batch-size x --data-parallel-size; the rest is gradient accumulation. Default: micro-batch x"
+        + " data-parallel size.")
+    Integer globalBatch;
+
+    @Option(names = "--dp-compression", paramLabel = "CODEC", description = "Codec of the data-parallel gradient"
+        + " all-reduce (fp32: exact). Default: ${DEFAULT-VALUE}.")
+    String dpCompression = "fp32";
+
     @Option(names = {"--steps", "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
     int steps = 120;
 
@@ -179,15 +193,17 @@ public final class TacoCli {
       GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp, sequenceParallel);
       if (cfg.hiddenSize() % tp != 0) throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
       if (logInterval <= 0) throw new IllegalArgumentException("--log-interval must be positive, got " + logInterval);
+      if (dataParallel <= 0) throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, minLr == null ? lr / 10 : minLr, warmupIters,
           weightDecay, clipGrad, seed, evalInterval, evalIters, calibrationSteps, recalibrateInterval,
-          distributedTimeoutMinutes);
+          distributedTimeoutMinutes, dataParallel, globalBatch == null ? microBatch * dataParallel : globalBatch,
+          dpCompression);
       List<String> codecs = codecList(compression);
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       try (CudaContext gpu = openDevice(device)) {
-        Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp);
+        Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp * dataParallel);
         if (gpu == null) {
-          requireMemory(cfg, microBatch);
+          requireMemory(cfg, microBatch, dataParallel);
         } else {
           requireDeviceMemory(cfg, microBatch, gpu, run.precision());
           if (tp > 1 || run.nccl()) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails up front
@@ -228,6 +244,9 @@ public final class TacoCli {
       config.put("micro_batch_size", microBatch);
       config.put("tensor_model_parallel_size", tp);
       config.put("sequence_parallel", sequenceParallel);
+      config.put("data_parallel_size", dataParallel);
+      config.put("global_batch_size", globalBatch == null ? microBatch * dataParallel : globalBatch);
+      config.put("dp_compression", dpCompression);
       config.put("device", gpu == null ? "cpu" : "cuda");
       if (gpu != null) {
         config.put("gpu", gpu.name());
@@ -303,8 +322,9 @@ public final class TacoCli {
       case "nccl" -> {
         if (!Nccl.available()) throw new IllegalArgumentException("--tp-transport nccl: " + Nccl.unavailableReason());
         if (gpus < tp) {
-          throw new IllegalArgumentException("--tp-transport nccl needs a GPU per rank: --tp " + tp + " but this machine"
-              + " has " + gpus + " GPU" + (gpus == 1 ? "" : "s") + " (--tp-transport device-local shares one)");
+          throw new IllegalArgumentException("--tp-transport nccl needs a GPU per rank: " + tp + " ranks (--tp x"
+              + " --data-parallel-size) but this machine has " + gpus + " GPU" + (gpus == 1 ? "" : "s")
+              + " (--tp-transport device-local shares one)");
         }
         yield true;
       }
@@ -376,9 +396,12 @@ public final class TacoCli {
     }
   }
 
-  /** Refuses a model that cannot fit the heap, before allocating it (the estimate of {@link Gpt#estimateBytes}). */
-  static void requireMemory(GptConfig cfg, int microBatch) {
-    double need = Gpt.estimateBytes(cfg, microBatch);
+  /**
+   * Refuses a model that cannot fit the heap, before allocating it (the estimate of {@link Gpt#estimateBytes}, times
+   * the data-parallel replicas).
+   */
+  static void requireMemory(GptConfig cfg, int microBatch, int replicas) {
+    double need = Gpt.estimateBytes(cfg, microBatch) * replicas;
     long max = Runtime.getRuntime().maxMemory();
     if (need > 0.9 * max) {
       throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB but the"
@@ -459,11 +482,11 @@ public final class TacoCli {
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
     }
     for (RunResult r : runs) {
-      if (r.tp_bytes_per_step_by_kind() == null || r.tp_bytes_per_step_by_kind().isEmpty()) continue;
+      if (r.bytes_per_step_by_kind() == null || r.bytes_per_step_by_kind().isEmpty()) continue;
       StringBuilder kinds = new StringBuilder();
-      r.tp_bytes_per_step_by_kind().forEach((k, v) -> kinds.append(String.format(Locale.ROOT, "%s%s %.0f",
+      r.bytes_per_step_by_kind().forEach((k, v) -> kinds.append(String.format(Locale.ROOT, "%s%s %.0f",
           kinds.isEmpty() ? "" : ", ", k, v)));
-      w.printf("%-12s TP bytes/step by kind: %s%n", r.compression(), kinds);
+      w.printf("%-12s bytes/step by kind: %s%n", r.compression(), kinds);
     }
     if (runs.stream().anyMatch(r -> !r.codec_error().isEmpty())) {
       w.println();

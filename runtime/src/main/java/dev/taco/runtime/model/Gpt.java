@@ -47,6 +47,10 @@ public final class Gpt<A> {
   /** {offset, length} ranges of the replicated gradients sequence parallelism leaves partial, merged. */
   private final int[][] partialGrads;
   private boolean forwarded;
+  /** The factor on the loss whose gradient {@link #backward} adds (gradient accumulation), 1 outside trainStep. */
+  private float lossScale = 1f;
+  /** The replay key of the micro-batches that accumulate (do not zero the gradients first). */
+  private final Object accumulating = new Object();
   private A m, v; // AdamW moments, allocated by the first update
   private byte[] decay;
 
@@ -186,12 +190,27 @@ public final class Gpt<A> {
    * loss. The same numbers as the three calls.
    */
   public float trainStep(int[] in, int[] tgt) {
+    return trainStep(in, tgt, 1f, true);
+  }
+
+  /**
+   * One micro-batch of a step with gradient accumulation: (zero-grad when {@code zeroGrad}), forward, and a backward
+   * that adds the gradient of {@code lossScale} × the mean loss to {@link #grads()} (1/A for A micro-batches per
+   * step), as one {@link Ops#replay} (the first and the later micro-batches are two graphs; a run keeps its scale).
+   * Returns the mean loss over this rank's tokens.
+   */
+  public float trainStep(int[] in, int[] tgt, float lossScale, boolean zeroGrad) {
     load(in, tgt);
-    ops.replay(this, () -> {
-      zeroGrad();
-      forwardLoaded();
-      backward();
-    });
+    this.lossScale = lossScale;
+    try {
+      ops.replay(zeroGrad ? this : accumulating, () -> {
+        if (zeroGrad) zeroGrad();
+        forwardLoaded();
+        backward();
+      });
+    } finally {
+      this.lossScale = 1f;
+    }
     return ops.meanLoss(av(a.losses), rows);
   }
 
@@ -285,7 +304,7 @@ public final class Gpt<A> {
     int nb = sp ? 1 : b, nt = rows / nb;
     ops.zero(av(a.dlogits), (long) rows * v);
     // the mean over all B·T tokens: with sequence parallelism each rank's rows are 1/R of them
-    ops.crossEntropyBackward(av(a.dlogits), av(a.probs), rowTargets, nb, nt, v, sp ? 1f / cfg.tp() : 1f);
+    ops.crossEntropyBackward(av(a.dlogits), av(a.probs), rowTargets, nb, nt, v, (sp ? 1f / cfg.tp() : 1f) * lossScale);
     ops.headBackward(av(a.dlnf), gv(p.wte), av(a.dlogits), av(a.lnf), pv(p.wte), rows, c, v);
     ops.zero(av(a.dres), (long) bt * c); // whole: rows outside this rank's stay 0 for the embedding's backward
     View<A> dres = av(a.dres + rowStart);

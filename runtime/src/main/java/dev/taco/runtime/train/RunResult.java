@@ -17,8 +17,9 @@ import java.util.Map;
  * @param final_val_loss validation loss after the last step
  * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step
  *     (forward and backward), averaged over the run
- * @param tp_bytes_per_step_by_kind the same by collective kind ({@code all-reduce}, {@code all-gather},
- *     {@code reduce-scatter}, {@code all-reduce (exact, gradients)}), on the CPU; null on a GPU
+ * @param bytes_per_step_by_kind bytes all ranks sent per training step by collective kind: the TP ones
+ *     ({@code all-reduce}, {@code all-gather}, {@code reduce-scatter}, {@code all-reduce (exact, gradients)}) and
+ *     the data-parallel gradient all-reduce; on the CPU; null on a GPU
  * @param wall_seconds wall-clock time of the run, evaluation included
  * @param history one row per step: train loss, and validation loss where it was evaluated (else null)
  * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
@@ -29,7 +30,7 @@ import java.util.Map;
  *     null on the CPU
  */
 public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss, double final_val_loss,
-    double tp_bytes_per_step, Map<String, Double> tp_bytes_per_step_by_kind, double wall_seconds, double tokens_per_second, List<StepRow> history,
+    double tp_bytes_per_step, Map<String, Double> bytes_per_step_by_kind, double wall_seconds, double tokens_per_second, List<StepRow> history,
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
     Map<String, Double> gpu_step_ms) {
 

@@ -2,6 +2,7 @@ package dev.taco.runtime.train;
 
 import dev.taco.codec.Codecs;
 import dev.taco.collective.Communicator;
+import dev.taco.collective.LocalCommunicator;
 import dev.taco.collective.LocalGroup;
 import dev.taco.runtime.data.Corpus;
 import dev.taco.collective.Plan;
@@ -65,10 +66,15 @@ public final class Trainer {
    * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
    * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
    *     the reason (Megatron-LM's {@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
+   * @param dataParallel DP size ({@code --data-parallel-size}): replicas of the TP group, each on its share of the
+   *     global batch, gradients all-reduced over the replicas
+   * @param globalBatch sequences per optimizer step over all replicas ({@code --global-batch-size}): micro-batch × DP
+   *     × the gradient-accumulation steps
+   * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
    */
   public record Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
       float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
-      int distributedTimeoutMinutes) {
+      int distributedTimeoutMinutes, int dataParallel, int globalBatch, String dpCompression) {
     /** @throws IllegalArgumentException naming the flag of a value out of its range */
     public Options {
       if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
@@ -92,6 +98,47 @@ public final class Trainer {
       }
       if (evalInterval <= 0) throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
       if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
+      if (dataParallel <= 0) throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
+      if (globalBatch <= 0 || globalBatch % ((long) microBatch * dataParallel) != 0) {
+        throw new IllegalArgumentException("--global-batch-size " + globalBatch + " must be a positive multiple of"
+            + " --micro-batch-size x --data-parallel-size = " + (long) microBatch * dataParallel);
+      }
+      try {
+        requireKnownCompression(dpCompression);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("--dp-compression: " + e.getMessage());
+      }
+    }
+
+    /** The options of one replica stepping alone: no data parallelism, no accumulation. */
+    public Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
+        float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
+        int distributedTimeoutMinutes) {
+      this(steps, microBatch, lr, minLr, warmupIters, weightDecay, clipGrad, seed, evalInterval, evalIters,
+          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes, 1, microBatch, "fp32");
+    }
+
+    /** Micro-batches each replica runs per optimizer step (gradient accumulation). */
+    public int accumulation() {
+      return globalBatch / (microBatch * dataParallel);
+    }
+  }
+
+  /**
+   * One rank's place in the TP × DP grid, in Megatron-LM's order (the TP ranks of a replica adjacent: global rank g is
+   * TP rank g mod R of replica g div R).
+   *
+   * @param tp its TP group (the model's collectives)
+   * @param dp its DP group (the same TP rank in every replica: the gradient all-reduce)
+   */
+  record Place(Communicator tp, Communicator dp) {
+    int replica() {
+      return dp.rank();
+    }
+
+    /** The rank that records the history and reports: TP rank 0 of replica 0. */
+    boolean reports() {
+      return tp.rank() == 0 && dp.rank() == 0;
     }
   }
 
@@ -187,45 +234,65 @@ public final class Trainer {
     }
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
+    if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
     Saving saving = new Saving(ck, cfg, compression, opt, new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
     Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
-    log.info("run '{}': TP={}, {} steps on {}", compression, r, opt.steps(), gpu == null ? "the CPU"
+    log.info("run '{}': TP={}, DP={}, {} steps on {}", compression, r, opt.dataParallel(), opt.steps(), gpu == null
+        ? "the CPU"
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
     if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
     List<Long> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
+    int dpSize = opt.dataParallel(), world = r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
-    List<NcclCommunicator> nccl = new ArrayList<>();
-    try (ProgressBar bar = progressBar(compression + " TP=" + r, last - first)) {
+    List<NcclCommunicator> nccl = new ArrayList<>(), ncclDp = new ArrayList<>();
+    // the grid's groups: replica d's TP group, TP rank q's DP group (Megatron's order: TP ranks adjacent)
+    List<List<LocalCommunicator>> tpGroups = new ArrayList<>(), dpGroups = new ArrayList<>();
+    for (int d = 0; d < dpSize; d++) tpGroups.add(LocalGroup.create(r, timeout));
+    for (int q = 0; q < r; q++) dpGroups.add(LocalGroup.create(dpSize, timeout));
+    try (ProgressBar bar = progressBar(compression + " TP=" + r + (dpSize > 1 ? " DP=" + dpSize : ""), last - first)) {
       if (gpu != null && gpu.nccl()) {
         devices.add(gpu.context());
-        for (int d = 1; d < r; d++) devices.add(CudaContext.open(d));
-        nccl.addAll(NcclCommunicator.initAll(devices, timeout));
-        log.info("TP collectives through NCCL {} on GPUs 0..{}", Nccl.get().version(), r - 1);
-      }
-      wireBytes = LocalGroup.run(r, timeout, comm -> {
-        CollectiveSites sites = new CollectiveSites(comm, compression, opt.calibrationSteps(), opt.recalibrateInterval(),
-            gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // a GPU's collectives take 16384 columns
-        long wire = gpu != null
-            ? trainGpuRank(cfg, corpus, opt, comm, sites, gpu, nccl.isEmpty() ? null : nccl.get(comm.rank()), history,
-                gpuTimes, bar, resume, last, saving)
-            : trainRank(Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed()), corpus, opt, comm, sites, history, null, bar,
-                resume, last, saving);
-        if (gpu == null) sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
-        if (comm.rank() == 0) {
-          plans.putAll(sites.plans());
-          errors.putAll(sites.sampledErrors());
+        for (int g = 1; g < world; g++) devices.add(CudaContext.open(g));
+        for (int d = 0; d < dpSize; d++) nccl.addAll(NcclCommunicator.initAll(devices.subList(d * r, d * r + r), timeout));
+        for (int q = 0; q < r && dpSize > 1; q++) {
+          List<CudaContext> column = new ArrayList<>();
+          for (int d = 0; d < dpSize; d++) column.add(devices.get(d * r + q));
+          ncclDp.addAll(NcclCommunicator.initAll(column, timeout)); // index q * dpSize + d
         }
-        return wire;
+        log.info("TP collectives through NCCL {} on GPUs 0..{}", Nccl.get().version(), world - 1);
+      }
+      wireBytes = LocalGroup.run(world, timeout, comm -> {
+        int g = comm.rank(), d = g / r, q = g % r;
+        Place place = new Place(tpGroups.get(d).get(q), dpGroups.get(q).get(d));
+        try {
+          CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
+              opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
+          long wire = gpu != null
+              ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, nccl.isEmpty() ? null : nccl.get(g),
+                  ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving)
+              : trainCpuRank(cfg, corpus, opt, place, sites, history, bar, resume, last, saving, byKind);
+          if (gpu == null) sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
+          if (place.reports()) {
+            plans.putAll(sites.plans());
+            errors.putAll(sites.sampledErrors());
+          }
+          return wire;
+        } catch (RuntimeException | Error e) {
+          place.tp().close(); // wakes the ranks waiting for this one in its groups
+          place.dp().close();
+          throw e;
+        }
       });
     } finally {
       for (NcclCommunicator c : nccl) c.close();
-      for (int d = 1; d < devices.size(); d++) devices.get(d).close();
+      for (NcclCommunicator c : ncclDp) c.close();
+      for (int g = 1; g < devices.size(); g++) devices.get(g).close();
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     long total = 0;
@@ -237,7 +304,7 @@ public final class Trainer {
       finalVal = row.val_loss();
     }
     int ran = last - first;
-    double tokensPerSecond = (double) ran * opt.microBatch() * cfg.seqLength() / seconds;
+    double tokensPerSecond = (double) ran * opt.globalBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
     Map<String, Double> perKind = null;
@@ -279,25 +346,45 @@ public final class Trainer {
   /** On a GPU, rank 0 times steps 1, 1 + this, 1 + 2·this, ... by CUDA events around each operation. */
   static final int TIMED_INTERVAL = 10;
 
+  /** One CPU rank: its model over its TP group's sites and, with DP, its DP group's gradient all-reduce. */
+  private static long trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+      List<RunResult.StepRow> history, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
+      Map<String, Long> byKind) {
+    Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed());
+    CollectiveSites dpSites = opt.dataParallel() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
+        opt.calibrationSteps(), opt.recalibrateInterval());
+    DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
+    long wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
+    if (dpSites != null) byKind.merge("data-parallel all-reduce (gradients)", dpSites.bytesSent(), Long::sum);
+    return wire;
+  }
+
   /**
    * One GPU rank: its backend (and with R > 1 its device-local or NCCL collectives, whose sites take their plans from
-   * {@code sites}), then the common loop; rank 0's operations are timed by CUDA events into {@code times}.
+   * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
+   * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
    */
-  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Communicator comm, CollectiveSites sites,
-      Gpu gpu, NcclCommunicator nccl, List<RunResult.StepRow> history, Map<String, Double> times, ProgressBar bar,
-      Checkpoint.State resume, int last, Saving saving) {
+  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+      Gpu gpu, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
+      Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
-    boolean alone = comm.worldSize() == 1 && nccl == null;
+    boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallel() > 1;
     try (DeviceTransport link = alone ? null : nccl != null ? new NcclTransport(nccl)
-             : new DeviceLocalTransport(ctx, comm);
+             : new DeviceLocalTransport(ctx, place.tp());
+         DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
+             : new DeviceLocalTransport(ctx, place.dp());
          DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
+         DeviceCollectives dpc = dpOn ? new DeviceCollectives(dpLink) : null;
          CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
              : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
-         OpTimes timer = comm.rank() == 0 ? OpTimes.of(ops) : null) {
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), comm.rank(), opt.microBatch(),
+         OpTimes timer = place.reports() ? OpTimes.of(ops) : null) {
+      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), place.tp().rank(), opt.microBatch(),
           opt.seed());
-      long wire = trainRank(model, corpus, opt, comm, alone ? null : sites, history, timer, bar, resume, last, saving);
+      DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
+          model.grads()) : null;
+      long wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
+          saving);
       if (timer != null && timer.steps() > 0) {
         double total = 0;
         for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
@@ -311,16 +398,22 @@ public final class Trainer {
   }
 
   /**
-   * One rank's loop; rank 0 records the history. Returns the bytes this rank sent in training steps (the model's
-   * count: the host collectives', or on a GPU the device collectives'). {@code sites} samples codec error on rank 0
-   * every {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
+   * One rank's loop; the reporting rank (TP rank 0 of replica 0) records the history, replica 0 evaluates and saves.
+   * Every step draws one global batch from the seed's generator (the same on every rank); replica d runs micro-batches
+   * m = 0..A-1 on sequences [(d·A + m)·B, +B), accumulating gradients with the loss scaled by 1/A, then (with DP) sums
+   * them over its DP group, so the step's gradient is the mean over the global batch whatever the DP size and A.
+   * Returns the bytes this rank sent in training steps' TP collectives (the model's count: the host collectives', or
+   * on a GPU the device collectives'). {@code sites} samples codec error on the reporting rank every
+   * {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
    */
-  private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Communicator exact,
-      CollectiveSites sites, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
+  private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+      DataParallel dp, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
       int last, Saving saving) {
+    Communicator exact = place.tp();
     int rank = exact.rank();
-    int b = opt.microBatch(), t = model.config().seqLength();
-    int[] in = new int[b * t], tgt = new int[b * t];
+    boolean reports = place.reports(), replica0 = place.replica() == 0;
+    int b = opt.microBatch(), t = model.config().seqLength(), acc = opt.accumulation(), gb = opt.globalBatch();
+    int[] gin = new int[gb * t], gtgt = new int[gb * t], in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
     long drawn = 0;
     int first = 0;
@@ -328,14 +421,14 @@ public final class Trainer {
       ParameterTensors p = model.layout();
       model.restore(p.slice(resume.params()), p.slice(resume.m()), p.slice(resume.v()));
       if (sites != null) sites.restore(resume.sites());
-      for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, b, t, in, tgt);
+      for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, gb, t, gin, gtgt);
       first = resume.step();
     }
     long wire = 0;
     float[] normBuf = new float[1];
     for (int step = first; step <= last; step++) {
       Double val = null;
-      if (step % opt.evalInterval() == 0 || step == opt.steps()) { // not at an --exit-interval stop
+      if (replica0 && (step % opt.evalInterval() == 0 || step == opt.steps())) { // not at an --exit-interval stop
         if (timer != null) timer.setEnabled(false); // evaluation is not a training step
         val = evaluate(model, exact, sites, corpus, opt, b, t, step);
       }
@@ -343,18 +436,29 @@ public final class Trainer {
       if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
       long calibrated = sites == null ? 0 : sites.calibrationMeasurements();
       if (step == last) {
-        if (rank == 0 && (val != null || last == opt.steps())) history.add(new RunResult.StepRow(step, null, val, 0));
+        if (reports && (val != null || last == opt.steps())) history.add(new RunResult.StepRow(step, null, val, 0));
         break;
       }
-      corpus.batch(false, trainRng, b, t, in, tgt);
+      corpus.batch(false, trainRng, gb, t, gin, gtgt);
       drawn++;
-      if (sites != null) sites.setSampling(rank == 0 && step % PROBE_INTERVAL == 0);
+      if (sites != null) sites.setSampling(reports && step % PROBE_INTERVAL == 0);
       long before = model.bytesSent();
       if (sites != null) sites.setCountingTraining(true);
-      float loss;
+      float loss = 0;
       try {
-        loss = model.trainStep(in, tgt); // zero-grad, forward, backward; one CUDA graph on a GPU at TP = 1
-        if (model.config().sequenceSharded()) loss = meanOverRanks(exact, loss); // each rank had 1/R of the tokens
+        for (int m = 0; m < acc; m++) {
+          int from = (place.replica() * acc + m) * b * t;
+          System.arraycopy(gin, from, in, 0, b * t);
+          System.arraycopy(gtgt, from, tgt, 0, b * t);
+          // zero-grad (first micro-batch), forward, backward; one CUDA graph on a GPU at TP = 1
+          float l = model.trainStep(in, tgt, 1f / acc, m == 0);
+          if (model.config().sequenceSharded()) l = meanOverRanks(exact, l); // each rank had 1/R of the tokens
+          loss += l / acc;
+        }
+        if (dp != null) {
+          dp.allReduce();
+          loss = meanOverRanks(place.dp(), loss);
+        }
         if (!Float.isFinite(loss)) {
           throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
         }
@@ -370,27 +474,28 @@ public final class Trainer {
       }
       wire += model.bytesSent() - before;
       if (sites != null) sites.setCountingTraining(false);
-      // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's)
+      // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's); with DP the
+      // gradients are the replicas' sum, so the mean's norm is 1/DP of theirs, and AdamW scales by 1/DP
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);
-      float norm = (float) Math.sqrt(normBuf[0]);
+      float norm = (float) Math.sqrt(normBuf[0]) / opt.dataParallel();
       if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
         throw new IllegalStateException("training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
       }
-      float scale = opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f;
+      float scale = (opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f) / opt.dataParallel();
       float lr = learningRate(opt, step);
       model.update(lr, BETA1, BETA2, EPS, opt.weightDecay(), scale, step + 1);
       if (timer != null) { // a step in which a site calibrated on the host is not a step's time
         if (sites != null && sites.calibrationMeasurements() != calibrated) timer.discard();
         else timer.collect();
       }
-      if (rank == 0) {
+      if (reports) {
         history.add(new RunResult.StepRow(step, (double) loss, val, lr));
         bar.step();
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
-      if (saving.ck.savesAfter(step + 1, opt.steps())) saving.save(model, exact, sites, step + 1, drawn);
+      if (replica0 && saving.ck.savesAfter(step + 1, opt.steps())) saving.save(model, exact, sites, step + 1, drawn);
     }
     return wire;
   }
@@ -419,6 +524,8 @@ public final class Trainer {
           o.put("weight_decay", opt.weightDecay());
           o.put("clip_grad", opt.clipGrad());
           o.put("seed", opt.seed());
+          o.put("data_parallel_size", opt.dataParallel());
+          o.put("global_batch_size", opt.globalBatch());
           Checkpoint.save(ck.save(), done, cfg, slots, compression, sites == null ? Map.of() : sites.state(), drawn, o);
           failure.set(null);
         } catch (java.io.IOException | RuntimeException e) {

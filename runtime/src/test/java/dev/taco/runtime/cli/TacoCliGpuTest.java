@@ -64,7 +64,7 @@ class TacoCliGpuTest {
         "--no-tp-comm")), "--no-tp-comm with --tp 1: there are no TP collectives to skip");
     if (Cuda.deviceCount() < 2) {
       TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n2"), "--device", "cuda",
-          "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU per rank: --tp 2 but this machine has 1 GPU");
+          "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU per rank: 2 ranks (--tp x --data-parallel-size) but this machine has 1 GPU");
     }
     JsonObject bf16 = train(tmp.resolve("bf16"), concat(common, "--device", "cuda"));
     assertThat(bf16.getAsJsonObject("config").get("precision").getAsString()).startsWith("bf16");

@@ -27,7 +27,7 @@ class SequenceParallelTest {
         "--hidden-size", "64", "--num-layers", "2", "--num-attention-heads", "4", "--seq-length", "64",
         "--micro-batch-size", "8", "--eval-interval", "100", "--eval-iters", "4", "--out", out.toString());
     assertThat(r.status()).as(r.err()).isZero();
-    assertThat(r.out()).contains("TP bytes/step by kind: all-gather");
+    assertThat(r.out()).contains("bytes/step by kind: all-gather");
     JsonObject rep = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
     assertThat(rep.getAsJsonObject("config").get("sequence_parallel").getAsBoolean()).isTrue();
     JsonObject none = rep.getAsJsonArray("runs").get(0).getAsJsonObject();
@@ -39,9 +39,9 @@ class SequenceParallelTest {
     assertThat(Math.abs(lossTaco / lossNone - 1)).as("taco %s vs none %s", lossTaco, lossNone).isLessThan(0.02);
     assertThat(Math.abs(taco.get("final_val_loss").getAsDouble() / none.get("final_val_loss").getAsDouble() - 1))
         .isLessThan(0.02);
-    JsonObject kinds = taco.getAsJsonObject("tp_bytes_per_step_by_kind");
+    JsonObject kinds = taco.getAsJsonObject("bytes_per_step_by_kind");
     assertThat(kinds.keySet()).containsExactlyInAnyOrder("all-gather", "reduce-scatter", "all-reduce (exact, gradients)");
-    JsonObject kindsNone = none.getAsJsonObject("tp_bytes_per_step_by_kind");
+    JsonObject kindsNone = none.getAsJsonObject("bytes_per_step_by_kind");
     assertThat(kinds.get("all-gather").getAsDouble() / kindsNone.get("all-gather").getAsDouble()).isLessThan(0.6);
     assertThat(kinds.get("reduce-scatter").getAsDouble() / kindsNone.get("reduce-scatter").getAsDouble()).isLessThan(0.6);
     JsonObject plans = taco.getAsJsonObject("plans");
