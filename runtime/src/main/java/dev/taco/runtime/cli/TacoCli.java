@@ -11,6 +11,7 @@ import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.train.Report;
 import dev.taco.runtime.train.RunResult;
+import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -219,8 +220,18 @@ public final class TacoCli {
                 : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
         List<RunResult> runs = new ArrayList<>();
         if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
-        for (String c : codecs) runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
+        StopSignal.install();
+        for (String c : codecs) {
+          runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
+          if (StopSignal.requested() != null) break; // the codecs after this one do not run
+        }
         report(runs, corpus, cfg, run, opt);
+        if (StopSignal.requested() != null) {
+          System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
+              .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
+              + " partial" + (save != null ? ", the checkpoint is in " + save : ""));
+          return StopSignal.exitCode();
+        }
       }
       return 0;
     }

@@ -130,8 +130,9 @@ public final class Trainer {
    *
    * @param tp its TP group (the model's collectives)
    * @param dp its DP group (the same TP rank in every replica: the gradient all-reduce)
+   * @param world every rank (the agreement to stop on a signal)
    */
-  record Place(Communicator tp, Communicator dp) {
+  record Place(Communicator tp, Communicator dp, Communicator world) {
     int replica() {
       return dp.rank();
     }
@@ -269,7 +270,7 @@ public final class Trainer {
       }
       wireBytes = LocalGroup.run(world, timeout, comm -> {
         int g = comm.rank(), d = g / r, q = g % r;
-        Place place = new Place(tpGroups.get(d).get(q), dpGroups.get(q).get(d));
+        Place place = new Place(tpGroups.get(d).get(q), dpGroups.get(q).get(d), comm);
         try {
           CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
@@ -303,7 +304,9 @@ public final class Trainer {
       if (Double.isNaN(initialVal)) initialVal = row.val_loss();
       finalVal = row.val_loss();
     }
-    int ran = last - first;
+    boolean signalled = saving.stoppedAt().get() >= 0;
+    int end = signalled ? saving.stoppedAt().get() : last;
+    int ran = Math.max(1, end - first);
     double tokensPerSecond = (double) ran * opt.globalBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         String.format("%.4f", initialVal), String.format("%.4f", finalVal));
@@ -312,7 +315,8 @@ public final class Trainer {
       perKind = new LinkedHashMap<>();
       for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
     }
-    return new RunResult(compression, r, ran, first, last < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
+    return new RunResult(compression, r, ran, first, signalled ? "signal" : end < opt.steps() ? "exit-interval" : null,
+        initialVal, finalVal,
         (double) total / ran, perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
   }
 
@@ -495,7 +499,14 @@ public final class Trainer {
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
-      if (replica0 && saving.ck.savesAfter(step + 1, opt.steps())) saving.save(model, exact, sites, step + 1, drawn);
+      boolean stop = stopAgreed(place.world());
+      if (replica0 && (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null))) {
+        saving.save(model, exact, sites, step + 1, drawn);
+      }
+      if (stop) {
+        saving.stoppedAt().accumulateAndGet(step + 1, Math::max);
+        break;
+      }
     }
     return wire;
   }
@@ -505,9 +516,11 @@ public final class Trainer {
    * ({@link Checkpoint#save}) while the others wait, and every rank learns whether it succeeded.
    */
   private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots,
-      java.util.concurrent.atomic.AtomicReference<Throwable> failure) {
+      java.util.concurrent.atomic.AtomicReference<Throwable> failure,
+      java.util.concurrent.atomic.AtomicInteger stoppedAt) {
     Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots) {
-      this(ck, cfg, compression, opt, slots, new java.util.concurrent.atomic.AtomicReference<>());
+      this(ck, cfg, compression, opt, slots, new java.util.concurrent.atomic.AtomicReference<>(),
+          new java.util.concurrent.atomic.AtomicInteger(-1));
     }
 
     void save(Gpt<?> model, Communicator exact, CollectiveSites sites, int done, long drawn) {
@@ -540,6 +553,16 @@ public final class Trainer {
             + (f instanceof java.io.IOException io ? io.toString() : f.getMessage()), f);
       }
     }
+  }
+
+  /**
+   * Whether any rank has seen a stop signal ({@link StopSignal}): an exact all-reduce over every rank, so all of them
+   * stop after the same step.
+   */
+  private static boolean stopAgreed(Communicator world) {
+    float[] f = {StopSignal.requested() != null ? 1 : 0};
+    world.allReduce(f, 0, 1);
+    return f[0] > 0;
   }
 
   /** The mean of every rank's {@code x} (exact all-reduce): a sequence-parallel loss, each rank's over 1/R of the tokens. */
