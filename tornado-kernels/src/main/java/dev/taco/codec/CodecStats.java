@@ -69,7 +69,7 @@ public record CodecStats(int n, double relL2, double snrDb, double cosine, doubl
     }
     long dead = collapsedGroups(x, y, rows, cols, groupSize);
     double rel = xx == 0 ? (ee == 0 ? 0 : Double.POSITIVE_INFINITY) : Math.sqrt(ee / xx);
-    double snr = 10 * Math.log10(xx / ee);
+    double snr = ee == 0 ? Double.POSITIVE_INFINITY : 10 * Math.log10(xx / ee); // exact, all-zero input included
     double cos = xx == 0 && yy == 0 ? 1 : xy / Math.sqrt(xx * yy);
     return new CodecStats(n, rel, snr, cos, maxAbs, nonZero == 0 ? 0 : (double) collapsed / nonZero,
         groups == 0 ? 0 : (double) dead / groups, saturated, n == 0 ? 0 : (double) payloadBytes / n);

@@ -123,7 +123,7 @@ public final class SafetensorsReader {
         throw new TensorFileException(file, "text after the safetensors header's JSON object");
       }
     } catch (IOException | JsonParseException | IllegalStateException e) {
-      throw new TensorFileException(file, "safetensors header is not valid JSON: " + oneLine(e.getMessage()));
+      throw new TensorFileException(file, "safetensors header is not valid JSON: " + jsonProblem(e.getMessage()));
     }
     List<Entry> entries = new ArrayList<>();
     for (Map.Entry<String, JsonElement> kv : top.entrySet()) {
@@ -225,6 +225,18 @@ public final class SafetensorsReader {
       }
     }
     return v;
+  }
+
+  /**
+   * The JSON library's message without its advice for programmers (a troubleshooting URL, "Use
+   * JsonReader.setStrictness(...)") and the JSON path (thousands of characters for a deeply nested header), at most
+   * 120 characters: one readable line.
+   */
+  static String jsonProblem(String message) {
+    String m = oneLine(message).replaceAll("\\s*See https?://\\S+", "")
+        .replaceAll("\\s*Use JsonReader\\.setStrictness\\([^)]*\\)[^.]*\\.?", "")
+        .replaceAll(" path \\$\\S*", "").strip();
+    return m.length() <= 120 ? m : m.substring(0, 117) + "...";
   }
 
   private static String oneLine(String s) {

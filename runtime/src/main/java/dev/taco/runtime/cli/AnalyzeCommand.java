@@ -30,7 +30,7 @@ import picocli.CommandLine.Spec;
  * (nothing is read) or any file is missing or malformed: each such file gets one line {@code taco: error:
  * <file>: <reason>} on stderr, the other files are still analysed.
  */
-@Command(name = "analyze", mixinStandardHelpOptions = true,
+@Command(name = "analyze", mixinStandardHelpOptions = true, version = TacoCli.VERSION,
     description = {"Measure codecs on your own tensors: relative L2 error, SNR, cosine, max abs error,"
         + " zero-collapse rate, saturation count and bytes per element, per tensor and codec.",
         "Reads NumPy .npy (little-endian f2/f4/f8, C order) and .safetensors (F16, BF16, F32, F64). A tensor is"
@@ -86,8 +86,9 @@ final class AnalyzeCommand implements Callable<Integer> {
     checkOutputs();
     PrintWriter w = new PrintWriter(System.out, true);
     List<TensorAnalysis.Row> all = new ArrayList<>();
-    int width = Math.max(24, files.stream().mapToInt(f -> f.toString().length() + 16).max().orElse(0));
-    TensorAnalysis.printHeader(w, width);
+    int width = Math.max(24, files.stream().mapToInt(f -> String.valueOf(f.getFileName()).length() + 28).max()
+        .orElse(0));
+    boolean headed = false; // the header comes with the first row: none when every file failed
     int failed = 0;
     int seq = 0;
     for (Path f : files) {
@@ -102,13 +103,16 @@ final class AnalyzeCommand implements Callable<Integer> {
       }
       for (NamedTensor t : tensors) {
         List<TensorAnalysis.Row> rows = TensorAnalysis.analyze(f.toString(), t, chosen);
+        if (!headed) TensorAnalysis.printHeader(w, width);
+        headed = true;
         rows.forEach(r -> TensorAnalysis.printRow(w, width, r));
         all.addAll(rows);
         if (plots != null) {
           Map<String, float[]> decoded = new LinkedHashMap<>();
           for (TensorAnalysis.Row r : rows) {
             if (r.stats() != null) {
-              decoded.put(r.codec(), TensorAnalysis.roundTrip(chosen.get(r.codec()), t));
+              String spec = r.codec().replace(" (columns)", "");
+              decoded.put(r.codec(), TensorAnalysis.roundTrip(chosen.get(spec), t));
             }
           }
           String label = rows.get(0).label();

@@ -37,14 +37,31 @@ import picocli.CommandLine.Option;
  * and codec error side by side. Flags are named as in Megatron-LM. {@code taco analyze} measures every codec on
  * users' own {@code .npy} and {@code .safetensors} tensors ({@link AnalyzeCommand}).
  */
-@Command(name = "taco", mixinStandardHelpOptions = true, version = "taco 0.1.0",
+@Command(name = "taco", mixinStandardHelpOptions = true, version = TacoCli.VERSION,
     description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).",
-    subcommands = {TacoCli.Train.class, AnalyzeCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {TacoCli.Train.class, AnalyzeCommand.class, TacoCli.TestCommand.class,
+        CommandLine.HelpCommand.class})
 public final class TacoCli {
+  /** What {@code -V} prints, for {@code taco} and every subcommand. */
+  static final String VERSION = "taco 0.1.0";
+
+  /**
+   * {@code taco test}: listed for {@code taco --help}; the launcher script runs the suite itself ({@code ./taco test}
+   * is {@code mvn verify}, what CI runs), so reaching this means the command line was started some other way.
+   */
+  @Command(name = "test", mixinStandardHelpOptions = true, version = VERSION,
+      description = "Run the test suite: ./taco test (mvn verify in the checkout, what CI runs).")
+  static final class TestCommand implements Callable<Integer> {
+    @Override
+    public Integer call() {
+      System.err.println("taco: the test suite runs from the checkout: ./taco test (it calls mvn verify)");
+      return 2;
+    }
+  }
   private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
 
   /** {@code taco train}: the main job. */
-  @Command(name = "train", mixinStandardHelpOptions = true,
+  @Command(name = "train", mixinStandardHelpOptions = true, version = VERSION,
       description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
           + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
@@ -491,6 +508,20 @@ public final class TacoCli {
       w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
           r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
+    }
+    for (RunResult r : runs) {
+      if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
+        w.printf("%-12s note: sites calibrated in every step (--calibration-steps covers the run): the bytes are those"
+            + " of the codec's default plan%n", r.compression());
+      } else if (r.calibration_steps() > 0) {
+        w.printf("%-12s TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",
+            r.compression(), r.steps() - r.calibration_steps(), r.calibration_steps(),
+            r.calibration_steps() == 1 ? "" : "s");
+      }
+      if (r.sites_calibrating() > 0) {
+        w.printf("%-12s note: %d site(s) had not finished calibrating when the run ended; no plan is listed for them%n",
+            r.compression(), r.sites_calibrating());
+      }
     }
     for (RunResult r : runs) {
       if (r.bytes_per_step_by_kind() == null || r.bytes_per_step_by_kind().isEmpty()) continue;

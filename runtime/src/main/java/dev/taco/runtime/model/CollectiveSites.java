@@ -222,6 +222,13 @@ public final class CollectiveSites {
     });
   }
 
+  /** The sites whose calibration has not finished (no plan of their own yet). */
+  public int sitesCalibrating() {
+    int n = 0;
+    for (Site s : sites.values()) if (s.calibrating > 0) n++;
+    return n;
+  }
+
   /** The typed plan site {@code name} uses now ({@link #fixed} plan before or without calibration). */
   public Plan plan(String name) {
     Site s = sites.get(name);

@@ -16,7 +16,10 @@ import java.util.Map;
  * @param initial_val_loss validation loss (nats per byte) before the first step
  * @param final_val_loss validation loss after the last step
  * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step
- *     (forward and backward), averaged over the run
+ *     (forward and backward), averaged over the steps in which no collective site calibrated (a calibrating site
+ *     sends with the codec's default plan); over every step when all of them calibrated
+ * @param calibration_steps the steps in which some site calibrated (left out of {@code tp_bytes_per_step})
+ * @param sites_calibrating sites whose calibration had not finished when the run ended (no plan listed for them)
  * @param bytes_per_step_by_kind bytes all ranks sent per training step by collective kind: the TP ones
  *     ({@code all-reduce}, {@code all-gather}, {@code reduce-scatter}, {@code all-reduce (exact, gradients)}) and
  *     the data-parallel gradient all-reduce; on the CPU; null on a GPU
@@ -30,7 +33,7 @@ import java.util.Map;
  *     null on the CPU
  */
 public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss, double final_val_loss,
-    double tp_bytes_per_step, Map<String, Double> bytes_per_step_by_kind, double wall_seconds, double tokens_per_second, List<StepRow> history,
+    double tp_bytes_per_step, int calibration_steps, int sites_calibrating, Map<String, Double> bytes_per_step_by_kind, double wall_seconds, double tokens_per_second, List<StepRow> history,
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
     Map<String, Double> gpu_step_ms) {
 

@@ -238,6 +238,7 @@ public final class Trainer {
     if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
     Saving saving = new Saving(ck, cfg, compression, opt, new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
+    int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
@@ -247,7 +248,7 @@ public final class Trainer {
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
     if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
-    List<Long> wireBytes;
+    List<long[]> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
     int dpSize = opt.dataParallel(), world = r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
@@ -274,7 +275,7 @@ public final class Trainer {
         try {
           CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
-          long wire = gpu != null
+          long[] wire = gpu != null
               ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, nccl.isEmpty() ? null : nccl.get(g),
                   ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving)
               : trainCpuRank(cfg, corpus, opt, place, sites, history, bar, resume, last, saving, byKind);
@@ -282,6 +283,7 @@ public final class Trainer {
           if (place.reports()) {
             plans.putAll(sites.plans());
             errors.putAll(sites.sampledErrors());
+            stillCalibrating[0] = sites.sitesCalibrating();
           }
           return wire;
         } catch (RuntimeException | Error e) {
@@ -296,8 +298,12 @@ public final class Trainer {
       for (int g = 1; g < devices.size(); g++) devices.get(g).close();
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
-    long total = 0;
-    for (long w : wireBytes) total += w;
+    long total = 0, steady = 0;
+    for (long[] w : wireBytes) {
+      total += w[0];
+      steady += w[1];
+    }
+    long steadySteps = wireBytes.get(0)[2];
     double initialVal = Double.NaN, finalVal = Double.NaN;
     for (RunResult.StepRow row : history) {
       if (row.val_loss() == null) continue;
@@ -317,7 +323,8 @@ public final class Trainer {
     }
     return new RunResult(compression, r, ran, first, signalled ? "signal" : end < opt.steps() ? "exit-interval" : null,
         initialVal, finalVal,
-        (double) total / ran, perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
+        steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
+        stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
   }
 
   /**
@@ -351,14 +358,14 @@ public final class Trainer {
   static final int TIMED_INTERVAL = 10;
 
   /** One CPU rank: its model over its TP group's sites and, with DP, its DP group's gradient all-reduce. */
-  private static long trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static long[] trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       List<RunResult.StepRow> history, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
       Map<String, Long> byKind) {
     Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed());
     CollectiveSites dpSites = opt.dataParallel() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
-    long wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
+    long[] wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
     if (dpSites != null) byKind.merge("data-parallel all-reduce (gradients)", dpSites.bytesSent(), Long::sum);
     return wire;
   }
@@ -368,7 +375,7 @@ public final class Trainer {
    * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
    * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
    */
-  private static long trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static long[] trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       Gpu gpu, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
       Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
@@ -387,7 +394,7 @@ public final class Trainer {
           opt.seed());
       DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
           model.grads()) : null;
-      long wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
+      long[] wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
           saving);
       if (timer != null && timer.steps() > 0) {
         double total = 0;
@@ -407,10 +414,10 @@ public final class Trainer {
    * m = 0..A-1 on sequences [(d·A + m)·B, +B), accumulating gradients with the loss scaled by 1/A, then (with DP) sums
    * them over its DP group, so the step's gradient is the mean over the global batch whatever the DP size and A.
    * Returns the bytes this rank sent in training steps' TP collectives (the model's count: the host collectives', or
-   * on a GPU the device collectives'). {@code sites} samples codec error on the reporting rank every
+   * on a GPU the device collectives'), those of the steps in which no site calibrated, and the number of those steps. {@code sites} samples codec error on the reporting rank every
    * {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
    */
-  private static <A> long trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static <A> long[] trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       DataParallel dp, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
       int last, Saving saving) {
     Communicator exact = place.tp();
@@ -428,7 +435,7 @@ public final class Trainer {
       for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, gb, t, gin, gtgt);
       first = resume.step();
     }
-    long wire = 0;
+    long wire = 0, steadyWire = 0, steadySteps = 0; // steady: the steps in which no site calibrated
     float[] normBuf = new float[1];
     for (int step = first; step <= last; step++) {
       Double val = null;
@@ -477,6 +484,10 @@ public final class Trainer {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
       }
       wire += model.bytesSent() - before;
+      if (sites == null || sites.calibrationMeasurements() == calibrated) {
+        steadyWire += model.bytesSent() - before;
+        steadySteps++;
+      }
       if (sites != null) sites.setCountingTraining(false);
       // global gradient norm: shards summed over ranks, replicated tensors counted once (rank 0's); with DP the
       // gradients are the replicas' sum, so the mean's norm is 1/DP of theirs, and AdamW scales by 1/DP
@@ -508,7 +519,7 @@ public final class Trainer {
         break;
       }
     }
-    return wire;
+    return new long[] {wire, steadyWire, steadySteps};
   }
 
   /**

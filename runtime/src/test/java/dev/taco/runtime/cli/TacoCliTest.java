@@ -213,6 +213,43 @@ public class TacoCliTest {
     assertThat(Files.readAllBytes(out.resolve("loss-diff.png"))).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
   }
 
+  @Test
+  void everySubcommandPrintsItsVersionAndHelpListsTest() {
+    for (String[] args : new String[][] {{"-V"}, {"train", "-V"}, {"analyze", "-V"}, {"test", "-V"}}) {
+      Result r = run(args);
+      assertThat(r.status()).as(String.join(" ", args)).isZero();
+      assertThat(r.out().strip()).as(String.join(" ", args)).isEqualTo("taco 0.1.0");
+    }
+    Result help = run("--help");
+    assertThat(help.out()).contains("train").contains("analyze").containsPattern("(?m)^\\s+test\\s+Run the test suite");
+    Result test = run("test");
+    assertThat(test.status()).isEqualTo(2);
+    assertThat(test.err()).contains("./taco test");
+  }
+
+  @Test
+  void aRunShorterThanCalibrationSaysItsBytesAndPlansAreCalibrations() {
+    Path text = tmp.resolve("t.txt");
+    Result r = run(tiny(tmp.resolve("c"), "--tp", "2", "--hidden-size", "64", "--steps", "1", "--compression", "taco",
+        "--eval-interval", "100"));
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("note: sites calibrated in every step").contains("had not finished calibrating");
+    Result longer = run(tiny(tmp.resolve("d"), "--tp", "2", "--hidden-size", "64", "--steps", "6", "--compression",
+        "taco", "--eval-interval", "100"));
+    assertThat(longer.out()).contains("TP bytes/step over the 4 steps after calibration (2 calibrating steps left out)")
+        .doesNotContain("had not finished calibrating");
+  }
+
+  @Test
+  void logIntervalSetsTheTableRows() {
+    Result r = run(tiny(tmp.resolve("l"), "--steps", "9", "--log-interval", "3", "--eval-interval", "100"));
+    assertThat(r.status()).as(r.err()).isZero();
+    List<String> rows = r.out().lines().filter(l -> l.matches("\\s+\\d+ \\|.*")).map(l -> l.strip().split(" ")[0])
+        .toList();
+    assertThat(rows).containsExactly("0", "3", "6", "9");
+    assertOneLineError(run(tiny(tmp.resolve("l2"), "--log-interval", "0")), "--log-interval must be positive");
+  }
+
   // ---- taco analyze -------------------------------------------------------------------------------------------
 
   static String st(String name, int n) {
@@ -233,7 +270,10 @@ public class TacoCliTest {
         "--json", json.toString(), "--plots", plots.toString());
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("rel L2", "SNR dB", "cosine", "max |err|", "zero-coll", "saturated", "B/elem")
-        .contains(st + ":layer.out", "64x256", "<f4", "F32", "taco:e5m2");
+        .contains("w.safetensors:layer.out", "64x256", "<f4", "F32", "taco:e5m2");
+    // the table names the file, not its whole path (a long path misaligned the columns and clipped the plot titles)
+    String table = r.out().substring(0, r.out().indexOf("wrote "));
+    assertThat(table).doesNotContain(tmp.toString()).doesNotContain(npy.getParent().toString());
     assertThat(r.out().lines().filter(l -> l.contains("int8-group")).count()).isEqualTo(2);
     JsonObject report = JsonParser.parseString(Files.readString(json)).getAsJsonObject();
     assertThat(report.get("command").getAsString()).startsWith("taco analyze ").contains("--codec");
@@ -276,6 +316,43 @@ public class TacoCliTest {
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("non-finite input NaN at index 4 (row 1, col 1)").contains("zero-size tensor, skipped");
     assertThat(r.out().lines().filter(l -> l.contains("index 4")).count()).isEqualTo(2);
+  }
+
+  @Test
+  void analyzeFixesANewUserTrippedOver() throws Exception {
+    // an all-zero tensor: exact, so SNR is infinite beside cosine 1 (it was NaN beside 1.0)
+    Path zeros = TestFiles.safetensors(tmp.resolve("z.safetensors"), st("z", 256), TestFiles.f32(new float[256]));
+    Result z = run("analyze", zeros.toString(), "--codec", "taco");
+    assertThat(z.status()).as(z.err()).isZero();
+    assertThat(z.out()).contains("Infinity").doesNotContain("NaN");
+    // a 1000 x 1 tensor is measured along its 1000 values, not padded to a group per row (69 bytes per element)
+    float[] col = new float[1000];
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom();
+    for (int i = 0; i < col.length; i++) col[i] = (float) rnd.nextGaussian();
+    Path narrow = TestFiles.safetensors(tmp.resolve("n.safetensors"),
+        "{\"c\": {\"dtype\": \"F32\", \"shape\": [1000, 1], \"data_offsets\": [0, 4000]}}", TestFiles.f32(col));
+    Path json = tmp.resolve("n.json");
+    Result n = run("analyze", narrow.toString(), "--codec", "taco", "--json", json.toString());
+    assertThat(n.status()).as(n.err()).isZero();
+    JsonObject row = JsonParser.parseString(Files.readString(json)).getAsJsonObject().getAsJsonArray("results").get(0)
+        .getAsJsonObject();
+    assertThat(row.get("codec").getAsString()).isEqualTo("taco (columns)");
+    assertThat(row.get("bytes_per_element").getAsDouble()).isLessThan(1.2);
+    assertThat(row.get("rel_l2").getAsDouble()).isBetween(1e-4, 0.1);
+    // every file failed: the errors and no table header
+    Result bad = run("analyze", tmp.resolve("missing.npy").toString());
+    assertThat(bad.status()).isEqualTo(2);
+    assertThat(bad.out()).doesNotContain("rel L2");
+    // the JSON library's advice and its JSON path stay out of the one-line error
+    String deep = "{\"a\":".repeat(400) + "1" + "}".repeat(400);
+    Path nested = TestFiles.safetensors(tmp.resolve("deep.safetensors"), deep, new byte[0]);
+    Result d = run("analyze", nested.toString());
+    assertThat(d.status()).isEqualTo(2);
+    String line = d.err().strip();
+    assertThat(line).doesNotContain("http").doesNotContain("setStrictness").doesNotContain("$.a");
+    assertThat(line.length()).as(line).isLessThan(300);
+    Path junk = TestFiles.safetensors(tmp.resolve("junk.safetensors"), "{\"x\": nope}", new byte[0]);
+    assertThat(run("analyze", junk.toString()).err()).contains("not valid JSON").doesNotContain("http");
   }
 
   @Test
