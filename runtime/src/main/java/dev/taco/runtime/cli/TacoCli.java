@@ -126,7 +126,7 @@ public final class TacoCli {
 
     @Option(names = "--lr-warmup-iters", description = "Steps of linear learning-rate warmup (capped at --steps)."
         + " Default: ${DEFAULT-VALUE}.")
-    int warmupIters = 20;
+    int warmupIters = 12;
 
     @Option(names = "--weight-decay", description = "AdamW weight decay on the weight matrices (not on biases,"
         + " LayerNorms). Default: ${DEFAULT-VALUE}.")

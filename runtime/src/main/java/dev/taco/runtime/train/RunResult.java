@@ -22,7 +22,8 @@ import java.util.Map;
  * @param sites_calibrating sites whose calibration had not finished when the run ended (no plan listed for them)
  * @param bytes_per_step_by_kind bytes all ranks sent per training step by collective kind: the TP ones
  *     ({@code all-reduce}, {@code all-gather}, {@code reduce-scatter}, {@code all-reduce (exact, gradients)}) and
- *     the data-parallel gradient all-reduce; on the CPU; null on a GPU
+ *     the data-parallel gradient all-reduce, averaged over every training step (calibration included); on the CPU;
+ *     null on a GPU
  * @param wall_seconds wall-clock time of the run, evaluation included
  * @param history one row per step: train loss, and validation loss where it was evaluated (else null)
  * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
