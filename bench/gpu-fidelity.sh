@@ -17,6 +17,8 @@ codecs="${FIDELITY_CODECS:-none,taco,int8-group,fp8-tensor}"
 # One run per (seed, codec), all in ONE JVM on threads (dev.taco.bench.ConcurrentRuns, FIDELITY_JOBS at a time, 4 by
 # default): the 11 M-parameter step leaves the H200 mostly idle, and threads share one CUDA context where processes
 # would be time-sliced. Each run's two ranks poll their streams, so more than the cores can serve starve each other:
+# The warmup is a tenth of the steps (--lr-warmup-iters), the schedule run 4 of 2026-12-01 had before warmup became a
+# number of steps.
 # 12 runs at once (24 polling threads on 16 cores, beside the GPU tests) finished none of 5000 steps in 500 s (device
 # run 13 of 2026-12-01), where one run alone takes about 65 s. Each run writes OUT_DIR/fid-<seed>-<codec>/report.json.
 mkdir -p "$out"
@@ -25,7 +27,8 @@ for s in "${seeds[@]}"; do
   for c in ${codecs//,/ }; do
     echo "train --device ${FIDELITY_DEVICE:-cuda} --tp 2 --compression $c --hidden-size ${FIDELITY_HIDDEN:-384}" \
       "--num-layers ${FIDELITY_LAYERS:-6} --num-attention-heads 6 --seq-length ${FIDELITY_SEQ:-256}" \
-      "--micro-batch-size 16 --lr 1e-3 --steps $steps --eval-interval 100 --eval-iters 16 --seed $s" \
+      "--micro-batch-size 16 --lr 1e-3 --lr-warmup-iters $((steps / 10)) --steps $steps --eval-interval 100" \
+      "--eval-iters 16 --seed $s" \
       "--out $out/fid-$s-$c" >> "$out/runs.txt"
   done
 done
