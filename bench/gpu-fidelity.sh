@@ -17,10 +17,11 @@ codecs="${FIDELITY_CODECS:-none,taco,int8-group,fp8-tensor}"
 # One run per (seed, codec), all in ONE JVM on threads (dev.taco.bench.ConcurrentRuns, FIDELITY_JOBS at a time, 4 by
 # default): the 11 M-parameter step leaves the H200 mostly idle, and threads share one CUDA context where processes
 # would be time-sliced. Each run's two ranks poll their streams, so more than the cores can serve starve each other:
-# The warmup is a tenth of the steps (--lr-warmup-iters), the schedule run 4 of 2026-12-01 had before warmup became a
-# number of steps.
 # 12 runs at once (24 polling threads on 16 cores, beside the GPU tests) finished none of 5000 steps in 500 s (device
-# run 13 of 2026-12-01), where one run alone takes about 65 s. Each run writes OUT_DIR/fid-<seed>-<codec>/report.json.
+# run 13 of 2026-12-01), where one run alone takes about 65 s; 6 uncompressed-and-compressed runs took 410 s each
+# (run 17: no faster than one after another), and compressed runs are slower still (runs 18 and 20: 6, then 2 of them
+# finished none of 5000 steps in 560 and 330 s). Each run writes OUT_DIR/fid-<seed>-<codec>/report.json.
+# The warmup is a tenth of the steps (--lr-warmup-iters), the schedule of run 4's none/taco comparison.
 mkdir -p "$out"
 : > "$out/runs.txt"
 for s in "${seeds[@]}"; do
