@@ -45,8 +45,8 @@ import org.slf4j.LoggerFactory;
  * {@code exp_avg.<name>} and {@code exp_avg_sq.<name>}) and {@code meta.json}: the format version, the step (the
  * number of optimizer steps done: a resumed run's first step), the model shape, the TP size and codec it was written
  * with, the data position (the batches drawn from the seed's generator, the only random state a run has), the run's
- * options, every collective site's state with its frozen codec plan ({@link CollectiveSites.SiteState}), and each
- * file's size and CRC32C.
+ * options, every collective site's state with its frozen codec plan ({@link CollectiveSites.SiteState}) per
+ * data-parallel replica, and each file's size and CRC32C.
  *
  * <p>Each rank's shard is exactly the slice {@link ParameterTensors#slice} takes of the unsharded tensors (replicated
  * tensors are bit-identical on every rank, checked when saving), so a checkpoint loads at any TP size that divides
@@ -75,12 +75,12 @@ public final class Checkpoint {
    * @param params the unsharded weights (TP = 1 arena order, {@link ParameterTensors})
    * @param m AdamW's first moments, unsharded
    * @param v AdamW's second moments, unsharded
-   * @param sites every collective site's state, as rank 0 had it
+   * @param sites every collective site's state, as TP rank 0 of each data-parallel replica had it, by replica
    * @param batchesDrawn training batches drawn from the seed's generator so far
    * @param tp the TP size it was written at
    */
   public record State(Path dir, int step, float[] params, float[] m, float[] v,
-      Map<String, CollectiveSites.SiteState> sites, long batchesDrawn, int tp) {}
+      List<Map<String, CollectiveSites.SiteState>> sites, long batchesDrawn, int tp) {}
 
   /** The folder name of the checkpoint of {@code step}: {@code iter_0000010}. */
   static String folderName(int step) {
@@ -92,7 +92,7 @@ public final class Checkpoint {
    *
    * @param ranks every TP rank's {@link dev.taco.runtime.model.Gpt#stateToHost} ({@code {params, m, v}}), by rank
    * @param compression the run's codec name
-   * @param sites rank 0's collective sites' state
+   * @param sites the collective sites' state of TP rank 0 of each data-parallel replica, by replica
    * @param batchesDrawn training batches drawn so far
    * @param options the run's options, stored for the record
    * @return the checkpoint folder
@@ -100,7 +100,7 @@ public final class Checkpoint {
    * @throws IOException if a file cannot be written (the previous checkpoint stays the latest)
    */
   public static Path save(Path dir, int step, GptConfig cfg, float[][][] ranks, String compression,
-      Map<String, CollectiveSites.SiteState> sites, long batchesDrawn, Map<String, Object> options)
+      List<Map<String, CollectiveSites.SiteState>> sites, long batchesDrawn, Map<String, Object> options)
       throws IOException {
     if (ranks.length != cfg.tp()) throw new IllegalArgumentException("expected " + cfg.tp() + " ranks, got " + ranks.length);
     ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
@@ -137,8 +137,12 @@ public final class Checkpoint {
     meta.put("data", Map.of("batches_drawn", batchesDrawn,
         "generator", "java.util.SplittableRandom(--seed), one draw per batch (Corpus.batch)"));
     meta.put("options", options);
-    Map<String, Object> siteJson = new LinkedHashMap<>();
-    sites.forEach((name, s) -> siteJson.put(name, siteToJson(s)));
+    List<Map<String, Object>> siteJson = new ArrayList<>();
+    for (Map<String, CollectiveSites.SiteState> replica : sites) {
+      Map<String, Object> one = new LinkedHashMap<>();
+      replica.forEach((name, s) -> one.put(name, siteToJson(s)));
+      siteJson.add(one);
+    }
     meta.put("sites", siteJson);
     meta.put("files", files);
     writeSynced(tmp.resolve(META), JsonFiles.toJson(meta));
@@ -229,10 +233,15 @@ public final class Checkpoint {
         copy(ck.resolve(OPTIMIZER), o, "exp_avg." + t.name(), t, m);
         copy(ck.resolve(OPTIMIZER), o, "exp_avg_sq." + t.name(), t, v);
       }
-      Map<String, CollectiveSites.SiteState> sites = new LinkedHashMap<>();
-      for (Map.Entry<String, JsonElement> e : meta.getAsJsonObject("sites").entrySet()) {
-        sites.put(e.getKey(), siteFromJson(e.getValue().getAsJsonObject()));
+      List<Map<String, CollectiveSites.SiteState>> sites = new ArrayList<>();
+      for (JsonElement replica : meta.getAsJsonArray("sites")) {
+        Map<String, CollectiveSites.SiteState> one = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonElement> e : replica.getAsJsonObject().entrySet()) {
+          one.put(e.getKey(), siteFromJson(e.getValue().getAsJsonObject()));
+        }
+        sites.add(one);
       }
+      if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
       long drawn = meta.getAsJsonObject("data").get("batches_drawn").getAsLong();
       if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
       log.info("loaded checkpoint {} (step {})", ck, step);

@@ -431,7 +431,7 @@ public final class Trainer {
     if (resume != null) {
       ParameterTensors p = model.layout();
       model.restore(p.slice(resume.params()), p.slice(resume.m()), p.slice(resume.v()));
-      if (sites != null) sites.restore(resume.sites());
+      if (sites != null) sites.restore(resume.sites().get(Math.min(place.replica(), resume.sites().size() - 1)));
       for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, gb, t, gin, gtgt);
       first = resume.step();
     }
@@ -511,8 +511,8 @@ public final class Trainer {
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
       boolean stop = stopAgreed(place.world());
-      if (replica0 && (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null))) {
-        saving.save(model, exact, sites, step + 1, drawn);
+      if (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null)) {
+        saving.save(model, place, sites, step + 1, drawn);
       }
       if (stop) {
         saving.stoppedAt().accumulateAndGet(step + 1, Math::max);
@@ -523,21 +523,27 @@ public final class Trainer {
   }
 
   /**
-   * A run's checkpoint saves: every rank hands its state to the shared slots, then rank 0 writes the checkpoint
-   * ({@link Checkpoint#save}) while the others wait, and every rank learns whether it succeeded.
+   * A run's checkpoint saves: replica 0's ranks hand their weights and moments to the shared slots and every
+   * replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans may differ), then the
+   * reporting rank writes the checkpoint ({@link Checkpoint#save}) while the others wait, and every rank learns whether
+   * it succeeded.
    */
   private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots,
+      List<Map<String, CollectiveSites.SiteState>> siteSlots,
       java.util.concurrent.atomic.AtomicReference<Throwable> failure,
       java.util.concurrent.atomic.AtomicInteger stoppedAt) {
     Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots) {
-      this(ck, cfg, compression, opt, slots, new java.util.concurrent.atomic.AtomicReference<>(),
+      this(ck, cfg, compression, opt, slots, new ArrayList<>(java.util.Collections.nCopies(opt.dataParallel(),
+          Map.<String, CollectiveSites.SiteState>of())), new java.util.concurrent.atomic.AtomicReference<>(),
           new java.util.concurrent.atomic.AtomicInteger(-1));
     }
 
-    void save(Gpt<?> model, Communicator exact, CollectiveSites sites, int done, long drawn) {
-      slots[exact.rank()] = model.stateToHost();
-      exact.barrier();
-      if (exact.rank() == 0) {
+    void save(Gpt<?> model, Place place, CollectiveSites sites, int done, long drawn) {
+      Communicator exact = place.tp();
+      if (place.replica() == 0) slots[exact.rank()] = model.stateToHost();
+      if (exact.rank() == 0) siteSlots.set(place.replica(), sites == null ? Map.of() : sites.state());
+      place.world().barrier();
+      if (place.reports()) {
         try {
           Map<String, Object> o = new LinkedHashMap<>();
           o.put("steps", opt.steps());
@@ -550,14 +556,14 @@ public final class Trainer {
           o.put("seed", opt.seed());
           o.put("data_parallel_size", opt.dataParallel());
           o.put("global_batch_size", opt.globalBatch());
-          Checkpoint.save(ck.save(), done, cfg, slots, compression, sites == null ? Map.of() : sites.state(), drawn, o);
+          Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots), drawn, o);
           failure.set(null);
         } catch (java.io.IOException | RuntimeException e) {
           failure.set(e);
         }
         java.util.Arrays.fill(slots, null);
       }
-      exact.barrier();
+      place.world().barrier();
       Throwable f = failure.get();
       if (f != null) {
         throw new IllegalStateException("saving the checkpoint of step " + done + " into " + ck.save() + " failed: "

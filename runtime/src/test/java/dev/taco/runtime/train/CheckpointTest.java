@@ -223,7 +223,7 @@ class CheckpointTest {
         java.util.Arrays.fill(ranks[0][k], step + k);
         java.util.Arrays.fill(ranks[1][k], step + k);
       }
-      Checkpoint.save(dir, step, KILL_MODEL, ranks, "none", Map.of(), step, Map.of());
+      Checkpoint.save(dir, step, KILL_MODEL, ranks, "none", List.of(Map.of()), step, Map.of());
     }
   }
 
@@ -267,7 +267,7 @@ class CheckpointTest {
     float[][][] ranks = {{new float[p0.size()], new float[p0.size()], new float[p0.size()]},
         {new float[p1.size()], new float[p1.size()], new float[p1.size()]}};
     ranks[1][0][p1.lnfb] = 1f; // rank 1's ln_f.bias differs from rank 0's
-    assertThatThrownBy(() -> Checkpoint.save(tmp.resolve("D"), 1, cfg, ranks, "none", Map.of(), 1, Map.of()))
+    assertThatThrownBy(() -> Checkpoint.save(tmp.resolve("D"), 1, cfg, ranks, "none", List.of(Map.of()), 1, Map.of()))
         .isInstanceOf(IllegalStateException.class).hasMessageContaining("ln_f.bias");
     assertThat(tmp.resolve("D").resolve(Checkpoint.LATEST)).doesNotExist();
   }
