@@ -234,7 +234,7 @@ public final class SafetensorsReader {
    */
   static String jsonProblem(String message) {
     String m = oneLine(message).replaceAll("\\s*See https?://\\S+", "")
-        .replaceAll("\\s*Use JsonReader\\.setStrictness\\([^)]*\\)[^.]*\\.?", "")
+        .replaceAll("Use JsonReader\\.setStrictness\\([^)]*\\) to accept malformed JSON", "malformed JSON")
         .replaceAll(" path \\$\\S*", "").strip();
     return m.length() <= 120 ? m : m.substring(0, 117) + "...";
   }

@@ -137,13 +137,13 @@ public final class TensorAnalysis {
 
   /** Prints the header line of the table; {@code width} is the width of the tensor column. */
   public static void printHeader(PrintWriter w, int width) {
-    w.printf("%-" + width + "s %-12s %-6s %-16s %10s %8s %10s %10s %10s %9s %7s%n", "tensor", "shape", "dtype",
+    w.printf("%-" + width + "s %-12s %-6s %-24s %10s %8s %10s %10s %10s %9s %7s%n", "tensor", "shape", "dtype",
         "codec", "rel L2", "SNR dB", "cosine", "max |err|", "zero-coll", "saturated", "B/elem");
   }
 
   /** Prints one row of the table (numbers, or the row's message in their place). */
   public static void printRow(PrintWriter w, int width, Row r) {
-    String head = String.format("%-" + width + "s %-12s %-6s %-16s", r.label(), NamedTensor.shapeString(r.shape()), r.dtype(),
+    String head = String.format("%-" + width + "s %-12s %-6s %-24s", r.label(), NamedTensor.shapeString(r.shape()), r.dtype(),
         r.codec());
     CodecStats s = r.stats();
     if (s == null) {

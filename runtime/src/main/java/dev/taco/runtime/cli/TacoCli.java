@@ -228,6 +228,10 @@ public final class TacoCli {
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
         corpus.requireWindow(seqLength);
+        if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
+          throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
+        }
+        if (sequenceParallel && tp == 1) log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
         out = outputFolder(out, overwrite);
         log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
         log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
@@ -246,7 +250,8 @@ public final class TacoCli {
         if (StopSignal.requested() != null) {
           System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
               .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
-              + " partial" + (save != null ? ", the checkpoint is in " + save : ""));
+              + " partial" + (save != null ? ", the checkpoint is in " + perCodec(save, codecs, runs.getLast()
+              .compression()) : ""));
           return StopSignal.exitCode();
         }
       }
@@ -255,8 +260,44 @@ public final class TacoCli {
 
     /** The checkpoint folders of codec {@code c}'s run: --save/--load themselves, or their {@code <codec>/} child. */
     private Trainer.Checkpointing checkpointing(List<String> codecs, String c) {
-      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, perCodec(load, codecs, c),
-          exitInterval);
+      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, loadFolder(codecs, c), exitInterval);
+    }
+
+    /**
+     * The folder codec {@code c}'s run resumes from: --load itself with one codec, else its {@code <codec>/} child;
+     * a codec's child that is missing (a run stopped before it started) starts that codec fresh with a warning, as an
+     * empty --load folder does; one codec's run finds its child of a several-codec --load folder too.
+     *
+     * @throws IllegalArgumentException for a --load that is a file, one checkpoint's own folder, or a one-codec
+     *     checkpoint given to a several-codec run
+     */
+    private Path loadFolder(List<String> codecs, String c) {
+      if (load == null) return null;
+      if (Files.exists(load) && !Files.isDirectory(load)) {
+        throw new IllegalArgumentException("--load " + load + " is not a folder (give the --save folder)");
+      }
+      if (Files.exists(load.resolve("meta.json"))) {
+        throw new IllegalArgumentException("--load " + load + " is one checkpoint's folder: give the folder above it"
+            + " (the --save folder, which holds " + dev.taco.runtime.train.Checkpoint.LATEST + ")");
+      }
+      Path child = load.resolve(codecFolder(c));
+      boolean single = Files.exists(load.resolve(dev.taco.runtime.train.Checkpoint.LATEST));
+      if (codecs.size() == 1) {
+        if (!single && Files.exists(child.resolve(dev.taco.runtime.train.Checkpoint.LATEST))) {
+          log.info("--load {}: resuming {} from {}", load, c, child);
+          return child;
+        }
+        return load;
+      }
+      if (single) {
+        throw new IllegalArgumentException("--load " + load + " holds one run's checkpoint; with several --compression"
+            + " codecs each resumes from --load DIR/<codec>/ (run one codec, or --save into a folder per codec)");
+      }
+      if (Files.isDirectory(load) && !Files.isDirectory(child)) {
+        log.warn("--load {}: no checkpoint of {} ({} is missing), starting it from scratch", load, c, child);
+        return null;
+      }
+      return child;
     }
 
     private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run, Trainer.Options opt)
@@ -300,6 +341,7 @@ public final class TacoCli {
       }
       Path png = Report.writeLossPlot(out, runs);
       Path diff = Report.writeLossDifferencePlot(out, runs);
+      if (diff == null) Files.deleteIfExists(out.resolve("loss-diff.png")); // left by an earlier run (--overwrite)
       w.printf("%nwrote %s, %s%s%n", json, png, diff == null ? "" : " and " + diff);
     }
   }
@@ -407,7 +449,12 @@ public final class TacoCli {
    */
   static Path perCodec(Path dir, List<String> codecs, String codec) {
     if (dir == null || codecs.size() == 1) return dir;
-    return dir.resolve(codec.replaceAll("[^A-Za-z0-9._=-]", "_"));
+    return dir.resolve(codecFolder(codec));
+  }
+
+  /** A codec spec as a folder name: every character but letters, digits and {@code . _ = -} replaced by {@code _}. */
+  static String codecFolder(String codec) {
+    return codec.replaceAll("[^A-Za-z0-9._=-]", "_");
   }
 
   /** The codec names of a {@code --compression} value (see {@link Codecs#parseList}). */
@@ -505,8 +552,11 @@ public final class TacoCli {
     for (RunResult r : runs) {
       // with one rank nothing goes on the wire: there is no ratio to print
       String ratio = base > 0 ? String.format(Locale.ROOT, "%9.3f", r.tp_bytes_per_step() / base) : String.format("%9s", "-");
-      w.printf(Locale.ROOT, "%-12s %4d %10.4f %10.4f %8.1f%% %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
-          r.initial_val_loss(), r.final_val_loss(), 100 * (1 - r.final_val_loss() / r.initial_val_loss()),
+      // a resumed run has no evaluation before its first step: "-" for val@0 and the drop
+      boolean start = !Double.isNaN(r.initial_val_loss());
+      w.printf(Locale.ROOT, "%-12s %4d %10s %10.4f %9s %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
+          start ? String.format(Locale.ROOT, "%.4f", r.initial_val_loss()) : "-", r.final_val_loss(),
+          start ? String.format(Locale.ROOT, "%.1f%%", 100 * (1 - r.final_val_loss() / r.initial_val_loss())) : "-",
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
     }
     for (RunResult r : runs) {
@@ -602,7 +652,7 @@ public final class TacoCli {
   public static int execute(String... args) {
     CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
-      System.err.println("taco: " + asTyped(ex.getCommandLine(), a, ex.getMessage()) + " (see: taco "
+      System.err.println("taco: error: " + asTyped(ex.getCommandLine(), a, ex.getMessage()) + " (see: taco "
           + (a.length > 0 ? a[0] + " " : "") + "--help)");
       return 2;
     });

@@ -62,7 +62,7 @@ public final class Checkpoint {
 
   /** Megatron-LM's name of the file that names the newest checkpoint. */
   public static final String LATEST = "latest_checkpointed_iteration.txt";
-  static final int FORMAT = 1;
+  static final int FORMAT = 2; // 2: the sites' state per data-parallel replica
   static final String MODEL = "model.safetensors", OPTIMIZER = "optimizer.safetensors", META = "meta.json";
 
   private Checkpoint() {}

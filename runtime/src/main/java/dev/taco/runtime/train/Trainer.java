@@ -305,9 +305,9 @@ public final class Trainer {
     }
     long steadySteps = wireBytes.get(0)[2];
     double initialVal = Double.NaN, finalVal = Double.NaN;
-    for (RunResult.StepRow row : history) {
+    for (RunResult.StepRow row : history) { // a resumed run has no evaluation before its first step: NaN there
       if (row.val_loss() == null) continue;
-      if (Double.isNaN(initialVal)) initialVal = row.val_loss();
+      if (row.step() == first) initialVal = row.val_loss();
       finalVal = row.val_loss();
     }
     boolean signalled = saving.stoppedAt().get() >= 0;
@@ -366,7 +366,9 @@ public final class Trainer {
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
     long[] wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
-    if (dpSites != null) byKind.merge("data-parallel all-reduce (gradients)", dpSites.bytesSent(), Long::sum);
+    if (dpSites != null) {
+      byKind.merge("data-parallel all-reduce (gradients, " + opt.dpCompression() + ")", dpSites.bytesSent(), Long::sum);
+    }
     return wire;
   }
 
@@ -439,7 +441,7 @@ public final class Trainer {
     float[] normBuf = new float[1];
     for (int step = first; step <= last; step++) {
       Double val = null;
-      if (replica0 && (step % opt.evalInterval() == 0 || step == opt.steps())) { // not at an --exit-interval stop
+      if (replica0 && (step % opt.evalInterval() == 0 || step == last)) { // the last: the end, or an --exit-interval
         if (timer != null) timer.setEnabled(false); // evaluation is not a training step
         val = evaluate(model, exact, sites, corpus, opt, b, t, step);
       }
@@ -516,6 +518,11 @@ public final class Trainer {
       }
       if (stop) {
         saving.stoppedAt().accumulateAndGet(step + 1, Math::max);
+        if (replica0) { // the loss where it stopped, after the checkpoint (evaluation touches the sites)
+          if (timer != null) timer.setEnabled(false);
+          Double end = evaluate(model, exact, sites, corpus, opt, b, t, step + 1);
+          if (reports) history.add(new RunResult.StepRow(step + 1, null, end, 0));
+        }
         break;
       }
     }
@@ -566,8 +573,11 @@ public final class Trainer {
       place.world().barrier();
       Throwable f = failure.get();
       if (f != null) {
+        String why = f instanceof java.nio.file.FileSystemException fs ? (fs.getReason() != null ? fs.getReason()
+            : f.getClass().getSimpleName().replace("Exception", "")) + " (" + fs.getFile() + ")"
+            : f.getMessage() != null ? f.getMessage() : f.toString();
         throw new IllegalStateException("saving the checkpoint of step " + done + " into " + ck.save() + " failed: "
-            + (f instanceof java.io.IOException io ? io.toString() : f.getMessage()), f);
+            + why, f);
       }
     }
   }

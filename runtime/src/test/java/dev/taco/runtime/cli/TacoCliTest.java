@@ -352,7 +352,8 @@ public class TacoCliTest {
     assertThat(line).doesNotContain("http").doesNotContain("setStrictness").doesNotContain("$.a");
     assertThat(line.length()).as(line).isLessThan(300);
     Path junk = TestFiles.safetensors(tmp.resolve("junk.safetensors"), "{\"x\": nope}", new byte[0]);
-    assertThat(run("analyze", junk.toString()).err()).contains("not valid JSON").doesNotContain("http");
+    assertThat(run("analyze", junk.toString()).err()).contains("not valid JSON").doesNotContain("http")
+        .containsPattern("not valid JSON: \\S+.*line 1 column");
   }
 
   @Test

@@ -83,7 +83,8 @@ class CheckpointTest {
     assertThat(b.status()).as(b.err()).isZero();
     assertThat(ck.resolve("none").resolve(Checkpoint.LATEST)).content().isEqualToIgnoringWhitespace("4");
     assertThat(ck.resolve("taco").resolve("iter_0000002")).isDirectory();
-    assertThat(losses(stopped, 1).keySet()).containsExactly(0, 1, 2, 3);
+    assertThat(losses(stopped, 1).keySet()).as("and the evaluation where it stopped").containsExactly(0, 1, 2, 3, 4);
+    assertThat(losses(stopped, 1).get(4)[1]).as("validation loss at the stop").isFinite();
     TacoCliTest.Result c = train(resumed, "--tp", "2", "--steps", "8", "--load", ck.toString());
     assertThat(c.status()).as(c.err()).isZero();
     for (int run = 0; run < 2; run++) {
@@ -97,6 +98,30 @@ class CheckpointTest {
         .isZero();
     assertThat(losses(fromMid, 0).keySet()).startsWith(1);
     assertSameLosses(losses(whole, 1), losses(fromMid, 0));
+  }
+
+  @Test
+  void aSeveralCodecRunStoppedBeforeItsSecondCodecResumesTheFirstAndStartsTheSecond() throws Exception {
+    Path ck = tmp.resolve("D");
+    assertThat(train(tmp.resolve("B"), "--tp", "2", "--steps", "6", "--save", ck.toString(), "--exit-interval", "3")
+        .status()).isZero();
+    deleteTree(ck.resolve("taco")); // as if the run had been stopped before taco's run began
+    TacoCliTest.Result r = train(tmp.resolve("C"), "--tp", "2", "--steps", "6", "--load", ck.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.err()).contains("no checkpoint of taco");
+    assertThat(losses(tmp.resolve("C"), 0).keySet()).startsWith(3);
+    assertThat(losses(tmp.resolve("C"), 1).keySet()).startsWith(0);
+    // one codec's run finds its folder inside a several-codec --load folder
+    TacoCliTest.Result one = train(tmp.resolve("E"), "--tp", "2", "--steps", "6", "--compression", "none", "--load",
+        ck.toString());
+    assertThat(one.status()).as(one.err()).isZero();
+    assertThat(losses(tmp.resolve("E"), 0).keySet()).startsWith(3);
+  }
+
+  private static void deleteTree(Path p) throws IOException {
+    try (var s = Files.walk(p)) {
+      for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
+    }
   }
 
   @Test
@@ -183,6 +208,12 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x6"), "--tp", "2", "--steps", "2", "--compression", "none", "--load",
         ck.toString()), "nothing left to train");
     assertOneLine(train(tmp.resolve("x7"), "--load", tmp.resolve("nowhere").toString()), "no such folder");
+    assertOneLine(train(tmp.resolve("x9"), "--load", model.toString()), "is not a folder");
+    assertOneLine(train(tmp.resolve("x10"), "--tp", "2", "--steps", "4", "--compression", "none", "--load",
+        iter.toString()), "is one checkpoint's folder: give the folder above it");
+    assertOneLine(train(tmp.resolve("x11"), "--tp", "2", "--steps", "4", "--compression", "none,taco", "--load",
+        ck.toString()), "holds one run's checkpoint; with several --compression codecs");
+    assertOneLine(train(tmp.resolve("x12"), "--steps", "1", "--save", model.toString()), "exists and is not a folder");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "7\n"); // names a checkpoint that is not there
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
     // the intact checkpoint still loads

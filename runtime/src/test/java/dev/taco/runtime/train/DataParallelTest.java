@@ -49,7 +49,7 @@ class DataParallelTest {
     assertThat(l2.get(9)[0]).as("it learns").isLessThan(l2.get(0)[0] - 1);
     JsonObject run = JsonParser.parseString(Files.readString(dp2.resolve("report.json"))).getAsJsonObject()
         .getAsJsonArray("runs").get(0).getAsJsonObject();
-    assertThat(run.getAsJsonObject("bytes_per_step_by_kind").get("data-parallel all-reduce (gradients)")
+    assertThat(run.getAsJsonObject("bytes_per_step_by_kind").get("data-parallel all-reduce (gradients, fp32)")
         .getAsDouble()).isPositive();
   }
 

@@ -45,7 +45,11 @@ class StopSignalTest {
     assertThat(run.get("stopped").getAsString()).isEqualTo("signal");
     int steps = run.get("steps").getAsInt();
     assertThat(steps).isPositive().isLessThan(100000);
-    assertThat(run.getAsJsonArray("history")).hasSize(steps);
+    JsonArray history = run.getAsJsonArray("history");
+    assertThat(history).as("every step, then the evaluation where it stopped").hasSize(steps + 1);
+    assertThat(history.get(steps).getAsJsonObject().get("val_loss").getAsDouble()).isFinite();
+    assertThat(run.get("final_val_loss").getAsDouble()).isEqualTo(
+        history.get(steps).getAsJsonObject().get("val_loss").getAsDouble());
     Path latest = ck.resolve("none").resolve(Checkpoint.LATEST);
     assertThat(Files.readString(latest).strip()).as("the checkpoint holds the last finished step").isEqualTo(
         String.valueOf(steps));
