@@ -267,14 +267,23 @@ public final class CollectiveSites {
     if (worldSize() == 1) {
       return;
     }
-    Plan plan = planAt(name, () -> buf, rows, cols);
+    run("all-reduce", name, buf, rows, cols, plan -> TwoShot.allReduce(wire, plan, buf, rows, cols));
+  }
+
+  /**
+   * One collective of {@code kind} at site {@code name}: the site's plan for {@code tensor} ({@code rows x cols},
+   * {@link #planAt}), then {@code op} with it, its bytes counted, a codec's refusal named with the kind and site.
+   */
+  private void run(String kind, String name, float[] tensor, int rows, int cols,
+      java.util.function.Consumer<Plan> op) {
+    Plan plan = planAt(name, () -> tensor, rows, cols, kind);
     long before = exact.bytesSent();
     try {
-      TwoShot.allReduce(wire, plan, buf, rows, cols);
+      op.accept(plan);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("all-reduce at " + name + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(kind + " at " + name + ": " + e.getMessage(), e);
     }
-    countBytes("all-reduce", before);
+    countBytes(kind, before);
   }
 
   /**
@@ -291,14 +300,7 @@ public final class CollectiveSites {
       System.arraycopy(shard, 0, out, 0, shardRows * cols);
       return;
     }
-    Plan plan = planAt(name, () -> shard, shardRows, cols, "all-gather");
-    long before = exact.bytesSent();
-    try {
-      TwoShot.allGather(wire, plan, shard, shardRows, cols, out);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("all-gather at " + name + ": " + e.getMessage(), e);
-    }
-    countBytes("all-gather", before);
+    run("all-gather", name, shard, shardRows, cols, plan -> TwoShot.allGather(wire, plan, shard, shardRows, cols, out));
   }
 
   /**
@@ -315,14 +317,7 @@ public final class CollectiveSites {
       System.arraycopy(x, 0, shard, 0, rows * cols);
       return;
     }
-    Plan plan = planAt(name, () -> x, rows, cols, "reduce-scatter");
-    long before = exact.bytesSent();
-    try {
-      TwoShot.reduceScatter(wire, plan, x, rows, cols, shard);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("reduce-scatter at " + name + ": " + e.getMessage(), e);
-    }
-    countBytes("reduce-scatter", before);
+    run("reduce-scatter", name, x, rows, cols, plan -> TwoShot.reduceScatter(wire, plan, x, rows, cols, shard));
   }
 
   /**
