@@ -89,7 +89,7 @@ public final class TensorAnalysis {
         AbstractCodec codec = c.getValue();
         // a tensor narrower than a group (1000 x 1) would pad every row to G: measure it along its other axis
         boolean across = alongColumns(codec, t);
-        CodecStats s = across ? CodecStats.measure(codec, transpose(t), t.cols(), t.rows())
+        CodecStats s = across ? CodecStats.measure(codec, transpose(t.data(), t.rows(), t.cols()), t.cols(), t.rows())
             : CodecStats.measure(codec, t.data(), t.rows(), t.cols());
         rows.add(new Row(file, t.name(), t.shape(), t.dtype(), c.getKey() + (across ? " (columns)" : ""), s, null));
       } catch (IllegalArgumentException e) {
@@ -108,11 +108,10 @@ public final class TensorAnalysis {
     return codec.groupSize() > 0 && t.cols() < codec.groupSize() && t.rows() > t.cols();
   }
 
-  /** {@code t}'s values column by column: the (cols, rows) transpose, row-major. */
-  static float[] transpose(NamedTensor t) {
-    int r = t.rows(), c = t.cols();
-    float[] out = new float[r * c];
-    for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) out[j * r + i] = t.data()[i * c + j];
+  /** The (cols, rows) transpose of the row-major (rows, cols) {@code x}, row-major. */
+  static float[] transpose(float[] x, int rows, int cols) {
+    float[] out = new float[rows * cols];
+    for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) out[j * rows + i] = x[i * cols + j];
     return out;
   }
 
@@ -126,13 +125,10 @@ public final class TensorAnalysis {
     boolean across = alongColumns(codec, t);
     int rows = across ? t.cols() : t.rows(), cols = across ? t.rows() : t.cols();
     byte[] buf = new byte[codec.encodedSize(rows, cols)];
-    int len = codec.encode(across ? transpose(t) : t.data(), 0, rows, cols, buf, 0);
+    int len = codec.encode(across ? transpose(t.data(), t.rows(), t.cols()) : t.data(), 0, rows, cols, buf, 0);
     float[] y = new float[t.size()];
     codec.decode(buf, 0, len, y, 0, false);
-    if (!across) return y;
-    float[] back = new float[y.length];
-    for (int i = 0; i < t.rows(); i++) for (int j = 0; j < t.cols(); j++) back[i * t.cols() + j] = y[j * t.rows() + i];
-    return back;
+    return across ? transpose(y, rows, cols) : y;
   }
 
   /** Prints the header line of the table; {@code width} is the width of the tensor column. */

@@ -310,12 +310,8 @@ public final class TacoCli {
       config.put("hidden_size", hiddenSize);
       config.put("num_attention_heads", numHeads);
       config.put("seq_length", seqLength);
-      config.put("micro_batch_size", microBatch);
       config.put("tensor_model_parallel_size", tp);
       config.put("sequence_parallel", sequenceParallel);
-      config.put("data_parallel_size", dataParallel);
-      config.put("global_batch_size", globalBatch == null ? microBatch * dataParallel : globalBatch);
-      config.put("dp_compression", dpCompression);
       config.put("device", gpu == null ? "cpu" : "cuda");
       if (gpu != null) {
         config.put("gpu", gpu.name());
@@ -326,13 +322,7 @@ public final class TacoCli {
         config.put("tp_transport", run.nccl() ? "nccl" : tp > 1 ? "device-local" : "none");
         if (!run.tpComm()) config.put("warning", "--no-tp-comm: TP all-reduces skipped, losses are wrong");
       }
-      config.put("steps", steps);
-      config.put("lr", lr);
-      config.put("min_lr", opt.minLr());
-      config.put("lr_warmup_iters", opt.warmupIters());
-      config.put("weight_decay", opt.weightDecay());
-      config.put("clip_grad", opt.clipGrad());
-      config.put("seed", seed);
+      config.putAll(opt.asMap());
       config.put("parameters", cfg.parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
       if (!Report.canPlot()) { // e.g. the GPU machine's jlink'd runtime

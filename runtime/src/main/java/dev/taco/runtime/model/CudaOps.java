@@ -884,11 +884,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     check(site, x, (long) rows * cols);
     if (tp == null || !tpComm) return;
     Plan p = sitePlan(site, () -> toHost(x, rows * cols), rows, cols, "all-reduce");
-    try {
-      tp.allReduce(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * rows * cols), false), rows, cols);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("all-reduce at " + site + ": " + e.getMessage(), e);
-    }
+    named("all-reduce", site, () -> tp.allReduce(p, new DeviceTensor(x.arena().slice(4 * x.offset(),
+        4L * rows * cols), false), rows, cols));
   }
 
   /**
@@ -908,12 +905,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     check(site, out, n * tp.worldSize());
     if (!tpComm) return;
     Plan p = sitePlan(site, () -> toHost(shard, (int) n), shardRows, cols, "all-gather");
-    try {
-      tp.allGather(p, new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n), false), shardRows, cols,
-          new DeviceTensor(out.arena().slice(4 * out.offset(), 4 * n * tp.worldSize()), false));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("all-gather at " + site + ": " + e.getMessage(), e);
-    }
+    named("all-gather", site, () -> tp.allGather(p, new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n),
+        false), shardRows, cols, new DeviceTensor(out.arena().slice(4 * out.offset(), 4 * n * tp.worldSize()), false)));
   }
 
   /** Reduce-scatter at {@code site}, as {@link #allGather}. */
@@ -930,12 +923,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
     if (!tpComm) return;
     Plan p = sitePlan(site, () -> toHost(x, (int) n), rows, cols, "reduce-scatter");
-    try {
-      tp.reduceScatter(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4 * n), false), rows, cols,
-          new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n / world), false));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("reduce-scatter at " + site + ": " + e.getMessage(), e);
-    }
+    named("reduce-scatter", site, () -> tp.reduceScatter(p, new DeviceTensor(x.arena().slice(4 * x.offset(), 4 * n),
+        false), rows, cols, new DeviceTensor(shard.arena().slice(4 * shard.offset(), 4 * n / world), false)));
   }
 
   /** Exact all-reduce through the device collectives ({@link Plan#EXACT}); nothing at TP = 1 or without TP comm. */
@@ -944,6 +933,15 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     check("gradients", x, n);
     if (tp == null || !tpComm) return;
     tp.allReduce(Plan.EXACT, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * n), false), n, 1);
+  }
+
+  /** Runs {@code op}, a collective of {@code kind} at {@code site}, naming both in a refusal's message. */
+  private static void named(String kind, String site, Runnable op) {
+    try {
+      op.run();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(kind + " at " + site + ": " + e.getMessage(), e);
+    }
   }
 
   /** The plan of the next collective at {@code site}, releasing a plan no site uses any more. */

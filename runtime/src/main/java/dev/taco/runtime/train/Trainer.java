@@ -118,6 +118,26 @@ public final class Trainer {
           calibrationSteps, recalibrateInterval, distributedTimeoutMinutes, 1, microBatch, "fp32");
     }
 
+    /**
+     * The options by their report and checkpoint names ({@code steps, micro_batch_size, lr, min_lr, lr_warmup_iters,
+     * weight_decay, clip_grad, seed, data_parallel_size, global_batch_size, dp_compression}).
+     */
+    public Map<String, Object> asMap() {
+      Map<String, Object> o = new LinkedHashMap<>();
+      o.put("steps", steps);
+      o.put("micro_batch_size", microBatch);
+      o.put("lr", lr);
+      o.put("min_lr", minLr);
+      o.put("lr_warmup_iters", warmupIters);
+      o.put("weight_decay", weightDecay);
+      o.put("clip_grad", clipGrad);
+      o.put("seed", seed);
+      o.put("data_parallel_size", dataParallel);
+      o.put("global_batch_size", globalBatch);
+      o.put("dp_compression", dpCompression);
+      return o;
+    }
+
     /** Micro-batches each replica runs per optimizer step (gradient accumulation). */
     public int accumulation() {
       return globalBatch / (microBatch * dataParallel);
@@ -552,18 +572,7 @@ public final class Trainer {
       place.world().barrier();
       if (place.reports()) {
         try {
-          Map<String, Object> o = new LinkedHashMap<>();
-          o.put("steps", opt.steps());
-          o.put("micro_batch_size", opt.microBatch());
-          o.put("lr", opt.lr());
-          o.put("min_lr", opt.minLr());
-          o.put("lr_warmup_iters", opt.warmupIters());
-          o.put("weight_decay", opt.weightDecay());
-          o.put("clip_grad", opt.clipGrad());
-          o.put("seed", opt.seed());
-          o.put("data_parallel_size", opt.dataParallel());
-          o.put("global_batch_size", opt.globalBatch());
-          Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots), drawn, o);
+          Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots), drawn, opt.asMap());
           failure.set(null);
         } catch (java.io.IOException | RuntimeException e) {
           failure.set(e);
