@@ -87,6 +87,25 @@ JD void j_store_shorts8(short* a, int i, const short* v) {
   u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
   *reinterpret_cast<uint4*>(a + i) = u;
 }
+JD void j_load_short_pairs8(const short* a, int i, int* v, int at) {
+  uint4 u = *reinterpret_cast<const uint4*>(a + i);
+  v[at] = (int)u.x; v[at + 1] = (int)u.y; v[at + 2] = (int)u.z; v[at + 3] = (int)u.w;
+}
+JD int j_load_short_pair(const short* a, int i) { return *reinterpret_cast<const int*>(a + i); }
+JD void j_store_ints4(int* a, int i, const int* v, int at) {
+  *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)v[at], (unsigned)v[at + 1], (unsigned)v[at + 2], (unsigned)v[at + 3]);
+}
+// FastMath.exp2: one ex2.approx.ftz.f32 (PTX ISA "ex2": max relative error 2^-22 over the range, subnormal results
+// flushed to zero); the host shim's exp2f is exact.
+JD float j_exp2_approx(float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return exp2f(x);
+#endif
+}
 JD void j_store_short_pairs8(short* a, int i, int p0, int p1, int p2, int p3) {
   *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)p0, (unsigned)p1, (unsigned)p2, (unsigned)p3);
 }
@@ -218,6 +237,20 @@ JD int j_bf16x2(float lo, float hi) {
   }
 #endif
   return (int)(((unsigned)j_bf16_soft(lo) & 0xffffu) | ((unsigned)j_bf16_soft(hi) << 16));
+}
+// KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
+// c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).
+JD void j_mma_bf16(float* c, int o, int a0, int a1, int a2, int a3, int b0, int b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[o]), "+f"(c[o + 1]), "+f"(c[o + 2]), "+f"(c[o + 3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#elif defined(HOST_SHIM)
+  std::abort();
+#else
+  __trap();
+#endif
 }
 #undef JD
 // ---- end of helpers ----

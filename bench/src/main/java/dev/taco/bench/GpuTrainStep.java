@@ -29,8 +29,9 @@ import java.util.SplittableRandom;
  * <p>A second pass of the same steps through {@link OpTimes} gives the breakdown per category and per operation.
  *
  * <p>{@code java -cp "$CP" dev.taco.bench.GpuTrainStep [--out FILE] [--precision bf16|fp32] [--causal-block-min N]
- * D,L,H,T,B ...} (bf16 by default: {@link CudaOps.Precision}; {@code --causal-block-min}: see
- * {@link CudaOps#causalBlockMinimum}, e.g. 1000000 for the one-block attention); writes {@code {"device", "mode", "results": [{"hidden", "layers", "heads",
+ * [--no-flash] D,L,H,T,B ...} (bf16 by default: {@link CudaOps.Precision}; {@code --causal-block-min}: see
+ * {@link CudaOps#causalBlockMinimum}, e.g. 1000000 for the one-block attention; {@code --no-flash}: attention as GEMMs
+ * even where {@link CudaOps#flashAttention(int)} would take flash attention); writes {@code {"device", "mode", "results": [{"hidden", "layers", "heads",
  * "seq", "micro_batch", "tp", "ms", "breakdown", "operations"}]}}.
  */
 public final class GpuTrainStep {
@@ -40,6 +41,8 @@ public final class GpuTrainStep {
   static final int WARMUP = 3;
   /** {@code --causal-block-min}: the backend's smallest causal attention block (0: its default). */
   static int causalBlockMin;
+  /** {@code --no-flash}: attention as GEMMs over (B,NH,T,T) matrices instead of flash attention. */
+  static boolean noFlash;
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
@@ -51,6 +54,7 @@ public final class GpuTrainStep {
       if (args[i].equals("--out")) out = args[++i];
       else if (args[i].equals("--precision")) precision = CudaOps.Precision.valueOf(args[++i].toUpperCase(Locale.ROOT));
       else if (args[i].equals("--causal-block-min")) causalBlockMin = Integer.parseInt(args[++i]);
+      else if (args[i].equals("--no-flash")) noFlash = true;
       else shapes.add(Arrays.stream(args[i].split(",")).mapToInt(Integer::parseInt).toArray());
     }
     if (shapes.isEmpty()) shapes.add(new int[] {128, 4, 4, 128, 8});
@@ -63,14 +67,20 @@ public final class GpuTrainStep {
         System.out.printf(Locale.ROOT, "D=%d L=%d H=%d T=%d B=%d: %.3f ms/step; per step by CUDA events: %s; by "
             + "operation: %s%n", s[0], s[1], s[2], s[3], s[4], ms, parts, ops);
         rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
-            + "\"micro_batch\": %d, \"tp\": 1, \"causal_block_min\": %d, \"ms\": %.4f, \"breakdown\": {%s}, "
-            + "\"operations\": {%s}}", s[0], s[1], s[2], s[3], s[4], causalBlockMin, ms, json(parts), json(ops)));
+            + "\"micro_batch\": %d, \"tp\": 1, \"causal_block_min\": %d, \"attention\": \"%s\", \"ms\": %.4f, "
+            + "\"breakdown\": {%s}, \"operations\": {%s}}", s[0], s[1], s[2], s[3], s[4], causalBlockMin,
+            attention(precision, s), ms, json(parts), json(ops)));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"" + precision + " (CudaOps)\", \"results\": [\n  "
           + String.join(",\n  ", rows) + "\n]}\n";
       if (out != null) Files.writeString(Path.of(out), json);
       System.out.print(json);
     }
+  }
+
+  /** How the shape's attention runs: {@code flash}, or {@code gemm} ((B,NH,T,T) matrices). */
+  private static String attention(CudaOps.Precision precision, int[] s) {
+    return !noFlash && CudaOps.flashAttention(precision, s[0] / s[2]) ? "flash" : "gemm";
   }
 
   private static String json(Map<String, Double> m) {
@@ -97,6 +107,7 @@ public final class GpuTrainStep {
     try (CudaOps backend = new CudaOps(ctx, precision); CudaEvent start = ctx.createEvent();
          CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
       if (causalBlockMin > 0) backend.causalBlockMinimum(causalBlockMin);
+      if (noFlash) backend.flashAttention(false);
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? backend : timer.ops(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {

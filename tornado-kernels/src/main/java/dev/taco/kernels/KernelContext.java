@@ -16,7 +16,10 @@ package dev.taco.kernels;
  *   <li>{@link #shflXor} = {@code __shfl_xor_sync(0xffffffff, v, laneMask)}: all 32 lanes of the warp must call it
  *       (the block size must be a multiple of 32 and control flow must not diverge inside a warp);
  *   <li>{@link #warpReduceSum}/{@link #warpReduceMax}: a butterfly over lane masks 16, 8, 4, 2, 1
- *       ({@code v = v + shflXor(v, m)}, resp. {@code Math.max}); every lane gets the same, bit-identical result.
+ *       ({@code v = v + shflXor(v, m)}, resp. {@code Math.max}); every lane gets the same, bit-identical result;
+ *   <li>{@link #mmaBf16} = the tensor-core instruction {@code mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32}
+ *       (PTX ISA, "Warp-level matrix multiply-accumulate", fragment layouts for {@code .m16n8k16} with {@code .bf16}),
+ *       sm_80 and later: all 32 lanes must call it.
  * </ul>
  *
  * <p>On the JVM the exact emulator {@code dev.taco.kernels.cpu.SimtEmulator} supplies the implementation.
@@ -64,6 +67,28 @@ public abstract class KernelContext {
 
   /** The value of {@code v} held by lane {@code laneId() ^ laneMask} of this warp (all 32 lanes must call). */
   public abstract int shflXor(int v, int laneMask);
+
+  /**
+   * Warp-collective matrix multiply-accumulate on tensor cores: {@code D = A·B + C} with A a 16×16 and B a 16×8 bf16
+   * matrix and C, D 16×8 float32 matrices, each spread over the 32 lanes of the warp in the fragment layout of PTX's
+   * {@code mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32}. With {@code g = laneId() / 4} and
+   * {@code t = laneId() % 4}, each int holds two bf16 values ({@link Bf16#encode2}: the lower-indexed one in the low
+   * 16 bits):
+   * <ul>
+   *   <li>{@code a0} = A[g][2t, 2t+1], {@code a1} = A[g+8][2t, 2t+1], {@code a2} = A[g][2t+8, 2t+9],
+   *       {@code a3} = A[g+8][2t+8, 2t+9];
+   *   <li>{@code b0} = B[2t, 2t+1][g] (two rows of column g), {@code b1} = B[2t+8, 2t+9][g];
+   *   <li>{@code acc[accOff .. accOff+3]} = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1] on entry, D's same
+   *       elements on return.
+   * </ul>
+   * The products of bf16 values are exact in float32; the hardware's order and internal precision of the sums are not
+   * specified (the emulator adds the 16 products and C in float64 and rounds once), so results may differ from a
+   * float32 reference by rounding. {@code acc} must be a fixed-size local array indexed by constants after unrolling
+   * (so that it lives in registers). All 32 lanes of the warp must call it with converged control flow.
+   *
+   * @param acc the accumulator array of this lane (4 elements from {@code accOff})
+   */
+  public abstract void mmaBf16(float[] acc, int accOff, int a0, int a1, int a2, int a3, int b0, int b1);
 
   /** Sum of {@code v} over the warp, by the butterfly described in the class comment (same bits in every lane). */
   public final float warpReduceSum(float v) {

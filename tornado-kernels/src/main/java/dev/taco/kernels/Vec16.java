@@ -76,6 +76,31 @@ public final class Vec16 {
     pair(a, i + 6, p3);
   }
 
+  /**
+   * {@code v[at + q] = (a[i + 2q] & 0xFFFF) | a[i + 2q + 1] << 16} for q in 0..3: eight shorts as four packed pairs (as
+   * {@link Bf16#encode2} packs them); one 16-byte load. {@code i % 8 == 0}.
+   */
+  public static void loadShortPairs8(short[] a, int i, int[] v, int at) {
+    aligned(i, 8);
+    for (int q = 0; q < 4; q++) {
+      v[at + q] = loadShortPair(a, i + 2 * q);
+    }
+  }
+
+  /** {@code (a[i] & 0xFFFF) | a[i + 1] << 16}: two shorts as one packed pair; one 4-byte load. {@code i % 2 == 0}. */
+  public static int loadShortPair(short[] a, int i) {
+    aligned(i, 2);
+    return (a[i] & 0xFFFF) | a[i + 1] << 16;
+  }
+
+  /** {@code a[i + q] = v[at + q]} for q in 0..3; one 16-byte store (to global or shared memory). {@code i % 4 == 0}. */
+  public static void storeInts4(int[] a, int i, int[] v, int at) {
+    aligned(i, 4);
+    for (int q = 0; q < 4; q++) {
+      a[i + q] = v[at + q];
+    }
+  }
+
   private static void pair(short[] a, int i, int p) {
     a[i] = (short) p;
     a[i + 1] = (short) (p >>> 16);

@@ -153,14 +153,19 @@ public final class TacoCli {
     @Option(names = "--recalibrate-interval", description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
     int recalibrateInterval = 0;
 
+    @Option(names = "--codec-error-interval", description = "Steps between the steps whose TP tensors rank 0 measures"
+        + " the codec's error on (the report's codec table); 0 = never. Each measurement encodes and decodes every"
+        + " site's tensor on the CPU, which slows a long GPU run. Default: ${DEFAULT-VALUE}.")
+    int codecErrorInterval = Trainer.CODEC_ERROR_INTERVAL;
+
     @Option(names = "--distributed-timeout-minutes", description = "How long a rank waits in one collective for the"
         + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
     int distributedTimeoutMinutes = 2;
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
-        + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 every site uses the codec as given: no calibration"
-        + " or codec-error sampling, and only fp32, none, int8-group, fp8-tensor and the dual-scale taco codecs),"
-        + " auto (cuda if a GPU is usable, else cpu). Default: ${DEFAULT-VALUE}.")
+        + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 only the codecs with GPU kernels: fp32, none,"
+        + " int8-group, fp8-tensor and the dual-scale taco codecs), auto (cuda if a GPU is usable, else cpu)."
+        + " Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 
     @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
@@ -215,7 +220,7 @@ public final class TacoCli {
       Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, minLr == null ? lr / 10 : minLr, warmupIters,
           weightDecay, clipGrad, seed, evalInterval, evalIters, calibrationSteps, recalibrateInterval,
           distributedTimeoutMinutes, dataParallel, globalBatch == null ? microBatch * dataParallel : globalBatch,
-          dpCompression);
+          dpCompression, codecErrorInterval);
       List<String> codecs = codecList(compression);
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       try (CudaContext gpu = openDevice(device)) {
@@ -420,11 +425,14 @@ public final class TacoCli {
   }
 
   /**
-   * Refuses a model that cannot fit the GPU's memory, before allocating it ({@link Gpt#estimateBytes}, fp32, plus in
-   * bf16 mode the backend's bf16 copies of the forward's GEMM inputs, {@link CudaOps#forwardCopyBytes}).
+   * Refuses a model that cannot fit the GPU's memory, before allocating it ({@link Gpt#estimateBytes}, fp32, with the
+   * attention state of flash attention where the backend uses it, plus in bf16 mode the backend's bf16 copies of the
+   * forward's GEMM inputs, {@link CudaOps#forwardCopyBytes}).
    */
   static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu, CudaOps.Precision precision) {
-    double need = Gpt.estimateBytes(cfg, microBatch)
+    boolean flash = CudaOps.flashAttention(precision, cfg.headSize());
+    double state = (double) microBatch * cfg.localHeads() * cfg.seqLength() * (flash ? 1 : cfg.seqLength());
+    double need = Gpt.estimateBytes(cfg, microBatch, state)
         + (precision == CudaOps.Precision.BF16 ? CudaOps.forwardCopyBytes(cfg, microBatch) : 0);
     if (need > 0.9 * gpu.totalMemoryBytes()) {
       throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB of"

@@ -26,7 +26,7 @@ import dev.taco.kernels.Parallel;
  * {@code att[b,h,t,t2]} is the softmax probability of key t2 for query t; entries with t2 &gt; t are 0.
  *
  * <p>Reference: Vaswani et al., "Attention Is All You Need", 2017, eq. 1; the causal mask of GPT
- * (Radford et al., 2018).
+ * (Radford et al., 2018). The GPU's bf16 mode runs {@link FlashAttention} instead, which keeps no {@code att}.
  */
 public final class Attention {
   private Attention() {}

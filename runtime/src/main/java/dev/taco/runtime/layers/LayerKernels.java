@@ -10,21 +10,54 @@ import java.util.List;
  * machine ({@code KernelSources runtime/src/main/java:tornado-kernels/src/main/java <dir>
  * dev.taco.runtime.layers.LayerKernels}).
  *
- * <p>None of these kernels has a {@link dev.taco.kernels.Constant} parameter: sizes are launch arguments, and the
- * block sizes of the column sums (16 channels) are {@code static final} constants the translator inlines. So each
- * kernel is one request with an empty specialisation.
+ * <p>Sizes are launch arguments, and the block sizes of the column sums (16 channels) are {@code static final}
+ * constants the translator inlines, so each kernel is one request with an empty specialisation; except the
+ * {@link FlashAttention} kernels, whose register arrays are sized by the head size ({@link #flashKernels}).
  */
 public final class LayerKernels {
   private LayerKernels() {}
 
   /**
-   * Every {@link dev.taco.kernels.Kernel} method of the layer classes and of {@link AdamW}, once each: the CPU's in
-   * the order of a training step (embedding, block, head, loss; then backward; then the update), then the GPU's own
-   * forms (the SIMT {@code ...Warp} kernels and the per-element dwte gather).
+   * Every specialisation of every {@link dev.taco.kernels.Kernel} method of the layer classes and of {@link AdamW}:
+   * {@link #unspecialised()}, then {@link #flashKernels()}.
    *
    * @return the requests, unmodifiable
    */
   public static List<KernelRequest> kernels() {
+    List<KernelRequest> all = new java.util.ArrayList<>(unspecialised());
+    all.addAll(flashKernels());
+    return List.copyOf(all);
+  }
+
+  /** The head sizes the {@link FlashAttention} kernels are compiled for ({@link FlashAttention#supports}). */
+  public static final List<Integer> FLASH_HEAD_SIZES = List.of(16, 32, 48, 64);
+
+  /** {@link FlashAttention}'s tensor-core kernel {@code method} for head size HS (its {@code @Constant}). */
+  public static KernelRequest flash(String method, int HS) {
+    return KernelRequest.of(FlashAttention.class, method, java.util.Map.of("HS", HS));
+  }
+
+  /**
+   * The {@link FlashAttention} kernels: the three tiled ones once per {@link #FLASH_HEAD_SIZES head size}, and the
+   * row-dot kernel (no constant).
+   */
+  public static List<KernelRequest> flashKernels() {
+    List<KernelRequest> all = new java.util.ArrayList<>();
+    for (int hs : FLASH_HEAD_SIZES) {
+      for (String m : List.of("flashForward", "flashBackwardKeyValue", "flashBackwardQuery")) {
+        all.add(flash(m, hs));
+      }
+    }
+    all.add(KernelRequest.of(FlashAttention.class, "flashBackwardDot"));
+    return List.copyOf(all);
+  }
+
+  /**
+   * The kernels with an empty specialisation, once each (one CUDA C unit can hold them all): the CPU's in the order of
+   * a training step (embedding, block, head, loss; then backward; then the update), then the GPU's own forms (the
+   * SIMT {@code ...Warp} kernels and the per-element dwte gather).
+   */
+  public static List<KernelRequest> unspecialised() {
     return List.of(
         KernelRequest.of(Encoder.class, "encoderForward"),
         KernelRequest.of(LayerNorm.class, "layernormForward"),

@@ -34,6 +34,10 @@
  *       dwte gather per element. The same formulas with sums in another order (bit-identical for the gather); tests
  *       run them on the {@link dev.taco.kernels.cpu.SimtEmulator} against the CPU kernels. Only the GPU backend
  *       ({@code model.CudaOps}) launches them.</li>
+ *   <li><b>{@link dev.taco.runtime.layers.FlashAttention}</b>, the GPU's bf16 attention: tensor-core SIMT kernels
+ *       ({@link dev.taco.kernels.KernelContext#mmaBf16}) with shared-memory tiles and block barriers, specialised by
+ *       the head size; a different algorithm (online softmax, recomputation) in bf16 arithmetic, so its tests compare
+ *       it with float64, not bit for bit with the CPU's {@code Attention}.</li>
  * </ul>
  *
  * <p>Conventions, shared by every method:
@@ -53,7 +57,7 @@
  * <p>What this deliberately is not: not multi-threaded (the {@code @Parallel} loops run sequentially
  * on the JVM; {@link dev.taco.kernels.Gemm} carries the CPU parallelism, and the matmuls dominate),
  * not tensor-parallel (the TP linears and their collectives wrap {@link dev.taco.runtime.layers.Matmul}
- * elsewhere), no dropout, no mixed precision: fp32 throughout (float64 only in the sums behind the mean loss and the
- * gradient norm).
+ * elsewhere), no dropout, no mixed precision on the CPU: fp32 throughout (float64 only in the sums behind the mean loss
+ * and the gradient norm; bf16 only in the GPU's own forms for its bf16 mode).
  */
 package dev.taco.runtime.layers;

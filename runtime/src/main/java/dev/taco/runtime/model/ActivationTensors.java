@@ -7,7 +7,8 @@ package dev.taco.runtime.model;
  * {@code lnf, lnfMean, lnfRstd, logits, probs, losses}; then the scratch {@code dres, dln, dqkv, datty, dattScratch,
  * dfch, dfchGelu, dlogits, dlnf}. Shapes (C channels, Cr = C/R and Ff = 4C/R this rank's, NH/R heads, V vocabulary):
  * (B,T,C) for {@code encoded, ln*, attproj, residual*, fcproj, lnf, dres, dln, dlnf}; (B,T) for means, rstds and
- * losses; (B,T,3Cr) {@code qkv, dqkv}; (B,T,Cr) {@code atty, datty}; (B,NH/R,T,T) {@code att, dattScratch}; (B,T,Ff)
+ * losses; (B,T,3Cr) {@code qkv, dqkv}; (B,T,Cr) {@code atty, datty}; (B,NH/R,T,T) {@code att, dattScratch} (or what the backend's
+ * {@link Ops#attentionStateSize} says: (B,NH/R,T) for flash attention); (B,T,Ff)
  * {@code fch, fchGelu, dfch, dfchGelu}; (B,T,V) {@code logits, probs, dlogits}.
  *
  * <p>With sequence parallelism ({@link GptConfig#sequenceSharded}) the same tensors serve, each rank using the first
@@ -26,10 +27,18 @@ public final class ActivationTensors {
   private final long size;
   private long next;
 
-  /** The offsets for {@code cfg} (this rank's TP share) and micro-batch {@code b}. */
+  /** The offsets for {@code cfg} (this rank's TP share) and micro-batch {@code b}, with (B,NH/R,T,T) attention state. */
   public ActivationTensors(GptConfig cfg, int b) {
+    this(cfg, b, (long) b * cfg.localHeads() * cfg.seqLength() * cfg.seqLength());
+  }
+
+  /**
+   * The offsets for {@code cfg} and micro-batch {@code b}, with {@code attentionState} elements for each {@code att} and
+   * for {@code dattScratch} (the backend's {@link Ops#attentionStateSize}).
+   */
+  public ActivationTensors(GptConfig cfg, int b, long attentionState) {
     long bt = (long) b * cfg.seqLength(), c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn();
-    long att4 = (long) b * cfg.localHeads() * cfg.seqLength() * cfg.seqLength(), v = cfg.vocabSize();
+    long att4 = attentionState, v = cfg.vocabSize();
     int layers = cfg.numLayers();
     encoded = take(bt * c);
     ln1 = new long[layers];

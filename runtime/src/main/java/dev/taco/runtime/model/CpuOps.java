@@ -141,7 +141,7 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public void attentionBackward(View<float[]> dqkv, View<float[]> scratch, View<float[]> dout, View<float[]> qkv,
-      View<float[]> att, int B, int T, int NH, int HS) {
+      View<float[]> out, View<float[]> att, int B, int T, int NH, int HS) {
     zero(dqkv, 3L * B * T * NH * HS);
     Attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
         qkv.off(), att.arena(), att.off(), B, T, NH, HS);

@@ -21,8 +21,10 @@ import dev.taco.kernels.cuda.PinnedBuffer;
 import dev.taco.runtime.layers.Attention;
 import dev.taco.runtime.layers.CrossEntropy;
 import dev.taco.runtime.layers.Encoder;
+import dev.taco.runtime.layers.FlashAttention;
 import dev.taco.runtime.layers.Gelu;
 import dev.taco.runtime.layers.GradNorm;
+import dev.taco.runtime.layers.LayerKernels;
 import dev.taco.runtime.layers.LayerNorm;
 import dev.taco.runtime.layers.Matmul;
 import dev.taco.runtime.layers.Residual;
@@ -39,9 +41,10 @@ import org.slf4j.LoggerFactory;
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
  * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
  * see {@link Precision}; in bf16 mode the forward's GEMM inputs are rounded once and kept for the backward,
- * {@link #kept}, and the MLP's GELU runs in cuBLASLt's GELU_AUX_BIAS / DGELU epilogues), attention too (per-head
- * strided-batched GEMMs reading q, k, v in place from the qkv tensor, around the causal softmax kernels, as llm.c, over
- * the lower block-triangle of the score matrices only, {@link #causalBlock}); every other layer through Java kernels
+ * {@link #kept}, and the MLP's GELU runs in cuBLASLt's GELU_AUX_BIAS / DGELU epilogues); attention in bf16 mode as
+ * {@link FlashAttention} (tensor-core kernels in Java, no (B,NH,T,T) matrices: {@link #flashAttention(int)}), else as
+ * per-head strided-batched GEMMs reading q, k, v in place from the qkv tensor, around the causal softmax kernels, as
+ * llm.c, over the lower block-triangle of the score matrices only ({@link #causalBlock}); every other layer through Java kernels
  * of {@code dev.taco.runtime.layers} (translated to CUDA C by {@code KernelSources}, compiled by NVRTC at first use):
  * the CPU's element-wise kernels as they are, and the GPU's own forms where a row is reduced (a warp per row:
  * LayerNorm, softmax, cross-entropy), a column sum is split into partial sums (LayerNorm's dweight/dbias, the gradient
@@ -120,6 +123,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private boolean geluFused = true;
   /** See {@link #causalBlock}. */
   private int causalBlockMinimum = 512;
+  /** See {@link #flashAttention(int)}. */
+  private boolean flashAttention = true;
   private final List<DeviceBuffer> owned = new ArrayList<>();
   private final Map<String, CudaFunction> kernels = new HashMap<>();
   private final Map<Object, DeviceBuffer> hostCopies = new IdentityHashMap<>();
@@ -579,7 +584,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * As llm.c's cuBLAS attention, without its head permutes: the scores Q·Kᵀ of every (b,h) as strided-batched GEMMs
+   * With {@link #flashAttention(int) flash attention} (bf16 mode): {@link FlashAttention#flashForward} on the bf16 copy
+   * of qkv ({@link #kept}, which the backward reuses), {@code att} receiving the B·NH·T row log-sum-exps. Otherwise as
+   * llm.c's cuBLAS attention, without its head permutes: the scores Q·Kᵀ of every (b,h) as strided-batched GEMMs
    * reading q and k in place from qkv (B,T,3C) (leading dimension 3C) into {@code att} (B,NH,T,T); the causal softmax
    * in place ({@link Attention#softmaxForwardWarp}); then P·V straight into out (B,T,C) (leading dimension C). See
    * {@link #headGemms} for the batching. In {@link Precision#BF16} mode the GEMMs read a bf16 copy of qkv and the
@@ -591,6 +598,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       int NH, int HS) {
     int c = NH * HS, blk = causalBlock(T);
     long n = (long) B * T * c;
+    if (flashAttention(HS)) { // out and the rows' log-sum-exps, no (B,NH,T,T) matrices; qkv's bf16 copy kept
+      Operand q = kept(qkv, 3 * n);
+      launchFlash("flashForward", HS, B, NH, T, p("out", out, n), 0, p("att", att, (long) B * NH * T), 0,
+          q.buf.pointer() + 2 * q.off, 0, B, T, NH, Attention.scale(HS));
+      return;
+    }
     check("out", out, n);
     Operand q = kept(qkv, 3 * n), s = scores("att", att, (long) B * NH * T * T);
     Operand o = new Operand(out.arena(), out.offset(), DataType.F32);
@@ -611,16 +624,31 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * The backward of {@link #attentionForward} (llm.c's {@code attention_backward}), in place: with dY the heads of
+   * The backward of {@link #attentionForward}. With flash attention: dsum = rowsum(dO ∘ O) into {@code scratch}
+   * ({@link FlashAttention#flashBackwardDot}, fp32), then {@link FlashAttention#flashBackwardKeyValue} and
+   * {@link FlashAttention#flashBackwardQuery} on the bf16 copies of qkv and dout, overwriting dqkv. Otherwise as llm.c's
+   * {@code attention_backward}, in place: with dY the heads of
    * {@code dout} (leading dimension C), dP = dY·Vᵀ into {@code scratch}, dV += Pᵀ·dY; dS = softmax backward in place
    * (scale included); dQ += dS·K, dK += dSᵀ·Q; dQ, dK, dV added straight into {@code dqkv} (leading dimension 3C).
    * In bf16 mode dY and qkv are read as bf16 copies and P, dP, dS are bf16, as in the forward.
    */
   @Override
   public void attentionBackward(View<DeviceBuffer> dqkv, View<DeviceBuffer> scratch, View<DeviceBuffer> dout,
-      View<DeviceBuffer> qkv, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
+      View<DeviceBuffer> qkv, View<DeviceBuffer> out, View<DeviceBuffer> att, int B, int T, int NH, int HS) {
     int c = NH * HS, blk = causalBlock(T);
     long n = (long) B * T * c, bhtt = (long) B * NH * T * T;
+    if (flashAttention(HS)) { // dsum = rowsum(dO ∘ O) into scratch; then dK, dV per key rows and dQ per query rows
+      long bht = (long) B * NH * T;
+      Long pg = p("dqkv", dqkv, 3 * n), pl = p("att", att, bht), ps = p("scratch", scratch, bht);
+      launchWarps(FlashAttention.class, "flashBackwardDot", bht, ps, 0, p("dout", dout, n), 0, p("out", out, n), 0, B,
+          T, NH, HS);
+      Operand q = reused(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT); // the bf16 copies the kernels read
+      long pq = q.buf.pointer() + 2 * q.off, py = y.buf.pointer() + 2 * y.off;
+      float scale = Attention.scale(HS);
+      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      return;
+    }
     check("dqkv", dqkv, 3 * n);
     Operand q = reused(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT);
     Operand p = scores("att", att, bhtt), d = scores("scratch", scratch, bhtt);
@@ -649,6 +677,41 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       headGemms(h, DataType.F32, true, false, blk, HS, queries, d, (long) k0 * T + k0, T, h.att, q, (long) k0 * 3 * c,
           3 * c, h.qkv, 0f, g, c + (long) k0 * 3 * c, 3 * c, h.qkv);
     }
+  }
+
+  /**
+   * Whether attention runs as {@link FlashAttention} for head size HS: in bf16 mode, for the head sizes its kernels are
+   * compiled for ({@link FlashAttention#supports}), unless switched off ({@link #flashAttention(boolean)}). Otherwise
+   * the GEMMs over (B,NH,T,T) matrices of {@link #attentionForward}.
+   */
+  public boolean flashAttention(int HS) {
+    return flashAttention && flashAttention(precision, HS);
+  }
+
+  /** {@link #flashAttention(int)} of a backend in {@code precision} with flash attention on (the default). */
+  public static boolean flashAttention(Precision precision, int HS) {
+    return precision == Precision.BF16 && FlashAttention.supports(HS);
+  }
+
+  /**
+   * Switches flash attention on (the default) or off, before the model's activations are laid out
+   * ({@link #attentionStateSize}): benchmarks time the GEMM form against it.
+   */
+  public void flashAttention(boolean on) {
+    flashAttention = on;
+  }
+
+  /** B·NH·T log-sum-exps with {@link #flashAttention(int) flash attention}, else the (B,NH,T,T) probabilities. */
+  @Override
+  public long attentionStateSize(int B, int NH, int T, int HS) {
+    return flashAttention(HS) ? (long) B * NH * T : (long) B * NH * T * T;
+  }
+
+  /** A {@link FlashAttention} kernel specialised for HS, on its grid ({@link FlashAttention#blocks}). */
+  private void launchFlash(String kernel, int HS, int B, int NH, int T, Object... args) {
+    kernels.computeIfAbsent(FlashAttention.class.getName() + "#" + kernel + "#" + HS,
+        k -> ctx.kernel(LayerKernels.flash(kernel, HS)))
+        .launch(Dim3.of(FlashAttention.blocks(B, NH, T)), Dim3.of(FlashAttention.WARPS * 32), 0, stream, args);
   }
 
   /**

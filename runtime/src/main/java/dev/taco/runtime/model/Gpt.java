@@ -70,7 +70,8 @@ public final class Gpt<A> {
     this.b = microBatch;
     this.t = cfg.seqLength();
     this.p = new ParameterTensors(cfg, rank);
-    this.a = new ActivationTensors(cfg, microBatch);
+    this.a = new ActivationTensors(cfg, microBatch,
+        ops.attentionStateSize(microBatch, cfg.localHeads(), cfg.seqLength(), cfg.headSize()));
     this.attnFwd = siteNames(cfg.numLayers(), "attn.fwd");
     this.mlpFwd = siteNames(cfg.numLayers(), "mlp.fwd");
     this.mlpBwd = siteNames(cfg.numLayers(), "mlp.bwd");
@@ -127,10 +128,18 @@ public final class Gpt<A> {
    * sizes give a large number instead of an overflowed one.
    */
   public static double estimateBytes(GptConfig cfg, int microBatch) {
+    return estimateBytes(cfg, microBatch, (double) microBatch * cfg.localHeads() * cfg.seqLength() * cfg.seqLength());
+  }
+
+  /**
+   * {@link #estimateBytes(GptConfig, int)} for a backend whose attention keeps {@code attentionState} elements per layer
+   * ({@link Ops#attentionStateSize}).
+   */
+  public static double estimateBytes(GptConfig cfg, int microBatch, double attentionState) {
     double b = microBatch, t = cfg.seqLength(), c = cfg.hiddenSize(), cr = cfg.localHidden(), ff = cfg.localFfn();
-    double nh = cfg.localHeads(), v = cfg.vocabSize(), l = cfg.numLayers(), bt = b * t;
-    double perLayer = 6 * bt * c + 4 * bt + 4 * bt * cr + b * nh * t * t + 2 * bt * ff;
-    double rest = 5 * bt * c + 3 * bt * v + 4 * bt * cr + b * nh * t * t + 2 * bt * ff + 3 * bt;
+    double v = cfg.vocabSize(), l = cfg.numLayers(), bt = b * t;
+    double perLayer = 6 * bt * c + 4 * bt + 4 * bt * cr + attentionState + 2 * bt * ff;
+    double rest = 5 * bt * c + 3 * bt * v + 4 * bt * cr + attentionState + 2 * bt * ff + 3 * bt;
     double full = cfg.parameterCount();
     double perRankParams = full / cfg.tp() + (v + t) * c; // shards plus the replicated embeddings
     return 4.0 * (cfg.tp() * (l * perLayer + rest + 4 * perRankParams) + full);
@@ -325,7 +334,8 @@ public final class Gpt<A> {
       dy = gatherRows(attnGatherBwd[l], dres);
       ops.matmulBackward(av(a.datty), gv(p.attprojw[l]), gv(p.attprojb[l]), dy, av(a.atty[l]), pv(p.attprojw[l]), b,
           t, cr, c);
-      ops.attentionBackward(av(a.dqkv), av(a.dattScratch), av(a.datty), av(a.qkv[l]), av(a.att[l]), b, t, nh, hs);
+      ops.attentionBackward(av(a.dqkv), av(a.dattScratch), av(a.datty), av(a.qkv[l]), av(a.atty[l]), av(a.att[l]), b,
+          t, nh, hs);
       ops.matmulBackward(av(a.dln), gv(p.qkvw[l]), gv(p.qkvb[l]), av(a.dqkv), av(a.ln1[l]), pv(p.qkvw[l]), b, t, c,
           3 * cr);
       dx = reduceRows(attnBwd[l], av(a.dln));

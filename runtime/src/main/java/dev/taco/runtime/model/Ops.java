@@ -76,12 +76,28 @@ public interface Ops<A> {
   /** dx(N,C) = dlogits · wte (overwritten), dwte(V,C) += dlogits^T · x. */
   void headBackward(View<A> dx, View<A> dwte, View<A> dlogits, View<A> x, View<A> wte, int N, int C, int V);
 
-  /** out(B,T,NH·HS), att(B,NH,T,T) = causal self-attention of qkv(B,T,3·NH·HS) ({@code layers.Attention}). */
+  /**
+   * Elements of the state {@link #attentionForward} keeps for the backward ({@code att}) and of the backward's
+   * {@code scratch}, each: the probabilities (B,NH,T,T) by default; a backend whose attention recomputes them (flash
+   * attention) keeps less.
+   */
+  default long attentionStateSize(int B, int NH, int T, int HS) {
+    return (long) B * NH * T * T;
+  }
+
+  /**
+   * out(B,T,NH·HS) = causal self-attention of qkv(B,T,3·NH·HS) ({@code layers.Attention}); {@code att}
+   * ({@link #attentionStateSize} elements) receives what the backward needs: the probabilities (B,NH,T,T), or a flash
+   * backend's row log-sum-exps (B,NH,T).
+   */
   void attentionForward(View<A> out, View<A> att, View<A> qkv, int B, int T, int NH, int HS);
 
-  /** dqkv = attention's gradients (overwritten, as {@link #matmulBackward}'s dinp); {@code scratch} (B,NH,T,T). */
-  void attentionBackward(View<A> dqkv, View<A> scratch, View<A> dout, View<A> qkv, View<A> att, int B, int T, int NH,
-      int HS);
+  /**
+   * dqkv = attention's gradients (overwritten, as {@link #matmulBackward}'s dinp), from dout, the forward's qkv, its
+   * output {@code out} and its state {@code att}; {@code scratch} ({@link #attentionStateSize} elements) is work space.
+   */
+  void attentionBackward(View<A> dqkv, View<A> scratch, View<A> dout, View<A> qkv, View<A> out, View<A> att, int B,
+      int T, int NH, int HS);
 
   /** out(N) = GELU(inp) ({@code layers.Gelu}). */
   void geluForward(View<A> out, View<A> inp, int n);

@@ -45,7 +45,8 @@ public final class Trainer {
   /** AdamW's β1, β2 and ε, as GPT-2 / llm.c use ({@code gpt2_update(..., 0.9f, 0.95f, 1e-8f, ...)}). */
   static final float BETA1 = 0.9f, BETA2 = 0.95f, EPS = 1e-8f;
   /** Every this many steps rank 0 measures the codec's error on each TP all-reduce input. */
-  static final int PROBE_INTERVAL = 10;
+  /** The default {@link Options#codecErrorInterval}: every 10th step. */
+  public static final int CODEC_ERROR_INTERVAL = 10;
 
   private Trainer() {}
 
@@ -71,12 +72,18 @@ public final class Trainer {
    * @param globalBatch sequences per optimizer step over all replicas ({@code --global-batch-size}): micro-batch × DP
    *     × the gradient-accumulation steps
    * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
+   * @param codecErrorInterval steps between the steps whose TP tensors the reporting rank measures the codec's error on
+   *     ({@code --codec-error-interval}; 0: never). Each measurement encodes and decodes every site's tensor on the
+   *     host, which on a GPU run costs a copy to the host and the CPU codec's time.
    */
   public record Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
       float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
-      int distributedTimeoutMinutes, int dataParallel, int globalBatch, String dpCompression) {
+      int distributedTimeoutMinutes, int dataParallel, int globalBatch, String dpCompression, int codecErrorInterval) {
     /** @throws IllegalArgumentException naming the flag of a value out of its range */
     public Options {
+      if (codecErrorInterval < 0) {
+        throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
+      }
       if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
         throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
             + distributedTimeoutMinutes);
@@ -115,12 +122,13 @@ public final class Trainer {
         float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
         int distributedTimeoutMinutes) {
       this(steps, microBatch, lr, minLr, warmupIters, weightDecay, clipGrad, seed, evalInterval, evalIters,
-          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes, 1, microBatch, "fp32");
+          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes, 1, microBatch, "fp32",
+          CODEC_ERROR_INTERVAL);
     }
 
     /**
      * The options by their report and checkpoint names ({@code steps, micro_batch_size, lr, min_lr, lr_warmup_iters,
-     * weight_decay, clip_grad, seed, data_parallel_size, global_batch_size, dp_compression}).
+     * weight_decay, clip_grad, seed, data_parallel_size, global_batch_size, dp_compression, codec_error_interval}).
      */
     public Map<String, Object> asMap() {
       Map<String, Object> o = new LinkedHashMap<>();
@@ -135,6 +143,7 @@ public final class Trainer {
       o.put("data_parallel_size", dataParallel);
       o.put("global_batch_size", globalBatch);
       o.put("dp_compression", dpCompression);
+      o.put("codec_error_interval", codecErrorInterval);
       return o;
     }
 
@@ -437,7 +446,7 @@ public final class Trainer {
    * them over its DP group, so the step's gradient is the mean over the global batch whatever the DP size and A.
    * Returns the bytes this rank sent in training steps' TP collectives (the model's count: the host collectives', or
    * on a GPU the device collectives'), those of the steps in which no site calibrated, and the number of those steps. {@code sites} samples codec error on the reporting rank every
-   * {@link #PROBE_INTERVAL} steps; null for a GPU rank alone.
+   * {@link Options#codecErrorInterval} steps; null for a GPU rank alone.
    */
   private static <A> long[] trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       DataParallel dp, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
@@ -474,7 +483,9 @@ public final class Trainer {
       }
       corpus.batch(false, trainRng, gb, t, gin, gtgt);
       drawn++;
-      if (sites != null) sites.setSampling(reports && step % PROBE_INTERVAL == 0);
+      if (sites != null) {
+        sites.setSampling(reports && opt.codecErrorInterval() > 0 && step % opt.codecErrorInterval() == 0);
+      }
       long before = model.bytesSent();
       if (sites != null) sites.setCountingTraining(true);
       float loss = 0;

@@ -375,4 +375,24 @@ public class TacoCliTest {
     assertThat(mixed.out()).contains("f4_1d.npy");
     assertThat(mixed.err().strip().lines().count()).isEqualTo(1);
   }
+
+  /**
+   * {@code --codec-error-interval}: the codec table samples every N-th step of rank 0's TP tensors (4 steps at interval 2:
+   * steps 0 and 2, two sites of one layer a step); 0 samples nothing and prints no codec table; a negative value is a
+   * one-line error naming the flag.
+   */
+  @Test
+  void codecErrorIntervalSetsHowOftenTheCodecErrorIsSampled() throws Exception {
+    Result every2 = run(tiny(tmp.resolve("a"), "--tp", "2", "--compression", "taco", "--calibration-steps", "0",
+        "--codec-error-interval", "2"));
+    assertThat(every2.status()).as(every2.err()).isZero();
+    assertThat(every2.out()).containsPattern("(?m)^taco +fwd .* 4$").containsPattern("(?m)^taco +bwd .* 4$");
+    Result never = run(tiny(tmp.resolve("b"), "--tp", "2", "--compression", "taco", "--calibration-steps", "0",
+        "--codec-error-interval", "0"));
+    assertThat(never.status()).as(never.err()).isZero();
+    assertThat(never.out()).doesNotContain("rel L2");
+    assertThat(java.nio.file.Files.readString(tmp.resolve("b/report.json"))).contains("\"codec_error_interval\": 0");
+    assertOneLineError(run(tiny(tmp.resolve("c"), "--codec-error-interval", "-1")),
+        "--codec-error-interval must be >= 0");
+  }
 }

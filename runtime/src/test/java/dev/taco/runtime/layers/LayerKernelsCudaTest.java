@@ -26,19 +26,20 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every training kernel of {@link LayerKernels#kernels()} translates with {@link KernelTranslator} (the layer sources
- * under {@code runtime/src/main/java} plus {@code AdamW}; the {@code dev.taco.kernels} classes they use come from the
- * class path) into one CUDA C unit, which compiles with {@code nvcc --ptx -arch=sm_90} and {@code ptxas -v} (skipped
- * with the reason when nvcc is not on PATH) into one entry per kernel with no local memory, stack frame or spills. The
- * .cu, .ptx and .cubin files are kept in {@code target/generated-cuda/layers}. The catalog holds every
- * {@link Kernel} method of the layer classes once, and each request also goes through {@link KernelSources} (the
- * pre-translation path).
+ * Every training kernel of {@link LayerKernels#unspecialised()} translates with {@link KernelTranslator} (the layer
+ * sources under {@code runtime/src/main/java} plus {@code AdamW}; the {@code dev.taco.kernels} classes they use come
+ * from the class path) into one CUDA C unit, which compiles with {@code nvcc --ptx -arch=sm_90} and {@code ptxas -v}
+ * (skipped with the reason when nvcc is not on PATH) into one entry per kernel with no local memory, stack frame or
+ * spills; each {@link LayerKernels#flashKernels()} specialisation the same way in a unit of its own, with its
+ * tensor-core products as {@code mma.sync} instructions. The .cu, .ptx and .cubin files are kept in
+ * {@code target/generated-cuda/layers}. The catalog holds every {@link Kernel} method of the layer classes, and each
+ * request also goes through {@link KernelSources} (the pre-translation path).
  */
 class LayerKernelsCudaTest {
   static final Path OUT = Path.of("target/generated-cuda/layers");
   static final Path ROOT = Path.of("src/main/java");
   static final List<Class<?>> CLASSES = List.of(Encoder.class, LayerNorm.class, Matmul.class, Attention.class,
-      Gelu.class, Residual.class, CrossEntropy.class, GradNorm.class, AdamW.class);
+      FlashAttention.class, Gelu.class, Residual.class, CrossEntropy.class, GradNorm.class, AdamW.class);
 
   static List<Path> sources;
   static String cuda;
@@ -48,7 +49,7 @@ class LayerKernelsCudaTest {
     sources = new ArrayList<>(CLASSES.stream().map(c -> ROOT.resolve(c.getName().replace('.', '/') + ".java"))
         .toList());
     sources.add(Path.of("../tornado-kernels/src/main/java/dev/taco/kernels/Bf16.java")); // roundToBf16 calls it
-    cuda = new KernelTranslator(sources).translate(LayerKernels.kernels());
+    cuda = new KernelTranslator(sources).translate(LayerKernels.unspecialised());
     Files.createDirectories(OUT);
     Files.writeString(OUT.resolve("layers.cu"), cuda);
   }
@@ -57,6 +58,9 @@ class LayerKernelsCudaTest {
   void catalogListsEveryKernelMethodOnce() {
     List<KernelRequest> all = LayerKernels.kernels();
     assertThat(new HashSet<>(all)).hasSameSizeAs(all);
+    List<KernelRequest> plain = LayerKernels.unspecialised();
+    assertThat(plain).allMatch(r -> r.constants().isEmpty());
+    assertThat(new HashSet<>(plain.stream().map(KernelRequest::methodName).toList())).hasSameSizeAs(plain);
     List<String> annotated = new ArrayList<>();
     for (Class<?> c : CLASSES) {
       for (Method m : c.getDeclaredMethods()) {
@@ -65,14 +69,16 @@ class LayerKernelsCudaTest {
         }
       }
     }
-    assertThat(all.stream().map(r -> r.className() + "#" + r.methodName()).toList())
+    assertThat(all.stream().map(r -> r.className() + "#" + r.methodName()).distinct().toList())
         .containsExactlyInAnyOrderElementsOf(annotated);
-    assertThat(all).allMatch(r -> r.constants().isEmpty());
+    assertThat(LayerKernels.flashKernels()).filteredOn(r -> !r.constants().isEmpty())
+        .hasSize(3 * LayerKernels.FLASH_HEAD_SIZES.size())
+        .allMatch(r -> FlashAttention.supports((Integer) r.constants().get("HS")));
   }
 
   @Test
   void everyKernelIsAnEntryPointAndTheHelpersAreDeviceFunctions() {
-    for (KernelRequest r : LayerKernels.kernels()) {
+    for (KernelRequest r : LayerKernels.unspecialised()) {
       assertThat(cuda).contains("extern \"C\" __global__ void " + r.methodName() + "(");
     }
     assertThat(cuda).contains("__device__ __forceinline__ float Attention_dot(")
@@ -109,11 +115,38 @@ class LayerKernelsCudaTest {
     String log = run(Files.isExecutable(ptxas) ? ptxas.toString() : "ptxas", "-arch=sm_90", "-v", "-o",
         OUT.resolve("layers.cubin").toString(), ptx.toString());
     Map<String, int[]> usage = usage(log);
-    assertThat(usage.keySet()).as(log)
-        .containsExactlyInAnyOrderElementsOf(LayerKernels.kernels().stream().map(KernelRequest::methodName).toList());
+    assertThat(usage.keySet()).as(log).containsExactlyInAnyOrderElementsOf(
+        LayerKernels.unspecialised().stream().map(KernelRequest::methodName).toList());
     usage.forEach((kernel, u) -> assertThat(u[1]).as("%s stack frame + spill bytes:%n%s", kernel, log).isZero());
     System.out.println("layer kernels, registers per thread: " + usage.entrySet().stream()
         .map(e -> e.getKey() + " " + e.getValue()[0]).toList());
+  }
+
+  @Test
+  void flashKernelsCompileToTensorCoreCodeWithoutSpills() throws Exception {
+    Path nvcc = nvcc();
+    assumeTrue(nvcc != null, "nvcc is not on PATH: CUDA compile check of the flash-attention kernels skipped");
+    KernelTranslator translator = new KernelTranslator(sources);
+    Path ptxas = nvcc.resolveSibling("ptxas");
+    List<String> registers = new ArrayList<>();
+    for (KernelRequest r : LayerKernels.flashKernels()) {
+      String name = r.methodName() + r.constants().values().stream().map(v -> "-" + v).reduce("", String::concat);
+      Path cu = OUT.resolve(name + ".cu"), ptx = OUT.resolve(name + ".ptx");
+      Files.writeString(cu, translator.translate(List.of(r)));
+      run(nvcc.toString(), "--ptx", "-arch=sm_90", "-o", ptx.toString(), cu.toString());
+      String text = Files.readString(ptx);
+      assertThat(text).as("local memory in %s", ptx).doesNotContain("ld.local").doesNotContain("st.local");
+      if (!r.constants().isEmpty()) {
+        assertThat(text).as("tensor-core products in %s", ptx).contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16");
+      }
+      String log = run(Files.isExecutable(ptxas) ? ptxas.toString() : "ptxas", "-arch=sm_90", "-v", "-o",
+          OUT.resolve(name + ".cubin").toString(), ptx.toString());
+      int[] u = usage(log).get(r.methodName());
+      assertThat(u).as(log).isNotNull();
+      assertThat(u[1]).as("%s stack frame + spill bytes:%n%s", name, log).isZero();
+      registers.add(name + " " + u[0]);
+    }
+    System.out.println("flash-attention kernels, registers per thread: " + registers);
   }
 
   static Path nvcc() {

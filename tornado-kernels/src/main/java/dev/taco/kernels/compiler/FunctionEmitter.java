@@ -843,7 +843,7 @@ final class FunctionEmitter {
     key.append(')');
     String pkg = owner.getQualifiedName().toString();
     String template = pkg.startsWith("java.lang.") || pkg.equals(dev.taco.kernels.Vec16.class.getName())
-        || pkg.equals(dev.taco.kernels.Fp8.class.getName())
+        || pkg.equals(dev.taco.kernels.Fp8.class.getName()) || pkg.equals(dev.taco.kernels.FastMath.class.getName())
         ? Intrinsics.lookup(key.toString()) : null;
     TypeKind ret = me.getReturnType().getKind();
     if (template != null) {
@@ -891,6 +891,13 @@ final class FunctionEmitter {
           TypeKind.FLOAT);
       case "warpReduceMax" -> new Typed("j_warp_reduce_max(" + conv(expr(args.get(0)), TypeKind.FLOAT) + ")",
           TypeKind.FLOAT);
+      case "mmaBf16" -> {
+        StringBuilder c = new StringBuilder("j_mma_bf16(").append(expr(args.get(0)).c());
+        for (int i = 1; i < args.size(); i++) {
+          c.append(", ").append(conv(expr(args.get(i)), TypeKind.INT));
+        }
+        yield new Typed(c.append(')').toString(), TypeKind.VOID);
+      }
       default -> throw error(mi, "KernelContext." + n + " is only supported as 'T[] v = ctx." + n + "(constant)' "
           + "at the top of a kernel");
     };

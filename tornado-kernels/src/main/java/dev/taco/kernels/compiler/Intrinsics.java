@@ -30,6 +30,9 @@ import java.util.Map;
  * path) and {@code Bf16.encode2} ({@code cvt.rn.bf16x2.f32}, NaN guarded). The semantics corpus compares all of them
  * bit for bit with the JVM on the GPU machine.
  *
+ * <p>{@link dev.taco.kernels.FastMath#exp2} becomes one {@code ex2.approx.ftz.f32}: not exact by its own contract
+ * (within about 2 ulp, subnormal results flushed to zero on the GPU; exact on the JVM).
+ *
  * <p>Not exact: {@code exp}, {@code log}, {@code log10}, {@code pow}, {@code sin}, {@code cos}, {@code tan},
  * {@code tanh}, {@code atan} of {@code Math} allow 1 ulp error in Java (2.5 for tanh)
  * ({@link Math} class comment, per method) and CUDA's double versions allow 1 to 2 ulp (CUDA C++ Programming Guide,
@@ -106,7 +109,11 @@ final class Intrinsics {
       Map.entry("Vec16.storeBytes8(byte[],int,long)", "j_store_bytes8($0, $1, $2)"),
       Map.entry("Vec16.loadBytes8(byte[],int)", "j_load_bytes8($0, $1)"),
       Map.entry("Vec16.storeShortPairs8(short[],int,int,int,int,int)", "j_store_short_pairs8($0, $1, $2, $3, $4, $5)"),
-      Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"));
+      Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"),
+      Map.entry("Vec16.loadShortPairs8(short[],int,int[],int)", "j_load_short_pairs8($0, $1, $2, $3)"),
+      Map.entry("Vec16.loadShortPair(short[],int)", "j_load_short_pair($0, $1)"),
+      Map.entry("Vec16.storeInts4(int[],int,int[],int)", "j_store_ints4($0, $1, $2, $3)"),
+      Map.entry("FastMath.exp2(float)", "j_exp2_approx($0)"));
 
   /** The template for {@code key}, or null. */
   static String lookup(String key) {

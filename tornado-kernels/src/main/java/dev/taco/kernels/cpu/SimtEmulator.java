@@ -16,7 +16,9 @@ import java.util.concurrent.TimeoutException;
  * writes the lane's value into the warp's exchange slots, waits on the warp's barrier, reads the partner's
  * slot and waits again (so the next shuffle cannot overwrite a slot still being read). Shared arrays are per
  * block: the k-th allocation call of every thread returns the block's k-th array (as {@code __shared__}
- * declarations do). Values cross threads as raw bits, so NaN payloads survive as on the GPU.
+ * declarations do). Values cross threads as raw bits, so NaN payloads survive as on the GPU. A tensor-core
+ * {@link KernelContext#mmaBf16} gathers the warp's fragments the same way (write, wait, read every lane's, wait) and
+ * computes this lane's four outputs from them, each as the 16 exact products and C added in float64 and rounded once.
  *
  * <p>What is exact: everything the kernel computes with Java arithmetic, in any interleaving allowed by the
  * barriers. What is not modelled: data races (a kernel that reads shared memory written by another thread
@@ -99,6 +101,8 @@ public final class SimtEmulator {
     final CyclicBarrier barrier;
     final CyclicBarrier[] warpBarriers;
     final int[][] warpSlots;
+    /** Per warp, per lane: the six fragment registers of an {@code mmaBf16} (a0..a3, b0, b1). */
+    final int[][] mmaSlots;
     final List<Object> shared = new ArrayList<>();
 
     Block(int size) {
@@ -107,6 +111,7 @@ public final class SimtEmulator {
       int warps = (size + KernelContext.WARP_SIZE - 1) / KernelContext.WARP_SIZE;
       warpBarriers = new CyclicBarrier[warps];
       warpSlots = new int[warps][KernelContext.WARP_SIZE];
+      mmaSlots = new int[warps][6 * KernelContext.WARP_SIZE];
       for (int w = 0; w < warps; w++) {
         warpBarriers[w] = new CyclicBarrier(Math.min(KernelContext.WARP_SIZE, size - w * KernelContext.WARP_SIZE));
       }
@@ -171,6 +176,53 @@ public final class SimtEmulator {
       int r = slots[partner];
       await(block.warpBarriers[warp], "shflXor");
       return r;
+    }
+
+    @Override
+    public void mmaBf16(float[] acc, int accOff, int a0, int a1, int a2, int a3, int b0, int b1) {
+      int warp = localIdx / WARP_SIZE;
+      if (warp * WARP_SIZE + WARP_SIZE > block.size) {
+        throw new IllegalStateException("mmaBf16 needs a whole warp; the block of " + block.size + " threads has none");
+      }
+      int[] f = block.mmaSlots[warp];
+      int lane = laneId();
+      f[6 * lane] = a0;
+      f[6 * lane + 1] = a1;
+      f[6 * lane + 2] = a2;
+      f[6 * lane + 3] = a3;
+      f[6 * lane + 4] = b0;
+      f[6 * lane + 5] = b1;
+      await(block.warpBarriers[warp], "mmaBf16");
+      int g = lane >> 2, t = lane & 3;
+      float[] d = new float[4];
+      for (int e = 0; e < 4; e++) {
+        int row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
+        double sum = acc[accOff + e];
+        for (int k = 0; k < 16; k++) {
+          sum += (double) mmaA(f, row, k) * mmaB(f, k, col);
+        }
+        d[e] = (float) sum;
+      }
+      await(block.warpBarriers[warp], "mmaBf16");
+      System.arraycopy(d, 0, acc, accOff, 4);
+    }
+
+    /** A[row][k] of an m16n8k16 product from the warp's fragments (see {@link KernelContext#mmaBf16}). */
+    private static float mmaA(int[] f, int row, int k) {
+      int lane = (row & 7) * 4 + (k & 7) / 2;
+      int reg = (row >> 3) + 2 * (k >> 3); // a0: rows 0-7, k 0-7; a1: rows 8-15; a2: k 8-15; a3: both
+      return half(f[6 * lane + reg], k & 1);
+    }
+
+    /** B[k][col] of an m16n8k16 product from the warp's fragments. */
+    private static float mmaB(int[] f, int k, int col) {
+      int lane = col * 4 + (k & 7) / 2;
+      return half(f[6 * lane + 4 + (k >> 3)], k & 1);
+    }
+
+    /** The bf16 value in the low ({@code hi = 0}) or high half of a packed pair, as float. */
+    private static float half(int packed, int hi) {
+      return Float.intBitsToFloat((hi == 0 ? packed << 16 : packed & 0xffff0000));
     }
 
     private static void await(CyclicBarrier b, String what) {

@@ -108,6 +108,11 @@ public final class TaskGraph {
       throw placeholder();
     }
 
+    @Override
+    public void mmaBf16(float[] acc, int accOff, int a0, int a1, int a2, int a3, int b0, int b1) {
+      throw placeholder();
+    }
+
     private UnsupportedOperationException placeholder() {
       return new UnsupportedOperationException("TaskGraph.KERNEL_CONTEXT is a placeholder for a task's KernelContext "
           + "parameter; run the kernel on the JVM with SimtEmulator");

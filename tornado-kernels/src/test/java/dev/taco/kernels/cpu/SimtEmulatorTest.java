@@ -142,4 +142,54 @@ class SimtEmulatorTest {
     });
     assertThat(hits).containsOnly(1);
   }
+
+  /**
+   * {@code mmaBf16} against a float64 product: each lane packs its A and B fragments from row-major 16x16 and 16x8 bf16
+   * matrices by the layout {@link dev.taco.kernels.KernelContext#mmaBf16} documents, multiplies onto its part of C and
+   * writes D back by the same layout; two warps of a block each with their own matrices. Fresh random inputs (seed in
+   * the message).
+   */
+  @Test
+  void mmaBf16ComputesTheFragmentLayoutsProduct() {
+    long seed = System.nanoTime();
+    Random rnd = new Random(seed);
+    int warps = 2;
+    float[] a = new float[warps * 256], b = new float[warps * 128], c = new float[warps * 128], d = new float[warps * 128];
+    for (int i = 0; i < a.length; i++) a[i] = Bf16.decode(Bf16.encode((float) rnd.nextGaussian()));
+    for (int i = 0; i < b.length; i++) b[i] = Bf16.decode(Bf16.encode((float) rnd.nextGaussian()));
+    for (int i = 0; i < c.length; i++) c[i] = (float) rnd.nextGaussian();
+    java.util.Arrays.fill(d, Float.NaN);
+    SimtEmulator.launch(1, 32 * warps, ctx -> {
+      int w = ctx.localIdx / 32, g = ctx.laneId() >> 2, t = ctx.laneId() & 3;
+      int ao = w * 256, bo = w * 128, co = w * 128;
+      float[] acc = {c[co + g * 8 + 2 * t], c[co + g * 8 + 2 * t + 1], c[co + (g + 8) * 8 + 2 * t],
+          c[co + (g + 8) * 8 + 2 * t + 1]};
+      ctx.mmaBf16(acc, 0, Bf16.encode2(a[ao + g * 16 + 2 * t], a[ao + g * 16 + 2 * t + 1]),
+          Bf16.encode2(a[ao + (g + 8) * 16 + 2 * t], a[ao + (g + 8) * 16 + 2 * t + 1]),
+          Bf16.encode2(a[ao + g * 16 + 2 * t + 8], a[ao + g * 16 + 2 * t + 9]),
+          Bf16.encode2(a[ao + (g + 8) * 16 + 2 * t + 8], a[ao + (g + 8) * 16 + 2 * t + 9]),
+          Bf16.encode2(b[bo + (2 * t) * 8 + g], b[bo + (2 * t + 1) * 8 + g]),
+          Bf16.encode2(b[bo + (2 * t + 8) * 8 + g], b[bo + (2 * t + 9) * 8 + g]));
+      d[co + g * 8 + 2 * t] = acc[0];
+      d[co + g * 8 + 2 * t + 1] = acc[1];
+      d[co + (g + 8) * 8 + 2 * t] = acc[2];
+      d[co + (g + 8) * 8 + 2 * t + 1] = acc[3];
+    });
+    for (int w = 0; w < warps; w++) {
+      for (int r = 0; r < 16; r++) {
+        for (int col = 0; col < 8; col++) {
+          double ref = c[w * 128 + r * 8 + col];
+          for (int k = 0; k < 16; k++) ref += (double) a[w * 256 + r * 16 + k] * b[w * 128 + k * 8 + col];
+          assertThat((double) d[w * 128 + r * 8 + col]).as("warp %d D[%d][%d], seed %d", w, r, col, seed)
+              .isCloseTo(ref, org.assertj.core.data.Offset.offset(1e-6 * Math.max(1, Math.abs(ref))));
+        }
+      }
+    }
+  }
+
+  @Test
+  void mmaBf16NeedsAWholeWarp() {
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 16, ctx -> ctx.mmaBf16(new float[4], 0, 0, 0, 0, 0, 0, 0)))
+        .hasMessageContaining("mmaBf16 needs a whole warp");
+  }
 }
