@@ -69,7 +69,7 @@ public final class GpuTrainStep {
         rows.add(String.format(Locale.ROOT, "{\"hidden\": %d, \"layers\": %d, \"heads\": %d, \"seq\": %d, "
             + "\"micro_batch\": %d, \"tp\": 1, \"causal_block_min\": %d, \"attention\": \"%s\", \"ms\": %.4f, "
             + "\"breakdown\": {%s}, \"operations\": {%s}}", s[0], s[1], s[2], s[3], s[4], causalBlockMin,
-            attention(precision, s), ms, json(parts), json(ops)));
+            attention(ctx, precision, s), ms, json(parts), json(ops)));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"mode\": \"" + precision + " (CudaOps)\", \"results\": [\n  "
           + String.join(",\n  ", rows) + "\n]}\n";
@@ -79,8 +79,8 @@ public final class GpuTrainStep {
   }
 
   /** How the shape's attention runs: {@code flash}, or {@code gemm} ((B,NH,T,T) matrices). */
-  private static String attention(CudaOps.Precision precision, int[] s) {
-    return !noFlash && CudaOps.flashAttention(precision, s[0] / s[2]) ? "flash" : "gemm";
+  private static String attention(CudaContext ctx, CudaOps.Precision precision, int[] s) {
+    return !noFlash && CudaOps.flashAttention(precision, s[0] / s[2], ctx.computeCapabilityMajor()) ? "flash" : "gemm";
   }
 
   private static String json(Map<String, Double> m) {

@@ -8,7 +8,8 @@ package dev.taco.kernels;
  * "Device Memory Accesses": 16-byte accesses must be 16-byte aligned).
  *
  * <p>Alignment contract (checked here, so a kernel that passes on the JVM is aligned on the GPU as long as the
- * array's base is: device allocations are 256-byte aligned): the element index must be a multiple of the vector
+ * array's base is: device allocations are 256-byte aligned, and the kernel compiler declares shared arrays 16-byte
+ * aligned): the element index must be a multiple of the vector
  * length. Otherwise {@link IllegalArgumentException}. {@code v} must have at least the vector length elements.
  */
 public final class Vec16 {

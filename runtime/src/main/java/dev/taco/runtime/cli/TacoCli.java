@@ -153,8 +153,8 @@ public final class TacoCli {
     @Option(names = "--recalibrate-interval", description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
     int recalibrateInterval = 0;
 
-    @Option(names = "--codec-error-interval", description = "Steps between the steps whose TP tensors rank 0 measures"
-        + " the codec's error on (the report's codec table); 0 = never. Each measurement encodes and decodes every"
+    @Option(names = "--codec-error-interval", description = "Rank 0 measures the codec's error on the TP tensors of"
+        + " steps 0, N, 2N, ... (the report's codec table); 0 = never. Each measurement encodes and decodes every"
         + " site's tensor on the CPU, which slows a long GPU run. Default: ${DEFAULT-VALUE}.")
     int codecErrorInterval = Trainer.CODEC_ERROR_INTERVAL;
 
@@ -246,6 +246,10 @@ public final class TacoCli {
                 : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
         List<RunResult> runs = new ArrayList<>();
         if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
+        if (gpu != null && tp > 1 && codecErrorInterval > 0) {
+          log.info("codec-error samples every {} steps encode and decode every site's tensor on the CPU, which sets the"
+              + " pace of a long GPU run; --codec-error-interval 0 turns them off", codecErrorInterval);
+        }
         StopSignal.install();
         for (String c : codecs) {
           runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
@@ -430,7 +434,7 @@ public final class TacoCli {
    * forward's GEMM inputs, {@link CudaOps#forwardCopyBytes}).
    */
   static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu, CudaOps.Precision precision) {
-    boolean flash = CudaOps.flashAttention(precision, cfg.headSize());
+    boolean flash = CudaOps.flashAttention(precision, cfg.headSize(), gpu.computeCapabilityMajor());
     double state = (double) microBatch * cfg.localHeads() * cfg.seqLength() * (flash ? 1 : cfg.seqLength());
     double need = Gpt.estimateBytes(cfg, microBatch, state)
         + (precision == CudaOps.Precision.BF16 ? CudaOps.forwardCopyBytes(cfg, microBatch) : 0);

@@ -19,8 +19,16 @@ import dev.taco.kernels.Vec16;
  * row; {@code out}, {@code dout} (B,T,NH·HS); {@code lse}, {@code dsum} (B,NH,T). The head size HS is a compile-time
  * constant of each kernel ({@link #supports}: a multiple of 16 up to 64, what the register budget holds: at HS = 64 the
  * dK/dV kernel keeps 128 accumulator and fragment registers a lane); any T (rows and keys past T are clamped on load and
- * masked). Blocks of {@link #WARPS} warps, {@link #BLOCK_ROWS} rows of one (b,h) each; no shared memory and no block
- * barriers: the warps of a block read the same key (query) rows, which the L1 cache serves.
+ * masked). Blocks of {@link #WARPS} warps, {@link #BLOCK_ROWS} rows of one (b,h) each: the block's threads stage each
+ * tile of the other side (bf16 pairs, by rows and transposed) in shared memory between two block barriers, from 16-byte
+ * loads issued while the previous tile was being computed (the loads waited on one by one had made an earlier version
+ * slower than the GEMM attention); every warp then reads its mma B fragments there, conflict-free by a padding of
+ * {@link #PAD} ints a row. So every thread of a block reaches every barrier, also a warp whose rows lie past T.
+ *
+ * <p>Needs sm_80 or later (bf16 {@code mma.sync}); {@code CudaOps} keeps the GEMM form on older GPUs. Known weakness:
+ * {@link #flashBackwardDot} forms dsum from the fp32 dO while dP uses dO rounded to bf16, so a row's dS does not sum
+ * to exactly zero; with a peaked softmax that mismatch is most of dQ's and dK's error (about 1e-2 relative, measured
+ * on the emulator; about 3e-3 with a bf16 dO in dsum too). The fix changes a GPU kernel, and waits for a device run.
  *
  * <p>Three passes, each race-free (every output element has one writer):
  * <ol>

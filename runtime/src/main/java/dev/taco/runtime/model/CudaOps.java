@@ -681,16 +681,21 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   /**
    * Whether attention runs as {@link FlashAttention} for head size HS: in bf16 mode, for the head sizes its kernels are
-   * compiled for ({@link FlashAttention#supports}), unless switched off ({@link #flashAttention(boolean)}). Otherwise
-   * the GEMMs over (B,NH,T,T) matrices of {@link #attentionForward}.
+   * compiled for ({@link FlashAttention#supports}), on a GPU with bf16 tensor cores, unless switched off
+   * ({@link #flashAttention(boolean)}). Otherwise the GEMMs over (B,NH,T,T) matrices of {@link #attentionForward}.
    */
   public boolean flashAttention(int HS) {
-    return flashAttention && flashAttention(precision, HS);
+    return flashAttention && flashAttention(precision, HS, ctx.computeCapabilityMajor());
   }
 
-  /** {@link #flashAttention(int)} of a backend in {@code precision} with flash attention on (the default). */
-  public static boolean flashAttention(Precision precision, int HS) {
-    return precision == Precision.BF16 && FlashAttention.supports(HS);
+  /**
+   * {@link #flashAttention(int)} of a backend in {@code precision} on a GPU of compute capability {@code ccMajor}.x with
+   * flash attention on (the default): the kernels' {@code mma.sync ... .bf16} needs sm_80 or later (PTX ISA,
+   * "Warp-level matrix multiply-accumulate instructions"; below it the kernels would trap), so older GPUs keep the GEMM
+   * form.
+   */
+  public static boolean flashAttention(Precision precision, int HS, int ccMajor) {
+    return precision == Precision.BF16 && FlashAttention.supports(HS) && ccMajor >= 8;
   }
 
   /**

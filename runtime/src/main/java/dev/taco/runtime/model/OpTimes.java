@@ -64,7 +64,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       case "attentionForward", "attentionBackward" -> "attention";
       case "allReduce", "allGather", "reduceScatter", "allReduceExact" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";
-      case "alloc", "fromHost", "toHost", "copyToDevice", "bytesSent", "replay" -> null;
+      case "alloc", "fromHost", "toHost", "copyToDevice", "bytesSent", "replay", "attentionStateSize" -> null;
       default -> "other_kernels";
     };
   }

@@ -12,10 +12,12 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * {@link FlashAttention}'s kernels on the exact SIMT emulator (tensor-core products included) against a float64
  * reference of causal attention and its gradients, by relative L2 error. The reference takes the inputs rounded to
- * bf16, as the kernels multiply them; what remains is the kernels' own rounding of P and dS to bf16 (measured: out
- * 0.8-1.1e-3, lse 3-5e-8, gradients 1.0-2.3e-3; with 4x larger inputs, a peaked softmax, dq and dk 1.0-1.1e-2, where
- * dS = P ∘ (dP − dsum) cancels; at T = 17, HS = 16, a few hundred elements, the gradients' error varies more from draw
- * to draw: 2.3e-3 to 5.1e-3 seen). The bounds leave a factor of about 3. Shapes cover a T
+ * bf16, as the kernels multiply them; what remains is the kernels' own rounding of P and dS to bf16 and dsum's use
+ * of the fp32 dO ({@link FlashAttention}'s known weakness). A review drew each shape 300 times (T = 17: 1800): out
+ * 0.8-1.2e-3, lse 3-5e-8, gradients 1-3e-3 typically; the worst draws were 8.7e-3 at T = 17, HS = 16 (a few hundred
+ * elements) and 1.65e-2 with 4x larger inputs (a peaked softmax, where dS = P ∘ (dP − dsum) cancels). The bounds
+ * leave a factor of 1.8 over those worst draws. HS = 48 is the head size whose staging needs a partial second round
+ * of the block's threads. Shapes cover a T
  * that is not a multiple of the tiles (rows and keys past T are clamped and masked), several key tiles, head sizes 16,
  * 32 and 64, and a large score scale (a peaked softmax, where a missing running maximum would overflow). Inputs are
  * fresh random draws; the seed is in every message. Inputs are framed by NaN and outputs by sentinels
@@ -26,7 +28,7 @@ class FlashAttentionTest {
 
   @ParameterizedTest(name = "B={0} NH={1} T={2} HS={3} input scale {4}")
   @CsvSource({"2, 2, 80, 32, 1.0, 6e-3", "1, 3, 130, 64, 1.0, 6e-3", "1, 1, 17, 16, 1.0, 1.5e-2",
-      "1, 2, 70, 32, 4.0, 3e-2"})
+      "1, 2, 65, 48, 1.0, 6e-3", "1, 2, 70, 32, 4.0, 3e-2"})
   void forwardAndBackwardMatchFloat64(int B, int NH, int T, int HS, double inputScale, double gradBound) {
     long seed = System.nanoTime();
     String tag = "seed " + seed;

@@ -408,7 +408,8 @@ final class FunctionEmitter {
         }
         int n = constantSize(mi.getArguments().get(0));
         fixedArrays.put(ve, n);
-        line("__shared__ " + CTypes.name(ek) + " " + name + "[" + n + "];");
+        // 16-byte aligned: Vec16's 16-byte accesses may target a shared array (nvcc aligns one only to its element)
+        line("__shared__ __align__(16) " + CTypes.name(ek) + " " + name + "[" + n + "];");
       } else if (init != null && CTypes.elementKind(env.type(src, init)) == ek
           && (init instanceof IdentifierTree || init instanceof ParenthesizedTree)) {
         line(CTypes.name(ek) + "* " + name + " = " + expr(init).c() + ";");

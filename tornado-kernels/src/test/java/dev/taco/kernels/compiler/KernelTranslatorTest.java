@@ -80,7 +80,7 @@ class KernelTranslatorTest {
   void simtKernelsMapToThreadIdsSharedMemoryAndShuffles() {
     String sum = translate(SimtCorpus.class, "blockSum", Map.of());
     assertThat(sum).contains("extern \"C\" __global__ void blockSum(float* x, float* out, int n) {")
-        .contains("__shared__ float s[128];").contains("__syncthreads();")
+        .contains("__shared__ __align__(16) float s[128];").contains("__syncthreads();")
         .contains("int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);");
     String warp = translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8));
     assertThat(warp).contains("void compressWarp(short* x, signed char* q, float* scales, int groups) {")
