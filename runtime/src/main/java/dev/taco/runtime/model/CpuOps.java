@@ -1,26 +1,29 @@
 package dev.taco.runtime.model;
 
 import dev.taco.kernels.Gemm;
-import dev.taco.runtime.layers.Attention;
-import dev.taco.runtime.layers.CrossEntropy;
+import dev.taco.runtime.layers.AttentionLanes;
+import dev.taco.runtime.layers.CrossEntropyLanes;
 import dev.taco.runtime.layers.Encoder;
-import dev.taco.runtime.layers.Gelu;
+import dev.taco.runtime.layers.GeluLanes;
 import dev.taco.runtime.layers.GradNorm;
-import dev.taco.runtime.layers.LayerNorm;
+import dev.taco.runtime.layers.LayerNormLanes;
 import dev.taco.runtime.layers.Matmul;
-import dev.taco.runtime.layers.Residual;
-import dev.taco.runtime.train.AdamW;
+import dev.taco.runtime.layers.ResidualLanes;
+import dev.taco.runtime.train.AdamWLanes;
 import java.util.Arrays;
 
 /**
- * The CPU backend of {@link Ops}: float32 arrays, the layer kernels of {@code dev.taco.runtime.layers} (their host
- * wrappers check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's
- * {@link CollectiveSites} (threads as ranks).
+ * The CPU backend of {@link Ops}: float32 arrays, the layers of {@code dev.taco.runtime.layers} (their host wrappers
+ * check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's {@link CollectiveSites}
+ * (threads as ranks). Attention, GELU, LayerNorm, the residual add, the cross-entropy and AdamW run on vector lanes
+ * ({@code ...Lanes}: the bits of the scalar kernels, faster); the encoder, the bias kernels and the gradient norm run
+ * the scalar kernels. One instance per rank thread (the attention keeps scratch).
  */
 public final class CpuOps implements Ops<float[]> {
   private final CollectiveSites tp;
   private float[] wire = new float[0], gathered = new float[0];
   private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
+  private final AttentionLanes attention = new AttentionLanes();
 
   /** @param tp this rank's collective sites */
   public CpuOps(CollectiveSites tp) {
@@ -81,14 +84,14 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void layerNormForward(View<float[]> out, View<float[]> mean, View<float[]> rstd, View<float[]> inp,
       View<float[]> w, View<float[]> b, int B, int T, int C) {
-    LayerNorm.forward(out.arena(), out.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), inp.arena(),
+    LayerNormLanes.forward(out.arena(), out.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), inp.arena(),
         inp.off(), w.arena(), w.off(), b.arena(), b.off(), B, T, C);
   }
 
   @Override
   public void layerNormBackward(View<float[]> dinp, View<float[]> dw, View<float[]> db, View<float[]> dout,
       View<float[]> inp, View<float[]> w, View<float[]> mean, View<float[]> rstd, int B, int T, int C) {
-    LayerNorm.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(), dout.off(),
+    LayerNormLanes.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(), dout.off(),
         inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B, T, C);
   }
 
@@ -136,46 +139,46 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public void attentionForward(View<float[]> out, View<float[]> att, View<float[]> qkv, int B, int T, int NH, int HS) {
-    Attention.forward(out.arena(), out.off(), att.arena(), att.off(), qkv.arena(), qkv.off(), B, T, NH, HS);
+    attention.forward(out.arena(), out.off(), att.arena(), att.off(), qkv.arena(), qkv.off(), B, T, NH, HS);
   }
 
   @Override
   public void attentionBackward(View<float[]> dqkv, View<float[]> scratch, View<float[]> dout, View<float[]> qkv,
       View<float[]> out, View<float[]> att, int B, int T, int NH, int HS) {
     zero(dqkv, 3L * B * T * NH * HS);
-    Attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
+    attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
         qkv.off(), att.arena(), att.off(), B, T, NH, HS);
   }
 
   @Override
   public void geluForward(View<float[]> out, View<float[]> inp, int n) {
-    Gelu.forward(out.arena(), out.off(), inp.arena(), inp.off(), n);
+    GeluLanes.forward(out.arena(), out.off(), inp.arena(), inp.off(), n);
   }
 
   @Override
   public void geluBackward(View<float[]> dinp, View<float[]> dout, View<float[]> inp, int n) {
     zero(dinp, n);
-    Gelu.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
+    GeluLanes.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
   }
 
   @Override
   public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, View<float[]> bias, int rows,
       int C) {
-    Residual.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(), bias.off(), rows,
+    ResidualLanes.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(), bias.off(), rows,
         C);
   }
 
   @Override
   public float crossEntropyForward(View<float[]> losses, View<float[]> probs, View<float[]> logits, int[] targets,
       int B, int T, int V) {
-    return CrossEntropy.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(), logits.off(),
+    return CrossEntropyLanes.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(), logits.off(),
         targets, 0, B, T, V);
   }
 
   @Override
   public void crossEntropyBackward(View<float[]> dlogits, View<float[]> probs, int[] targets, int B, int T, int V,
       float dloss) {
-    CrossEntropy.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
+    CrossEntropyLanes.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
   }
 
   /** Through a scratch copy: the host collectives take the tensor from index 0. */
@@ -236,6 +239,6 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void adamw(float[] params, float[] grads, float[] m, float[] v, byte[] decay, int n, float lr, float beta1,
       float beta2, float eps, float weightDecay, float gradScale, int step) {
-    AdamW.update(params, grads, m, v, decay, n, lr, beta1, beta2, eps, weightDecay, gradScale, step);
+    AdamWLanes.update(params, grads, m, v, decay, n, lr, beta1, beta2, eps, weightDecay, gradScale, step);
   }
 }
