@@ -4,10 +4,16 @@ import dev.taco.runtime.layers.Attention;
 import dev.taco.runtime.layers.AttentionLanes;
 import dev.taco.runtime.layers.CrossEntropy;
 import dev.taco.runtime.layers.CrossEntropyLanes;
+import dev.taco.runtime.layers.Encoder;
+import dev.taco.runtime.layers.EncoderLanes;
 import dev.taco.runtime.layers.Gelu;
 import dev.taco.runtime.layers.GeluLanes;
+import dev.taco.runtime.layers.GradNorm;
+import dev.taco.runtime.layers.GradNormLanes;
 import dev.taco.runtime.layers.LayerNorm;
 import dev.taco.runtime.layers.LayerNormLanes;
+import dev.taco.runtime.layers.Matmul;
+import dev.taco.runtime.layers.MatmulLanes;
 import dev.taco.runtime.layers.Residual;
 import dev.taco.runtime.layers.ResidualLanes;
 import dev.taco.runtime.model.ParameterTensors;
@@ -27,7 +33,7 @@ import java.util.SplittableRandom;
  * (the host wrappers of {@code dev.taco.runtime.layers}) against the lane-wise paths ({@code ...Lanes}) that
  * {@code CpuOps} runs, alternating in rounds so that both see the same load. Prints the median µs per call of each and
  * their ratio, and the load average before and after. Through {@code bench/run-step.sh}, or {@code java --add-modules
- * jdk.incubator.vector -cp ... dev.taco.bench.LayerBench [rounds=15]}.
+ * jdk.incubator.vector -cp ... dev.taco.bench.LayerBench [rounds=15] [name part]}.
  */
 public final class LayerBench {
   private LayerBench() {}
@@ -39,14 +45,17 @@ public final class LayerBench {
   /**
    * Runs the benchmark.
    *
-   * @param args rounds (each times every layer both ways for about 20 ms)
+   * @param args rounds (each times every layer both ways for about 20 ms), then optionally a part of the names of the
+   *     layers to time (e.g. {@code attention})
    */
   public static void main(String[] args) {
     int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 15;
+    String only = args.length > 1 ? args[1] : "";
     String loadBefore = TrainStepBench.loadAverage();
     List<Pair> pairs = pairs(new SplittableRandom(7));
     System.out.printf(Locale.ROOT, "%-22s %12s %12s %8s%n", "layer (one rank)", "scalar us*", "lanes us*", "speed-up");
     for (Pair p : pairs) {
+      if (!p.name.contains(only)) continue;
       for (long end = System.nanoTime() + 2_500_000_000L; System.nanoTime() < end; ) { // warm-up: C2 on both
         p.scalar.run();
         p.lanes.run();
@@ -106,10 +115,28 @@ public final class LayerBench {
         () -> CrossEntropy.backward(dlogits, 0, probs, 0, targets, 0, B, T, V, 1f),
         () -> CrossEntropyLanes.backward(dlogits, 0, probs, 0, targets, 0, B, T, V, 1f)));
 
+    int[] ids = new int[bt];
+    for (int i = 0; i < bt; i++) ids[i] = rnd.nextInt(V);
+    float[] wte = gauss(rnd, V * C), wpe = gauss(rnd, T * C), dwte = new float[V * C], dwpe = new float[T * C];
+    out.add(new Pair("encoder forward", () -> Encoder.forward(x, 0, ids, 0, wte, 0, wpe, 0, B, T, C, V),
+        () -> EncoderLanes.forward(x, 0, ids, 0, wte, 0, wpe, 0, B, T, C, V)));
+    out.add(new Pair("encoder backward", () -> Encoder.backward(dwte, 0, dwpe, 0, dln, 0, ids, 0, B, T, C, V),
+        () -> EncoderLanes.backward(dwte, 0, dwpe, 0, dln, 0, ids, 0, B, T, C, V)));
+
+    float[] fc = gauss(rnd, bt * FF), fcBias = gauss(rnd, FF), dfcBias = new float[FF];
+    out.add(new Pair("bias add (" + bt + "x" + FF + ")", () -> Matmul.addBias(fc, 0, fcBias, 0, bt, FF),
+        () -> MatmulLanes.addBias(fc, 0, fcBias, 0, bt, FF)));
+    out.add(new Pair("bias gradient", () -> Matmul.matmulBackwardBias(dfcBias, 0, fc, 0, bt, FF),
+        () -> MatmulLanes.backwardBias(dfcBias, 0, fc, 0, bt, FF)));
+
     int np = new ParameterTensors(TrainStepBench.CONFIG, 0).size();
     float[] params = gauss(rnd, np), grads = gauss(rnd, np), m = new float[np], v = new float[np];
     byte[] decay = new byte[np];
     for (int i = 0; i < np; i += 2) decay[i] = 1;
+    boolean[] replicated = new ParameterTensors(TrainStepBench.CONFIG, 0).replicatedMask();
+    GradNormLanes norm = new GradNormLanes();
+    out.add(new Pair("gradient norm", () -> GradNorm.squaredNorm(grads, 0, replicated, 0, true, np),
+        () -> norm.squaredNorm(grads, 0, replicated, 0, true, np)));
     out.add(new Pair("adamw (" + np + ")",
         () -> AdamW.update(params, grads, m, v, decay, np, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1f, 10),
         () -> AdamWLanes.update(params, grads, m, v, decay, np, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1f, 10)));

@@ -136,7 +136,20 @@ public final class AttentionLanes {
    */
   static void weightedSum(float[] dst, int dstOff, boolean add, float[] w, int wOff, int wStride,
                           float[] x, int xOff, int xStride, int n, int hs) {
-    for (int j = 0; j < hs; j += L) {
+    int j = 0;
+    for (; j + 2 * L <= hs; j += 2 * L) { // two channel vectors at once: two independent chains of adds
+      FloatVector acc0 = add ? FloatVector.fromArray(S, dst, dstOff + j) : FloatVector.zero(S);
+      FloatVector acc1 = add ? FloatVector.fromArray(S, dst, dstOff + j + L) : FloatVector.zero(S);
+      for (int i = 0; i < n; i++) {
+        float f = w[wOff + i * wStride];
+        int r = xOff + i * xStride + j;
+        acc0 = acc0.add(FloatVector.fromArray(S, x, r).mul(f));
+        acc1 = acc1.add(FloatVector.fromArray(S, x, r + L).mul(f));
+      }
+      acc0.intoArray(dst, dstOff + j);
+      acc1.intoArray(dst, dstOff + j + L);
+    }
+    for (; j < hs; j += L) {
       VectorMask<Float> m = S.indexInRange(j, hs);
       FloatVector acc = add ? FloatVector.fromArray(S, dst, dstOff + j, m) : FloatVector.zero(S);
       for (int i = 0; i < n; i++) {

@@ -3,11 +3,12 @@ package dev.taco.runtime.model;
 import dev.taco.kernels.Gemm;
 import dev.taco.runtime.layers.AttentionLanes;
 import dev.taco.runtime.layers.CrossEntropyLanes;
-import dev.taco.runtime.layers.Encoder;
+import dev.taco.runtime.layers.EncoderLanes;
 import dev.taco.runtime.layers.GeluLanes;
-import dev.taco.runtime.layers.GradNorm;
+import dev.taco.runtime.layers.GradNormLanes;
 import dev.taco.runtime.layers.LayerNormLanes;
 import dev.taco.runtime.layers.Matmul;
+import dev.taco.runtime.layers.MatmulLanes;
 import dev.taco.runtime.layers.ResidualLanes;
 import dev.taco.runtime.train.AdamWLanes;
 import java.util.Arrays;
@@ -15,15 +16,16 @@ import java.util.Arrays;
 /**
  * The CPU backend of {@link Ops}: float32 arrays, the layers of {@code dev.taco.runtime.layers} (their host wrappers
  * check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's {@link CollectiveSites}
- * (threads as ranks). Attention, GELU, LayerNorm, the residual add, the cross-entropy and AdamW run on vector lanes
- * ({@code ...Lanes}: the bits of the scalar kernels, faster); the encoder, the bias kernels and the gradient norm run
- * the scalar kernels. One instance per rank thread (the attention keeps scratch).
+ * (threads as ranks). Every layer but the GEMMs runs on vector lanes ({@code ...Lanes}: the bits of the scalar kernels,
+ * faster): the embedding, LayerNorm, the linears' biases, attention, GELU, the residual add, the cross-entropy, the
+ * gradient norm and AdamW. One instance per rank thread (the attention and the gradient norm keep scratch).
  */
 public final class CpuOps implements Ops<float[]> {
   private final CollectiveSites tp;
   private float[] wire = new float[0], gathered = new float[0];
   private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
   private final AttentionLanes attention = new AttentionLanes();
+  private final GradNormLanes gradNorm = new GradNormLanes();
 
   /** @param tp this rank's collective sites */
   public CpuOps(CollectiveSites tp) {
@@ -71,13 +73,13 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void encoderForward(View<float[]> out, int[] tokens, View<float[]> wte, View<float[]> wpe, int B, int T,
       int C, int V) {
-    Encoder.forward(out.arena(), out.off(), tokens, 0, wte.arena(), wte.off(), wpe.arena(), wpe.off(), B, T, C, V);
+    EncoderLanes.forward(out.arena(), out.off(), tokens, 0, wte.arena(), wte.off(), wpe.arena(), wpe.off(), B, T, C, V);
   }
 
   @Override
   public void encoderBackward(View<float[]> dwte, View<float[]> dwpe, View<float[]> dout, int[] tokens, int B, int T,
       int C, int V) {
-    Encoder.backward(dwte.arena(), dwte.off(), dwpe.arena(), dwpe.off(), dout.arena(), dout.off(), tokens, 0, B, T,
+    EncoderLanes.backward(dwte.arena(), dwte.off(), dwpe.arena(), dwpe.off(), dout.arena(), dout.off(), tokens, 0, B, T,
         C, V);
   }
 
@@ -98,17 +100,17 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void matmulForward(View<float[]> out, View<float[]> inp, View<float[]> w, View<float[]> bias, int B, int T,
       int C, int OC) {
-    Matmul.forward(out.arena(), out.off(), inp.arena(), inp.off(), w.arena(), w.off(),
-        bias == null ? null : bias.arena(), bias == null ? 0 : bias.off(), B, T, C, OC);
+    Matmul.forward(out.arena(), out.off(), inp.arena(), inp.off(), w.arena(), w.off(), null, 0, B, T, C, OC);
+    if (bias != null) MatmulLanes.addBias(out.arena(), out.off(), bias.arena(), bias.off(), B * T, OC);
   }
 
   @Override
   public void matmulBackward(View<float[]> dinp, View<float[]> dw, View<float[]> dbias, View<float[]> dout,
       View<float[]> inp, View<float[]> w, int B, int T, int C, int OC) {
     zero(dinp, (long) B * T * C); // the CPU kernels accumulate; the seam overwrites (Ops)
-    Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), dbias == null ? null : dbias.arena(),
-        dbias == null ? 0 : dbias.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), B, T, C,
-        OC);
+    Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), null, 0, dout.arena(), dout.off(), inp.arena(),
+        inp.off(), w.arena(), w.off(), B, T, C, OC);
+    if (dbias != null) MatmulLanes.backwardBias(dbias.arena(), dbias.off(), dout.arena(), dout.off(), B * T, OC);
   }
 
   @Override
@@ -233,7 +235,7 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public double squaredNorm(float[] grads, ParameterTensors layout, boolean includeReplicated) {
     if (replicated == null) replicated = layout.replicatedMask();
-    return GradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());
+    return gradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());
   }
 
   @Override
