@@ -88,7 +88,8 @@ public final class LayerBench {
 
     int n = bt * FF;
     float[] pre = gauss(rnd, n), act = new float[n], dact = gauss(rnd, n), dpre = new float[n];
-    out.add(new Pair("gelu forward", () -> Gelu.forward(act, 0, pre, 0, n), () -> GeluLanes.forward(act, 0, pre, 0, n)));
+    out.add(new Pair("gelu forward", () -> Gelu.forward(act, 0, pre, 0, n),
+        () -> GeluLanes.forward(act, 0, pre, 0, n)));
     out.add(new Pair("gelu backward", () -> Gelu.backward(dpre, 0, dact, 0, pre, 0, n),
         () -> GeluLanes.backward(dpre, 0, dact, 0, pre, 0, n)));
 

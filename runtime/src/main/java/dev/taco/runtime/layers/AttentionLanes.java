@@ -6,7 +6,6 @@ import static dev.taco.runtime.layers.Lanes.S;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 
 /**
  * {@link Attention}'s forward and backward for the CPU on vector lanes (the Vector API, {@link Lanes}): the same
@@ -96,7 +95,9 @@ public final class AttentionLanes {
     return transposed;
   }
 
-  /** dst[j·stride + i] = src[off + i·rowStride + j] for i &lt; rows, j &lt; cols: one head's keys (or values), transposed. */
+  /**
+   * dst[j·stride + i] = src[off + i·rowStride + j] for i &lt; rows, j &lt; cols: one head's keys (or values), transposed.
+   */
   static void transpose(float[] dst, int stride, float[] src, int off, int rowStride, int rows, int cols) {
     for (int i = 0; i < rows; i++) {
       int r = off + i * rowStride;
@@ -160,32 +161,12 @@ public final class AttentionLanes {
   }
 
   /**
-   * Row t of {@link Attention#softmaxForward} in place at {@code p}: softmax over t2 &lt;= t of scale·row, 0 above.
-   * The maximum is order-free (a NaN anywhere makes it and so the whole row NaN, as the kernel's NaN sum does); the
-   * sum is the kernel's sequential one.
+   * Row t of {@link Attention#softmaxForward} in place at {@code p}: softmax over t2 &lt;= t of scale·row
+   * ({@link Lanes#softmax}), 0 above.
    */
   static void softmaxRow(float[] row, int p, int t, int T, float scale) {
-    int n = t + 1;
-    FloatVector mv = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
-    for (int c = 0; c < n; c += L) {
-      VectorMask<Float> m = S.indexInRange(c, n);
-      mv = mv.lanewise(VectorOperators.MAX, FloatVector.fromArray(S, row, p + c, m).mul(scale), m);
-    }
-    float max = mv.reduceLanes(VectorOperators.MAX);
-    for (int c = 0; c < n; c += L) {
-      VectorMask<Float> m = S.indexInRange(c, n);
-      Lanes.exp(FloatVector.fromArray(S, row, p + c, m).mul(scale).sub(max)).intoArray(row, p + c, m);
-    }
-    float sum = 0f;
-    for (int t2 = 0; t2 < n; t2++) {
-      sum += row[p + t2];
-    }
-    float inv = 1f / sum;
-    for (int c = 0; c < n; c += L) {
-      VectorMask<Float> m = S.indexInRange(c, n);
-      FloatVector.fromArray(S, row, p + c, m).mul(inv).intoArray(row, p + c, m);
-    }
-    Arrays.fill(row, p + n, p + T, 0f);
+    Lanes.softmax(row, p, row, p, t + 1, scale, Lanes.max(row, p, t + 1, scale));
+    Arrays.fill(row, p + t + 1, p + T, 0f);
   }
 
   /**

@@ -5,14 +5,12 @@ import static dev.taco.runtime.layers.Lanes.S;
 
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 
 /**
  * {@link CrossEntropy}'s forward and backward for the CPU on vector lanes ({@link Lanes}), a lane per vocabulary
- * entry, with the kernels' float operations per element, so their bits: the row maximum is order-free (a NaN in the
- * row makes every probability NaN either way), the exponentials are {@link Lanes#exp} (the bits of
- * {@code (float) Math.exp}), and the row sum stays the kernel's sequential one (a scalar loop). Shapes: {@link
- * CrossEntropy}.
+ * entry, with the kernels' float operations per element, so their bits: the softmax is {@link Lanes#softmax} with
+ * scale 1 (its row sum the kernel's sequential one), the loss the kernel's log-sum-exp form. Shapes:
+ * {@link CrossEntropy}.
  */
 public final class CrossEntropyLanes {
   private CrossEntropyLanes() {}
@@ -29,25 +27,8 @@ public final class CrossEntropyLanes {
     CrossEntropy.checkForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
     for (int bt = 0; bt < B * T; bt++) {
       int l = logitsOff + bt * V, p = probsOff + bt * V;
-      FloatVector mv = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
-      for (int v = 0; v < V; v += L) {
-        VectorMask<Float> m = S.indexInRange(v, V);
-        mv = mv.lanewise(VectorOperators.MAX, FloatVector.fromArray(S, logits, l + v, m), m);
-      }
-      float max = mv.reduceLanes(VectorOperators.MAX);
-      for (int v = 0; v < V; v += L) {
-        VectorMask<Float> m = S.indexInRange(v, V);
-        Lanes.exp(FloatVector.fromArray(S, logits, l + v, m).sub(max)).intoArray(probs, p + v, m);
-      }
-      float sum = 0f;
-      for (int v = 0; v < V; v++) {
-        sum += probs[p + v];
-      }
-      float inv = 1f / sum;
-      for (int v = 0; v < V; v += L) {
-        VectorMask<Float> m = S.indexInRange(v, V);
-        FloatVector.fromArray(S, probs, p + v, m).mul(inv).intoArray(probs, p + v, m);
-      }
+      float max = Lanes.max(logits, l, V, 1f);
+      float sum = Lanes.softmax(probs, p, logits, l, V, 1f, max);
       losses[lossesOff + bt] = (float) (Math.log(sum) + max - logits[l + targets[targetsOff + bt]]);
     }
     return CrossEntropy.mean(losses, lossesOff, B * T);

@@ -8,8 +8,8 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The Vector API ({@code jdk.incubator.vector}) species of the CPU layers' lane-wise paths ({@link AttentionLanes},
- * {@link GeluLanes}, {@link LayerNormLanes}, {@link CrossEntropyLanes}, {@link ResidualLanes}) and the one lane-wise
- * function they share, {@link #exp}.
+ * {@link GeluLanes}, {@link LayerNormLanes}, {@link CrossEntropyLanes}, {@link ResidualLanes}, ...) and the lane-wise
+ * functions they share: {@link #exp}, {@link #inverseSqrt}, the row softmax ({@link #max}, {@link #softmax}).
  *
  * <p>Those paths repeat their scalar kernels' float operations lane by lane, in the same order per element (a lane
  * never sums what the kernel sums in another order), so that they give the kernels' bits. Java float arithmetic is
@@ -62,6 +62,44 @@ final class Lanes {
     FloatVector a = (FloatVector) one.div(lo.sqrt()).convertShape(VectorOperators.D2F, S, 0);
     FloatVector b = (FloatVector) one.div(hi.sqrt()).convertShape(VectorOperators.D2F, S, -1);
     return a.blend(b, UPPER);
+  }
+
+  /**
+   * The maximum of {@code scale · x[off + i]} over i &lt; n (-Infinity for n = 0), the first pass of a softmax. Order-free
+   * as {@link Math#max} is: a NaN anywhere gives NaN, where a kernel's {@code if (s > max)} skips it; either way the
+   * softmax of that row is all NaN (the kernel's through a NaN sum), and between -0 and +0 the exp of the difference is
+   * 1 either way.
+   */
+  static float max(float[] x, int off, int n, float scale) {
+    FloatVector mv = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+    for (int i = 0; i < n; i += L) {
+      VectorMask<Float> m = S.indexInRange(i, n);
+      mv = mv.lanewise(VectorOperators.MAX, FloatVector.fromArray(S, x, off + i, m).mul(scale), m);
+    }
+    return mv.reduceLanes(VectorOperators.MAX);
+  }
+
+  /**
+   * dst[dstOff + i] = exp(scale·src[srcOff + i] − max) / sum for i &lt; n, the softmax of the kernels (attention's
+   * scores, the cross-entropy's logits with scale 1, {@code x · 1 == x}); returns the sum, added in the kernels'
+   * sequential order (a scalar loop: a lane-wise sum would reorder it). {@code dst} may be {@code src} at the same
+   * offset.
+   */
+  static float softmax(float[] dst, int dstOff, float[] src, int srcOff, int n, float scale, float max) {
+    for (int i = 0; i < n; i += L) {
+      VectorMask<Float> m = S.indexInRange(i, n);
+      exp(FloatVector.fromArray(S, src, srcOff + i, m).mul(scale).sub(max)).intoArray(dst, dstOff + i, m);
+    }
+    float sum = 0f;
+    for (int i = 0; i < n; i++) {
+      sum += dst[dstOff + i];
+    }
+    float inv = 1f / sum;
+    for (int i = 0; i < n; i += L) {
+      VectorMask<Float> m = S.indexInRange(i, n);
+      FloatVector.fromArray(S, dst, dstOff + i, m).mul(inv).intoArray(dst, dstOff + i, m);
+    }
+    return sum;
   }
 
   /** {@code n} rounded up to a multiple of {@link #L}. */

@@ -94,9 +94,11 @@ public final class LayerNormLanes {
         int x = inpOff + row * C, d = doutOff + row * C, di = dinpOff + row * C;
         for (int c = 0; c < C; c += L) {
           VectorMask<Float> q = S.indexInRange(c, C);
-          FloatVector g = FloatVector.fromArray(S, weight, weightOff + c, q).mul(FloatVector.fromArray(S, dout, d + c, q));
+          FloatVector g = FloatVector.fromArray(S, weight, weightOff + c, q)
+              .mul(FloatVector.fromArray(S, dout, d + c, q));
           FloatVector norm = FloatVector.fromArray(S, inp, x + c, q).sub(mr).mul(rr);
-          FloatVector.fromArray(S, dinp, di + c, q).add(g.sub(gm).sub(norm.mul(gnm)).mul(rr)).intoArray(dinp, di + c, q);
+          FloatVector.fromArray(S, dinp, di + c, q).add(g.sub(gm).sub(norm.mul(gnm)).mul(rr))
+              .intoArray(dinp, di + c, q);
         }
       }
     }

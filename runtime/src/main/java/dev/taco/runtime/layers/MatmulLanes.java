@@ -22,14 +22,7 @@ public final class MatmulLanes {
    */
   public static void addBias(float[] out, int outOff, float[] bias, int biasOff, int N, int OC) {
     Matmul.checkBias("out", out, outOff, "bias", bias, biasOff, N, OC);
-    for (int r = 0; r < N; r++) {
-      int o = outOff + r * OC;
-      for (int c = 0; c < OC; c += L) {
-        VectorMask<Float> m = S.indexInRange(c, OC);
-        FloatVector.fromArray(S, out, o + c, m).add(FloatVector.fromArray(S, bias, biasOff + c, m))
-            .intoArray(out, o + c, m);
-      }
-    }
+    addRows(out, outOff, OC, bias, biasOff, 0, N, OC);
   }
 
   /**
@@ -39,12 +32,21 @@ public final class MatmulLanes {
    */
   public static void backwardBias(float[] dbias, int dbiasOff, float[] dout, int doutOff, int N, int OC) {
     Matmul.checkBias("dout", dout, doutOff, "dbias", dbias, dbiasOff, N, OC);
+    addRows(dbias, dbiasOff, 0, dout, doutOff, OC, N, OC);
+  }
+
+  /**
+   * dst[dstOff + r·dstStride + c] += src[srcOff + r·srcStride + c] for r &lt; N in order, c &lt; OC, a lane per c: the bias
+   * add with a source stride of 0 (every row gets the bias), the bias gradient with a destination stride of 0 (every
+   * row goes into the one sum).
+   */
+  private static void addRows(float[] dst, int dstOff, int dstStride, float[] src, int srcOff, int srcStride, int N,
+                              int OC) {
     for (int r = 0; r < N; r++) {
-      int d = doutOff + r * OC;
+      int d = dstOff + r * dstStride, s = srcOff + r * srcStride;
       for (int c = 0; c < OC; c += L) {
         VectorMask<Float> m = S.indexInRange(c, OC);
-        FloatVector.fromArray(S, dbias, dbiasOff + c, m).add(FloatVector.fromArray(S, dout, d + c, m))
-            .intoArray(dbias, dbiasOff + c, m);
+        FloatVector.fromArray(S, dst, d + c, m).add(FloatVector.fromArray(S, src, s + c, m)).intoArray(dst, d + c, m);
       }
     }
   }

@@ -93,8 +93,9 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void layerNormBackward(View<float[]> dinp, View<float[]> dw, View<float[]> db, View<float[]> dout,
       View<float[]> inp, View<float[]> w, View<float[]> mean, View<float[]> rstd, int B, int T, int C) {
-    LayerNormLanes.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(), dout.off(),
-        inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B, T, C);
+    LayerNormLanes.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(),
+        dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B,
+        T, C);
   }
 
   @Override
@@ -166,15 +167,15 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, View<float[]> bias, int rows,
       int C) {
-    ResidualLanes.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(), bias.off(), rows,
-        C);
+    ResidualLanes.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(),
+        bias.off(), rows, C);
   }
 
   @Override
   public float crossEntropyForward(View<float[]> losses, View<float[]> probs, View<float[]> logits, int[] targets,
       int B, int T, int V) {
-    return CrossEntropyLanes.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(), logits.off(),
-        targets, 0, B, T, V);
+    return CrossEntropyLanes.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(),
+        logits.off(), targets, 0, B, T, V);
   }
 
   @Override

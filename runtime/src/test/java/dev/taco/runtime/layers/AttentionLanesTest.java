@@ -6,9 +6,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.Random;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.Test;
 
 /**
  * {@link AttentionLanes} gives the bits of {@link Attention}'s scalar kernels (forward: out and the probabilities;
@@ -66,8 +66,8 @@ class AttentionLanesTest {
     if (!reference) return;
 
     double[][] ref = reference(c);
-    assertClose("out", out, ref[0], 0, nout, 1e-5);
-    assertClose("att", att, ref[1], 0, natt, 1e-5);
+    assertClose("out", out, ref[0], nout, 1e-5);
+    assertClose("att", att, ref[1], natt, 1e-5);
     double[] grad = new double[nqkv];
     for (int i = 0; i < nqkv; i++) grad[i] = (double) dqkv[OFF + i] - dqkv0[OFF + i];
     double[] r = ref[2];
@@ -80,7 +80,7 @@ class AttentionLanesTest {
     assertThat(err).as("dqkv against float64, max |ref| %s", max).isLessThan(1e-5 * max + 1e-6);
   }
 
-  static void assertClose(String what, float[] actual, double[] ref, int unused, int n, double rel) {
+  static void assertClose(String what, float[] actual, double[] ref, int n, double rel) {
     double max = 1e-30, err = 0;
     for (int i = 0; i < n; i++) {
       max = Math.max(max, Math.abs(ref[i]));
@@ -112,7 +112,9 @@ class AttentionLanesTest {
           for (int t2 = 0; t2 <= t; t2++) {
             p[t][t2] /= sum;
             att[((b * NH + h) * T + t) * T + t2] = p[t][t2];
-            for (int j = 0; j < HS; j++) out[(b * T + t) * D + h * HS + j] += p[t][t2] * c.qkv[q(b, t2, h, c) + 2 * D + j];
+            for (int j = 0; j < HS; j++) {
+              out[(b * T + t) * D + h * HS + j] += p[t][t2] * c.qkv[q(b, t2, h, c) + 2 * D + j];
+            }
             ds[t][t2] = dot(c.dout, OFF + (b * T + t) * D + h * HS, c.qkv, q(b, t2, h, c) + 2 * D, HS);
             rowDot += p[t][t2] * ds[t][t2];
           }
