@@ -22,11 +22,11 @@ import java.util.TreeMap;
  * micro-batch 8, TP = 2 as two threads of this JVM, exact fp32 all-reduces so that the codecs' cost stays out): the
  * step is {@link Gpt#trainStep}, {@link Gpt#gradSquaredNorm} and {@link Gpt#update}, as the trainer runs it. Prints the
  * median and mean wall time per step over the measured steps (rank 0's clock; the ranks meet in every all-reduce) and
- * rank 0's time per {@link Ops} call, summed per method over a step (the calls Gpt makes: {@code matmulGeluForward}
+ * rank 0's time per {@link Ops} call, summed per method over a step (median and mean over the steps) (the calls Gpt makes: {@code matmulGeluForward}
  * includes the GELU, {@code matmulBackwardGelu} its backward), with the load average before and after.
  *
  * <p>Usage: {@code java --add-modules jdk.incubator.vector -cp ... dev.taco.bench.TrainStepBench [steps=30]
- * [warmup=15]}; through {@code bench/run-step.sh}.
+ * [warmup=30]}; through {@code bench/run-step.sh}.
  */
 public final class TrainStepBench {
   private TrainStepBench() {}
@@ -42,10 +42,10 @@ public final class TrainStepBench {
    */
   public static void main(String[] args) throws Exception {
     int steps = args.length > 0 ? Integer.parseInt(args[0]) : 30;
-    int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 15;
+    int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 30; // the Vector API is slow until C2 compiles it
     String loadBefore = loadAverage();
     List<Result> results = LocalGroup.run(CONFIG.tp(), comm -> {
-      Timed timed = new Timed(new CpuOps(CollectiveSites.fixed(comm)));
+      Timed timed = new Timed(new CpuOps(CollectiveSites.fixed(comm)), steps);
       Gpt<float[]> model = new Gpt<>(CONFIG, timed.ops(), comm.rank(), MICRO_BATCH, 1337);
       int n = MICRO_BATCH * CONFIG.seqLength();
       int[] in = new int[n], tgt = new int[n];
@@ -57,7 +57,7 @@ public final class TrainStepBench {
           in[i] = r.nextInt(CONFIG.vocabSize());
           tgt[i] = r.nextInt(CONFIG.vocabSize());
         }
-        if (s == warmup) timed.times.clear();
+        timed.step = s - warmup; // negative while warming up: not recorded
         long t0 = System.nanoTime();
         loss = model.trainStep(in, tgt);
         double norm = Math.sqrt(model.gradSquaredNorm(true));
@@ -76,23 +76,29 @@ public final class TrainStepBench {
             + " over %d steps after %d warm-up; last loss %.4f%n", MICRO_BATCH, CONFIG.seqLength(), CONFIG.numLayers(),
         CONFIG.hiddenSize(), sorted[steps / 2] / 1e6, mean, sorted[0] / 1e6, steps, warmup, r0.loss);
     double total = 0;
-    for (long v : r0.times.values()) total += v;
-    System.out.println("rank 0, per step, by Ops call:");
-    for (Map.Entry<String, Long> e : r0.times.entrySet()) {
-      double ms = e.getValue() / 1e6 / steps;
-      System.out.printf(Locale.ROOT, "  %-22s %8.3f ms  %5.1f %%%n", e.getKey(), ms, 100 * e.getValue() / total);
+    for (long[] v : r0.times.values()) total += Arrays.stream(v).sum();
+    System.out.println("rank 0, per step, by Ops call: median and mean over the steps, share of the sum of means");
+    for (Map.Entry<String, long[]> e : r0.times.entrySet()) {
+      long[] perStep = e.getValue().clone();
+      Arrays.sort(perStep);
+      double opMean = Arrays.stream(perStep).average().orElse(0);
+      System.out.printf(Locale.ROOT, "  %-22s %8.3f ms %8.3f ms  %5.1f %%%n", e.getKey(), perStep[steps / 2] / 1e6,
+          opMean / 1e6, 100 * opMean * steps / total);
     }
   }
 
-  record Result(long[] nanos, Map<String, Long> times, float loss) {}
+  record Result(long[] nanos, Map<String, long[]> times, float loss) {}
 
-  /** Sums the wall time of each {@link Ops} method called on the proxy, by method name. */
+  /** Sums the wall time of each {@link Ops} method called on the proxy, by method name and measured step. */
   static final class Timed {
-    final Map<String, Long> times = new TreeMap<>();
+    final Map<String, long[]> times = new TreeMap<>();
     private final Ops<float[]> target;
+    private final int steps;
+    int step = -1;
 
-    Timed(Ops<float[]> target) {
+    Timed(Ops<float[]> target, int steps) {
       this.target = target;
+      this.steps = steps;
     }
 
     @SuppressWarnings("unchecked")
@@ -106,7 +112,9 @@ public final class TrainStepBench {
             } catch (InvocationTargetException e) {
               throw e.getCause();
             } finally {
-              times.merge(method.getName(), System.nanoTime() - t0, Long::sum);
+              if (step >= 0) {
+                times.computeIfAbsent(method.getName(), k -> new long[steps])[step] += System.nanoTime() - t0;
+              }
             }
           });
     }
