@@ -47,6 +47,15 @@ public final class Attention {
    */
   public static void forward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
                              int B, int T, int NH, int HS) {
+    checkForward(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
+    attentionScores(att, attOff, qkv, qkvOff, B, T, NH, HS);
+    softmaxForward(att, attOff, att, attOff, B, NH, T, scale(HS));
+    attentionValues(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
+  }
+
+  /** The checks of {@link #forward} (and of {@link AttentionLanes#forward}). */
+  static void checkForward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
+                           int B, int T, int NH, int HS) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("NH", NH);
@@ -54,10 +63,6 @@ public final class Attention {
     Check.span("out", out, outOff, Check.n(B, T, NH * HS));
     Check.span("att", att, attOff, Check.n(B, NH, T, T));
     Check.span("qkv", qkv, qkvOff, Check.n(B, T, 3 * NH * HS));
-
-    attentionScores(att, attOff, qkv, qkvOff, B, T, NH, HS);
-    softmaxForward(att, attOff, att, attOff, B, NH, T, scale(HS));
-    attentionValues(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
   }
 
   /**
@@ -167,6 +172,17 @@ public final class Attention {
   public static void backward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff,
                               float[] dout, int doutOff, float[] qkv, int qkvOff, float[] att, int attOff,
                               int B, int T, int NH, int HS) {
+    checkBackward(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff, B, T, NH, HS);
+    attentionBackwardProbs(scratch, scratchOff, dout, doutOff, qkv, qkvOff, B, T, NH, HS);
+    softmaxBackward(scratch, scratchOff, scratch, scratchOff, att, attOff, B, NH, T, scale(HS));
+    attentionBackwardQuery(dqkv, dqkvOff, scratch, scratchOff, qkv, qkvOff, B, T, NH, HS);
+    attentionBackwardKeyValue(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff,
+        B, T, NH, HS);
+  }
+
+  /** The checks of {@link #backward} (and of {@link AttentionLanes#backward}). */
+  static void checkBackward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff, float[] dout, int doutOff,
+                            float[] qkv, int qkvOff, float[] att, int attOff, int B, int T, int NH, int HS) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("NH", NH);
@@ -176,12 +192,6 @@ public final class Attention {
     Check.span("dout", dout, doutOff, Check.n(B, T, NH * HS));
     Check.span("qkv", qkv, qkvOff, Check.n(B, T, 3 * NH * HS));
     Check.span("att", att, attOff, Check.n(B, NH, T, T));
-
-    attentionBackwardProbs(scratch, scratchOff, dout, doutOff, qkv, qkvOff, B, T, NH, HS);
-    softmaxBackward(scratch, scratchOff, scratch, scratchOff, att, attOff, B, NH, T, scale(HS));
-    attentionBackwardQuery(dqkv, dqkvOff, scratch, scratchOff, qkv, qkvOff, B, T, NH, HS);
-    attentionBackwardKeyValue(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff,
-        B, T, NH, HS);
   }
 
   /**

@@ -22,6 +22,14 @@ public final class CrossEntropy {
   public static float forward(float[] losses, int lossesOff, float[] probs, int probsOff,
                               float[] logits, int logitsOff, int[] targets, int targetsOff,
                               int B, int T, int V) {
+    checkForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
+    crossentropyForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
+    return mean(losses, lossesOff, B * T);
+  }
+
+  /** The checks of {@link #forward} (and of {@link CrossEntropyLanes#forward}). */
+  static void checkForward(float[] losses, int lossesOff, float[] probs, int probsOff, float[] logits, int logitsOff,
+                           int[] targets, int targetsOff, int B, int T, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("V", V);
@@ -30,13 +38,18 @@ public final class CrossEntropy {
     Check.span("logits", logits, logitsOff, Check.n(B, T, V));
     Check.span("targets", targets, targetsOff, Check.n(B, T));
     Check.ids("targets", targets, targetsOff, B * T, V);
-    crossentropyForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
+  }
 
-    double total = 0.0; // a sequential reduction on the host, in order: the mean does not depend on a launch shape
-    for (int bt = 0; bt < B * T; bt++) {
-      total += losses[lossesOff + bt];
+  /**
+   * The mean of {@code n} losses, a sequential reduction in float64 on the host, in order: the mean does not depend on
+   * a launch shape.
+   */
+  static float mean(float[] losses, int lossesOff, int n) {
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+      total += losses[lossesOff + i];
     }
-    return (float) (total / (B * T));
+    return (float) (total / n);
   }
 
   /**
@@ -113,6 +126,13 @@ public final class CrossEntropy {
    */
   public static void backward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
                               int[] targets, int targetsOff, int B, int T, int V, float dloss) {
+    checkBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V);
+    crossentropyBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V, dloss);
+  }
+
+  /** The checks of {@link #backward} (and of {@link CrossEntropyLanes#backward}). */
+  static void checkBackward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff, int[] targets,
+                            int targetsOff, int B, int T, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("V", V);
@@ -120,7 +140,6 @@ public final class CrossEntropy {
     Check.span("probs", probs, probsOff, Check.n(B, T, V));
     Check.span("targets", targets, targetsOff, Check.n(B, T));
     Check.ids("targets", targets, targetsOff, B * T, V);
-    crossentropyBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V, dloss);
   }
 
   /** Kernel of {@link #backward}, one iteration per element (b,t,v). Targets must lie in [0,V). No checks. */

@@ -18,6 +18,13 @@ public final class Encoder {
   public static void forward(float[] out, int outOff, int[] inp, int inpOff,
                              float[] wte, int wteOff, float[] wpe, int wpeOff,
                              int B, int T, int C, int V) {
+    checkForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C, V);
+    encoderForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C);
+  }
+
+  /** The checks of {@link #forward} (and of {@link EncoderLanes#forward}). */
+  static void checkForward(float[] out, int outOff, int[] inp, int inpOff, float[] wte, int wteOff, float[] wpe,
+                           int wpeOff, int B, int T, int C, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -27,7 +34,6 @@ public final class Encoder {
     Check.span("wte", wte, wteOff, Check.n(V, C));
     Check.span("wpe", wpe, wpeOff, Check.n(T, C));
     Check.ids("inp", inp, inpOff, B * T, V);
-    encoderForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C);
   }
 
   /**
@@ -57,6 +63,14 @@ public final class Encoder {
   public static void backward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff,
                               float[] dout, int doutOff, int[] inp, int inpOff,
                               int B, int T, int C, int V) {
+    checkBackward(dwte, dwteOff, dwpe, dwpeOff, dout, doutOff, inp, inpOff, B, T, C, V);
+    encoderBackwardWte(dwte, dwteOff, dout, doutOff, inp, inpOff, B, T, C, V);
+    encoderBackwardWpe(dwpe, dwpeOff, dout, doutOff, B, T, C);
+  }
+
+  /** The checks of {@link #backward} (and of {@link EncoderLanes#backward}). */
+  static void checkBackward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff, float[] dout, int doutOff,
+                            int[] inp, int inpOff, int B, int T, int C, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -66,8 +80,6 @@ public final class Encoder {
     Check.span("dout", dout, doutOff, Check.n(B, T, C));
     Check.span("inp", inp, inpOff, Check.n(B, T));
     Check.ids("inp", inp, inpOff, B * T, V);
-    encoderBackwardWte(dwte, dwteOff, dout, doutOff, inp, inpOff, B, T, C, V);
-    encoderBackwardWpe(dwpe, dwpeOff, dout, doutOff, B, T, C);
   }
 
   /**

@@ -20,14 +20,19 @@ public final class Gelu {
    * literal so that it is a compile-time constant the kernel translator inlines.
    */
   static final float SQRT_2_OVER_PI = 0.7978846f;
-  private static final float K = 0.044715f;
+  static final float K = 0.044715f;
 
   /** out(N) = gelu(inp(N)). Overwrites {@code out}; {@code out} may alias {@code inp} at the same offset. */
   public static void forward(float[] out, int outOff, float[] inp, int inpOff, int N) {
+    checkForward(out, outOff, inp, inpOff, N);
+    geluForward(out, outOff, inp, inpOff, N);
+  }
+
+  /** The checks of {@link #forward} (and of {@link GeluLanes#forward}). */
+  static void checkForward(float[] out, int outOff, float[] inp, int inpOff, int N) {
     Check.positive("N", N);
     Check.span("out", out, outOff, N);
     Check.span("inp", inp, inpOff, N);
-    geluForward(out, outOff, inp, inpOff, N);
   }
 
   /** Kernel of {@link #forward}, one iteration per element. No checks. */
@@ -45,11 +50,16 @@ public final class Gelu {
    * gelu'(x) = 0.5(1 + tanh u) + 0.5·x·(1 − tanh² u)·sqrt(2/π)(1 + 3·0.044715x²).
    */
   public static void backward(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff, int N) {
+    checkBackward(dinp, dinpOff, dout, doutOff, inp, inpOff, N);
+    geluBackward(dinp, dinpOff, dout, doutOff, inp, inpOff, N);
+  }
+
+  /** The checks of {@link #backward} (and of {@link GeluLanes#backward}). */
+  static void checkBackward(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff, int N) {
     Check.positive("N", N);
     Check.span("dinp", dinp, dinpOff, N);
     Check.span("dout", dout, doutOff, N);
     Check.span("inp", inp, inpOff, N);
-    geluBackward(dinp, dinpOff, dout, doutOff, inp, inpOff, N);
   }
 
   /** Kernel of {@link #backward}, one iteration per element. No checks. */

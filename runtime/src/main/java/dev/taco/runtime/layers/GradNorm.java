@@ -27,6 +27,14 @@ public final class GradNorm {
    * @throws IllegalArgumentException if {@code n} is negative or above 2^31 − 1 − PARTS, or a span does not fit its array
    */
   public static double squaredNorm(float[] x, int xOff, boolean[] skip, int skipOff, boolean useSkip, int n) {
+    check(x, xOff, skip, skipOff, useSkip, n);
+    double[] partial = new double[PARTS];
+    gradNormPartials(partial, 0, x, xOff, skip, skipOff, useSkip, n, PARTS);
+    return total(partial);
+  }
+
+  /** The checks of {@link #squaredNorm} (and of {@link GradNormLanes#squaredNorm}). */
+  static void check(float[] x, int xOff, boolean[] skip, int skipOff, boolean useSkip, int n) {
     if (n < 0 || n > Integer.MAX_VALUE - PARTS) { // the strided index i + PARTS must not wrap
       throw new IllegalArgumentException("n must be in [0, " + (Integer.MAX_VALUE - PARTS) + "], got " + n);
     }
@@ -35,11 +43,13 @@ public final class GradNorm {
       throw new IllegalArgumentException("skip needs " + n + " flags from offset " + skipOff
           + (skip == null ? " but is null" : " but has length " + skip.length));
     }
-    double[] partial = new double[PARTS];
-    gradNormPartials(partial, 0, x, xOff, skip, skipOff, useSkip, n, PARTS);
+  }
+
+  /** The sum of the {@link #PARTS} partial sums, in order (the host's second level). */
+  static double total(double[] partial) {
     double s = 0;
-    for (double p : partial) {
-      s += p;
+    for (int p = 0; p < PARTS; p++) {
+      s += partial[p];
     }
     return s;
   }

@@ -26,6 +26,15 @@ public final class LayerNorm {
   public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
                              float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
                              int B, int T, int C) {
+    checkForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff, B, T, C);
+    layernormForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff,
+        B, T, C);
+  }
+
+  /** The checks of {@link #forward} (and of {@link LayerNormLanes#forward}). */
+  static void checkForward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                           float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
+                           int B, int T, int C) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -35,8 +44,6 @@ public final class LayerNorm {
     Check.span("inp", inp, inpOff, Check.n(B, T, C));
     Check.span("weight", weight, weightOff, C);
     Check.span("bias", bias, biasOff, C);
-    layernormForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff,
-        B, T, C);
   }
 
   /** Kernel of {@link #forward}: one iteration per position (b,t), two passes over its C channels. No checks. */
@@ -81,6 +88,18 @@ public final class LayerNorm {
                               float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
                               float[] mean, int meanOff, float[] rstd, int rstdOff,
                               int B, int T, int C) {
+    checkBackward(dinp, dinpOff, dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, weight, weightOff,
+        mean, meanOff, rstd, rstdOff, B, T, C);
+    layernormBackwardRows(dinp, dinpOff, dout, doutOff, inp, inpOff, weight, weightOff, mean, meanOff, rstd, rstdOff,
+        B, T, C);
+    layernormBackwardParams(dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, mean, meanOff,
+        rstd, rstdOff, B, T, C);
+  }
+
+  /** The checks of {@link #backward} (and of {@link LayerNormLanes#backward}). */
+  static void checkBackward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
+                            float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+                            float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -92,10 +111,6 @@ public final class LayerNorm {
     Check.span("weight", weight, weightOff, C);
     Check.span("mean", mean, meanOff, Check.n(B, T));
     Check.span("rstd", rstd, rstdOff, Check.n(B, T));
-    layernormBackwardRows(dinp, dinpOff, dout, doutOff, inp, inpOff, weight, weightOff, mean, meanOff, rstd, rstdOff,
-        B, T, C);
-    layernormBackwardParams(dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, mean, meanOff,
-        rstd, rstdOff, B, T, C);
   }
 
   /** Kernel: the dinp part of {@link #backward}, one iteration per position (b,t). No checks. */

@@ -52,11 +52,20 @@ public final class Matmul {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void addBias(float[] out, int outOff, float[] bias, int biasOff, int N, int OC) {
+    checkBias("out", out, outOff, "bias", bias, biasOff, N, OC);
+    matmulForwardBias(out, outOff, bias, biasOff, N, OC);
+  }
+
+  /**
+   * The checks of {@link #addBias} and of the bias gradient ({@link MatmulLanes}): {@code rows} (N,OC) and
+   * {@code vector} (OC), named as given.
+   */
+  static void checkBias(String rowsName, float[] rows, int rowsOff, String vectorName, float[] vector, int vectorOff,
+                        int N, int OC) {
     Check.positive("N", N);
     Check.positive("OC", OC);
-    Check.span("out", out, outOff, Check.n(N, OC));
-    Check.span("bias", bias, biasOff, OC);
-    matmulForwardBias(out, outOff, bias, biasOff, N, OC);
+    Check.span(rowsName, rows, rowsOff, Check.n(N, OC));
+    Check.span(vectorName, vector, vectorOff, OC);
   }
 
   /**

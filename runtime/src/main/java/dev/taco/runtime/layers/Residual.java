@@ -39,6 +39,13 @@ public final class Residual {
    */
   public static void forwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
                                  int biasOff, int rows, int C) {
+    checkForwardBias(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
+    residualBiasForward(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
+  }
+
+  /** The checks of {@link #forwardBias} (and of {@link ResidualLanes#forwardBias}). */
+  static void checkForwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
+                               int biasOff, int rows, int C) {
     Check.positive("rows", rows);
     Check.positive("C", C);
     long n = (long) rows * C;
@@ -47,7 +54,6 @@ public final class Residual {
     Check.span("a", a, aOff, (int) n);
     Check.span("b", b, bOff, (int) n);
     Check.span("bias", bias, biasOff, C);
-    residualBiasForward(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
   }
 
   /** Kernel of {@link #forwardBias}, one iteration per element. No checks. */

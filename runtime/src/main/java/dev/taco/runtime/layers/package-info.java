@@ -34,6 +34,18 @@
  *       dwte gather per element. The same formulas with sums in another order (bit-identical for the gather); tests
  *       run them on the {@link dev.taco.kernels.cpu.SimtEmulator} against the CPU kernels. Only the GPU backend
  *       ({@code model.CudaOps}) launches them.</li>
+ *   <li><b>The CPU's lane-wise forms</b>, what {@code model.CpuOps} runs: {@link dev.taco.runtime.layers.AttentionLanes},
+ *       {@link dev.taco.runtime.layers.GeluLanes}, {@link dev.taco.runtime.layers.LayerNormLanes},
+ *       {@link dev.taco.runtime.layers.CrossEntropyLanes}, {@link dev.taco.runtime.layers.ResidualLanes},
+ *       {@link dev.taco.runtime.layers.EncoderLanes}, {@link dev.taco.runtime.layers.MatmulLanes} (the biases),
+ *       {@link dev.taco.runtime.layers.GradNormLanes} and {@code train.AdamWLanes}: host code on the Vector API
+ *       ({@code jdk.incubator.vector}, through {@link dev.taco.runtime.layers.Lanes}), beside the kernels, which stay
+ *       as they are (the GPU's code and the scalar reference; no Vector API in a kernel or a helper a kernel calls).
+ *       Each repeats its kernels' float operations per element in the same order, a lane taking what the kernel
+ *       loops over independently (a key, a channel, a position), never splitting one of the kernel's sequential sums,
+ *       so it gives the kernels' bits (its test compares them bit for bit, and with float64); exp is
+ *       {@link dev.taco.runtime.layers.Lanes#exp}, the bits of {@code (float) Math.exp}. They take the wrappers'
+ *       checks, and run the scalar kernel on a remainder shorter than a vector where that is simpler.</li>
  *   <li><b>{@link dev.taco.runtime.layers.FlashAttention}</b>, the GPU's bf16 attention: tensor-core SIMT kernels
  *       ({@link dev.taco.kernels.KernelContext#mmaBf16}) with shared-memory tiles and block barriers, specialised by
  *       the head size; a different algorithm (online softmax, recomputation) in bf16 arithmetic, so its tests compare

@@ -1,26 +1,31 @@
 package dev.taco.runtime.model;
 
 import dev.taco.kernels.Gemm;
-import dev.taco.runtime.layers.Attention;
-import dev.taco.runtime.layers.CrossEntropy;
-import dev.taco.runtime.layers.Encoder;
-import dev.taco.runtime.layers.Gelu;
-import dev.taco.runtime.layers.GradNorm;
-import dev.taco.runtime.layers.LayerNorm;
+import dev.taco.runtime.layers.AttentionLanes;
+import dev.taco.runtime.layers.CrossEntropyLanes;
+import dev.taco.runtime.layers.EncoderLanes;
+import dev.taco.runtime.layers.GeluLanes;
+import dev.taco.runtime.layers.GradNormLanes;
+import dev.taco.runtime.layers.LayerNormLanes;
 import dev.taco.runtime.layers.Matmul;
-import dev.taco.runtime.layers.Residual;
-import dev.taco.runtime.train.AdamW;
+import dev.taco.runtime.layers.MatmulLanes;
+import dev.taco.runtime.layers.ResidualLanes;
+import dev.taco.runtime.train.AdamWLanes;
 import java.util.Arrays;
 
 /**
- * The CPU backend of {@link Ops}: float32 arrays, the layer kernels of {@code dev.taco.runtime.layers} (their host
- * wrappers check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's
- * {@link CollectiveSites} (threads as ranks).
+ * The CPU backend of {@link Ops}: float32 arrays, the layers of {@code dev.taco.runtime.layers} (their host wrappers
+ * check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's {@link CollectiveSites}
+ * (threads as ranks). Every layer but the GEMMs runs on vector lanes ({@code ...Lanes}: the bits of the scalar kernels,
+ * faster): the embedding, LayerNorm, the linears' biases, attention, GELU, the residual add, the cross-entropy, the
+ * gradient norm and AdamW. One instance per rank thread (the attention and the gradient norm keep scratch).
  */
 public final class CpuOps implements Ops<float[]> {
   private final CollectiveSites tp;
   private float[] wire = new float[0], gathered = new float[0];
   private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
+  private final AttentionLanes attention = new AttentionLanes();
+  private final GradNormLanes gradNorm = new GradNormLanes();
 
   /** @param tp this rank's collective sites */
   public CpuOps(CollectiveSites tp) {
@@ -68,44 +73,45 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public void encoderForward(View<float[]> out, int[] tokens, View<float[]> wte, View<float[]> wpe, int B, int T,
       int C, int V) {
-    Encoder.forward(out.arena(), out.off(), tokens, 0, wte.arena(), wte.off(), wpe.arena(), wpe.off(), B, T, C, V);
+    EncoderLanes.forward(out.arena(), out.off(), tokens, 0, wte.arena(), wte.off(), wpe.arena(), wpe.off(), B, T, C, V);
   }
 
   @Override
   public void encoderBackward(View<float[]> dwte, View<float[]> dwpe, View<float[]> dout, int[] tokens, int B, int T,
       int C, int V) {
-    Encoder.backward(dwte.arena(), dwte.off(), dwpe.arena(), dwpe.off(), dout.arena(), dout.off(), tokens, 0, B, T,
+    EncoderLanes.backward(dwte.arena(), dwte.off(), dwpe.arena(), dwpe.off(), dout.arena(), dout.off(), tokens, 0, B, T,
         C, V);
   }
 
   @Override
   public void layerNormForward(View<float[]> out, View<float[]> mean, View<float[]> rstd, View<float[]> inp,
       View<float[]> w, View<float[]> b, int B, int T, int C) {
-    LayerNorm.forward(out.arena(), out.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), inp.arena(),
+    LayerNormLanes.forward(out.arena(), out.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), inp.arena(),
         inp.off(), w.arena(), w.off(), b.arena(), b.off(), B, T, C);
   }
 
   @Override
   public void layerNormBackward(View<float[]> dinp, View<float[]> dw, View<float[]> db, View<float[]> dout,
       View<float[]> inp, View<float[]> w, View<float[]> mean, View<float[]> rstd, int B, int T, int C) {
-    LayerNorm.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(), dout.off(),
-        inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B, T, C);
+    LayerNormLanes.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), db.arena(), db.off(), dout.arena(),
+        dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), mean.arena(), mean.off(), rstd.arena(), rstd.off(), B,
+        T, C);
   }
 
   @Override
   public void matmulForward(View<float[]> out, View<float[]> inp, View<float[]> w, View<float[]> bias, int B, int T,
       int C, int OC) {
-    Matmul.forward(out.arena(), out.off(), inp.arena(), inp.off(), w.arena(), w.off(),
-        bias == null ? null : bias.arena(), bias == null ? 0 : bias.off(), B, T, C, OC);
+    Matmul.forward(out.arena(), out.off(), inp.arena(), inp.off(), w.arena(), w.off(), null, 0, B, T, C, OC);
+    if (bias != null) MatmulLanes.addBias(out.arena(), out.off(), bias.arena(), bias.off(), B * T, OC);
   }
 
   @Override
   public void matmulBackward(View<float[]> dinp, View<float[]> dw, View<float[]> dbias, View<float[]> dout,
       View<float[]> inp, View<float[]> w, int B, int T, int C, int OC) {
     zero(dinp, (long) B * T * C); // the CPU kernels accumulate; the seam overwrites (Ops)
-    Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), dbias == null ? null : dbias.arena(),
-        dbias == null ? 0 : dbias.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), w.arena(), w.off(), B, T, C,
-        OC);
+    Matmul.backward(dinp.arena(), dinp.off(), dw.arena(), dw.off(), null, 0, dout.arena(), dout.off(), inp.arena(),
+        inp.off(), w.arena(), w.off(), B, T, C, OC);
+    if (dbias != null) MatmulLanes.backwardBias(dbias.arena(), dbias.off(), dout.arena(), dout.off(), B * T, OC);
   }
 
   @Override
@@ -136,46 +142,46 @@ public final class CpuOps implements Ops<float[]> {
 
   @Override
   public void attentionForward(View<float[]> out, View<float[]> att, View<float[]> qkv, int B, int T, int NH, int HS) {
-    Attention.forward(out.arena(), out.off(), att.arena(), att.off(), qkv.arena(), qkv.off(), B, T, NH, HS);
+    attention.forward(out.arena(), out.off(), att.arena(), att.off(), qkv.arena(), qkv.off(), B, T, NH, HS);
   }
 
   @Override
   public void attentionBackward(View<float[]> dqkv, View<float[]> scratch, View<float[]> dout, View<float[]> qkv,
       View<float[]> out, View<float[]> att, int B, int T, int NH, int HS) {
     zero(dqkv, 3L * B * T * NH * HS);
-    Attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
+    attention.backward(dqkv.arena(), dqkv.off(), scratch.arena(), scratch.off(), dout.arena(), dout.off(), qkv.arena(),
         qkv.off(), att.arena(), att.off(), B, T, NH, HS);
   }
 
   @Override
   public void geluForward(View<float[]> out, View<float[]> inp, int n) {
-    Gelu.forward(out.arena(), out.off(), inp.arena(), inp.off(), n);
+    GeluLanes.forward(out.arena(), out.off(), inp.arena(), inp.off(), n);
   }
 
   @Override
   public void geluBackward(View<float[]> dinp, View<float[]> dout, View<float[]> inp, int n) {
     zero(dinp, n);
-    Gelu.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
+    GeluLanes.backward(dinp.arena(), dinp.off(), dout.arena(), dout.off(), inp.arena(), inp.off(), n);
   }
 
   @Override
   public void residualForward(View<float[]> out, View<float[]> a, View<float[]> b, View<float[]> bias, int rows,
       int C) {
-    Residual.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(), bias.off(), rows,
-        C);
+    ResidualLanes.forwardBias(out.arena(), out.off(), a.arena(), a.off(), b.arena(), b.off(), bias.arena(),
+        bias.off(), rows, C);
   }
 
   @Override
   public float crossEntropyForward(View<float[]> losses, View<float[]> probs, View<float[]> logits, int[] targets,
       int B, int T, int V) {
-    return CrossEntropy.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(), logits.off(),
-        targets, 0, B, T, V);
+    return CrossEntropyLanes.forward(losses.arena(), losses.off(), probs.arena(), probs.off(), logits.arena(),
+        logits.off(), targets, 0, B, T, V);
   }
 
   @Override
   public void crossEntropyBackward(View<float[]> dlogits, View<float[]> probs, int[] targets, int B, int T, int V,
       float dloss) {
-    CrossEntropy.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
+    CrossEntropyLanes.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
   }
 
   /** Through a scratch copy: the host collectives take the tensor from index 0. */
@@ -230,12 +236,12 @@ public final class CpuOps implements Ops<float[]> {
   @Override
   public double squaredNorm(float[] grads, ParameterTensors layout, boolean includeReplicated) {
     if (replicated == null) replicated = layout.replicatedMask();
-    return GradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());
+    return gradNorm.squaredNorm(grads, 0, replicated, 0, !includeReplicated, layout.size());
   }
 
   @Override
   public void adamw(float[] params, float[] grads, float[] m, float[] v, byte[] decay, int n, float lr, float beta1,
       float beta2, float eps, float weightDecay, float gradScale, int step) {
-    AdamW.update(params, grads, m, v, decay, n, lr, beta1, beta2, eps, weightDecay, gradScale, step);
+    AdamWLanes.update(params, grads, m, v, decay, n, lr, beta1, beta2, eps, weightDecay, gradScale, step);
   }
 }

@@ -22,6 +22,13 @@ public final class AdamW {
    */
   public static void update(float[] params, float[] grads, float[] m, float[] v, byte[] decay, int n, float lr,
       float beta1, float beta2, float eps, float weightDecay, float gradScale, int step) {
+    check(params, grads, m, v, decay, n, step);
+    adamwUpdate(params, 0, grads, 0, m, 0, v, 0, decay, 0, n, lr, beta1, beta2, eps, weightDecay, gradScale,
+        biasCorrection(beta1, step), biasCorrection(beta2, step));
+  }
+
+  /** The checks of {@link #update} (and of {@link AdamWLanes#update}). */
+  static void check(float[] params, float[] grads, float[] m, float[] v, byte[] decay, int n, int step) {
     if (n < 0 || step < 1) {
       throw new IllegalArgumentException("need n >= 0 and step >= 1, got n = " + n + ", step = " + step);
     }
@@ -29,8 +36,6 @@ public final class AdamW {
       throw new IllegalArgumentException("every array needs n = " + n + " elements: params " + params.length
           + ", grads " + grads.length + ", m " + m.length + ", v " + v.length + ", decay " + decay.length);
     }
-    adamwUpdate(params, 0, grads, 0, m, 0, v, 0, decay, 0, n, lr, beta1, beta2, eps, weightDecay, gradScale,
-        biasCorrection(beta1, step), biasCorrection(beta2, step));
   }
 
   /**
