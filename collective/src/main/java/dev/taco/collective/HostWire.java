@@ -1,6 +1,7 @@
 package dev.taco.collective;
 
 import dev.taco.codec.MalformedPayloadException;
+import dev.taco.kernels.cpu.Transpose;
 import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -215,11 +216,7 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
 
   /** {@code dst (cols x rows) = src (rows x cols)^T}. */
   static void transpose(float[] src, float[] dst, int rows, int cols) {
-    for (int r = 0; r < rows; r++) {
-      for (int j = 0; j < cols; j++) {
-        dst[j * rows + r] = src[r * cols + j];
-      }
-    }
+    Transpose.transpose(src, 0, rows, cols, dst, 0);
   }
 
   /** {@code dst[r, j] = src[r, perm[j]]}, or the inverse {@code dst[r, perm[j]] = src[r, j]}. */

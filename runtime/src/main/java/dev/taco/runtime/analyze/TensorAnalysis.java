@@ -111,7 +111,7 @@ public final class TensorAnalysis {
   /** The (cols, rows) transpose of the row-major (rows, cols) {@code x}, row-major. */
   static float[] transpose(float[] x, int rows, int cols) {
     float[] out = new float[rows * cols];
-    for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) out[j * rows + i] = x[i * cols + j];
+    dev.taco.kernels.cpu.Transpose.transpose(x, 0, rows, cols, out, 0);
     return out;
   }
 
