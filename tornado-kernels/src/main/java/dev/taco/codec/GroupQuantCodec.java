@@ -2,6 +2,8 @@ package dev.taco.codec;
 
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.simd.GroupLanes;
+import dev.taco.kernels.simd.Simd;
 
 /**
  * The shared body of the absmax-per-group baselines ({@code int8-group}, {@code int4-group}, {@code fp8-group},
@@ -98,8 +100,12 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int[] v = view(h);
-    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff,
-        bodyOff + (int) (4 * scales(v)));
+    int codeOff = bodyOff + (int) (4 * scales(v));
+    if (Simd.enabled()) {
+      GroupLanes.encode(x, off, v[0], v[1], v[2], kind, hadamard, out, bodyOff, codeOff);
+    } else {
+      GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
+    }
     return 0; // |x/absmax| <= 1: no finite value can exceed the code range
   }
 
@@ -108,7 +114,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     int[] v = view(h);
     int ns = (int) scales(v);
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    long bad = GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
+    long bad = Simd.enabled()
+        ? GroupLanes.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite())
+        : GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
     if (bad < 0) {
       return null;
     }
@@ -119,8 +127,13 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int[] v = view(h);
-    GroupKernels.decode(in, bodyOff, bodyOff + (int) (4 * scales(v)), v[0], v[1], v[2], kind, hadamard, work(v),
-        out, outOff, accumulate);
+    int codeOff = bodyOff + (int) (4 * scales(v));
+    if (Simd.enabled()) {
+      GroupLanes.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, h.nonFinite(), out, outOff,
+          accumulate);
+    } else {
+      GroupKernels.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, work(v), out, outOff, accumulate);
+    }
   }
 
   @Override
