@@ -73,8 +73,10 @@ public abstract class AbstractCodec implements Codec {
   protected abstract long bodyLength(PayloadHeader h);
 
   /**
-   * Writes the body at {@code out[bodyOff ..]}; returns the saturation count. The input is finite unless
-   * {@code h.nonFinite()}.
+   * Writes the body at {@code out[bodyOff ..]}; returns the saturation count. With the scalar reference kernels the
+   * input is finite unless {@code h.nonFinite()}. With the SIMD kernels ({@link Simd#enabled}) the input was not
+   * scanned first and {@code h} has no non-finite flag: a body whose input holds NaN/Inf writes it as policy propagate
+   * would and adds {@link Lanes#NON_FINITE} to the count (the caller then refuses or flags the payload).
    */
   protected abstract long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff);
 
@@ -119,27 +121,39 @@ public abstract class AbstractCodec implements Codec {
       throw new IllegalArgumentException(name() + ": output needs " + size + " bytes at " + outOff + ", out.length is "
           + out.length);
     }
-    int i = firstNonFinite(x, off, n);
-    boolean special = i >= 0;
-    if (special && nonFinite == NonFinite.REFUSE) {
-      throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
-          + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
-    }
+    boolean simd = Simd.enabled(); // the SIMD bodies find NaN/Inf as they read the input: no scan first
     PayloadHeader h = header(rows, cols);
-    if (special) {
-      h = h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
+    if (!simd) {
+      h = refuseOrFlag(h, x, off, cols, firstNonFinite(x, off, n));
     }
     int bodyOff = outOff + PayloadHeader.SIZE;
     long sat = encodeBody(h, x, off, out, bodyOff);
+    if (simd && (sat & Lanes.NON_FINITE) != 0) {
+      sat &= ~Lanes.NON_FINITE;
+      h = refuseOrFlag(h, x, off, cols, Lanes.firstNonFinite(x, off, n));
+    }
     h.write(out, outOff, PayloadHeader.crc(out, bodyOff, size - PayloadHeader.SIZE));
     return new EncodeResult(size, sat);
   }
 
+  /**
+   * The header, flagged non-finite when the input's first NaN/Inf is at index {@code i} ({@code i >= 0}).
+   *
+   * @throws IllegalArgumentException naming that index, its row and column, under policy refuse
+   */
+  private PayloadHeader refuseOrFlag(PayloadHeader h, float[] x, int off, int cols, int i) {
+    if (i < 0) {
+      return h;
+    }
+    if (nonFinite == NonFinite.REFUSE) {
+      throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
+          + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
+    }
+    return h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
+  }
+
   /** The index of the first NaN/Inf of {@code x[off .. off + n)}, counted from {@code off}, or -1. */
   private static int firstNonFinite(float[] x, int off, int n) {
-    if (Simd.enabled()) {
-      return Lanes.firstNonFinite(x, off, n);
-    }
     for (int i = 0; i < n; i++) {
       if (!Float.isFinite(x[off + i])) {
         return i;
@@ -236,7 +250,7 @@ public abstract class AbstractCodec implements Codec {
     return y;
   }
 
-  /** {@code out[outOff + i] = sum[sumOff + i] + own[ownOff + i]}, or {@code sum[sumOff + i]} alone when {@code own} is null. */
+  /** {@code out[outOff + i] = sum[sumOff + i] + own[ownOff + i]} ({@code sum[sumOff + i]} when {@code own} is null). */
   protected static void addOwn(float[] sum, int sumOff, float[] own, int ownOff, float[] out, int outOff, int n) {
     if (own == null) {
       System.arraycopy(sum, sumOff, out, outOff, n);

@@ -2,7 +2,7 @@ package dev.taco.codec;
 
 import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Bytes;
-import dev.taco.kernels.simd.Bf16Lanes;
+import dev.taco.kernels.simd.ElementLanes;
 
 /**
  * {@code none}: bfloat16 on the wire, 2 bytes per element plus the header: what Megatron-LM sends under mixed
@@ -50,17 +50,7 @@ public final class Bf16Codec extends ElementCodec {
   }
 
   @Override
-  long putLanes(float[] x, int off, int n, byte[] out, int outOff) {
-    return Bf16Lanes.encode(x, off, n, out, outOff);
-  }
-
-  @Override
-  int firstNonFiniteLanes(byte[] in, int inOff, int n) {
-    return Bf16Lanes.firstNonFinite(in, inOff, n);
-  }
-
-  @Override
-  void getLanes(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate) {
-    Bf16Lanes.decode(in, inOff, n, out, outOff, accumulate);
+  ElementLanes lanes() {
+    return ElementLanes.BF16;
   }
 }

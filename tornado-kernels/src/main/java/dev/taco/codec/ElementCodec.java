@@ -1,5 +1,6 @@
 package dev.taco.codec;
 
+import dev.taco.kernels.simd.ElementLanes;
 import dev.taco.kernels.simd.Simd;
 
 /**
@@ -22,14 +23,8 @@ abstract class ElementCodec extends AbstractCodec {
   /** The value of the code at {@code in[off]}. */
   abstract float get(byte[] in, int off);
 
-  /** {@link #put} of {@code x[off .. off + n)} at {@code out[outOff ..]} on SIMD lanes; returns the saturation count. */
-  abstract long putLanes(float[] x, int off, int n, byte[] out, int outOff);
-
-  /** The index of the first non-finite code among the {@code n} at {@code in[inOff]} (SIMD lanes), or -1. */
-  abstract int firstNonFiniteLanes(byte[] in, int inOff, int n);
-
-  /** {@code out[outOff + i] (+)= get(code i)} for the {@code n} codes at {@code in[inOff]}, on SIMD lanes. */
-  abstract void getLanes(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate);
+  /** The same body ({@link #put}, {@link #get}) on SIMD lanes. */
+  abstract ElementLanes lanes();
 
   @Override
   protected PayloadHeader header(int rows, int cols) {
@@ -49,7 +44,7 @@ abstract class ElementCodec extends AbstractCodec {
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     if (Simd.enabled()) {
-      return putLanes(x, off, h.count(), out, bodyOff);
+      return lanes().encode(x, off, h.count(), out, bodyOff);
     }
     long sat = 0;
     for (int i = 0; i < h.count(); i++) {
@@ -61,7 +56,7 @@ abstract class ElementCodec extends AbstractCodec {
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
     if (Simd.enabled()) {
-      int i = h.nonFinite() ? -1 : firstNonFiniteLanes(in, bodyOff, h.count());
+      int i = h.nonFinite() ? -1 : lanes().firstNonFinite(in, bodyOff, h.count());
       return i < 0 ? null : "non-finite value at element " + i;
     }
     for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
@@ -73,7 +68,7 @@ abstract class ElementCodec extends AbstractCodec {
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     if (Simd.enabled()) {
-      getLanes(in, bodyOff, h.count(), out, outOff, accumulate);
+      lanes().decode(in, bodyOff, h.count(), out, outOff, accumulate);
       return;
     }
     for (int i = 0; i < h.count(); i++) {

@@ -1,7 +1,7 @@
 package dev.taco.codec;
 
 import dev.taco.kernels.Bytes;
-import dev.taco.kernels.simd.Fp32Lanes;
+import dev.taco.kernels.simd.ElementLanes;
 
 /**
  * {@code fp32}: exact float32 on the wire, 4 bytes per element plus the header (for exact reference runs); layout and
@@ -46,18 +46,7 @@ public final class Fp32Codec extends ElementCodec {
   }
 
   @Override
-  long putLanes(float[] x, int off, int n, byte[] out, int outOff) {
-    Fp32Lanes.encode(x, off, n, out, outOff);
-    return 0;
-  }
-
-  @Override
-  int firstNonFiniteLanes(byte[] in, int inOff, int n) {
-    return Fp32Lanes.firstNonFinite(in, inOff, n);
-  }
-
-  @Override
-  void getLanes(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate) {
-    Fp32Lanes.decode(in, inOff, n, out, outOff, accumulate);
+  ElementLanes lanes() {
+    return ElementLanes.FP32;
   }
 }

@@ -101,11 +101,10 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int[] v = view(h);
     int codeOff = bodyOff + (int) (4 * scales(v));
-    if (Simd.enabled()) {
-      GroupLanes.encode(x, off, v[0], v[1], v[2], kind, hadamard, out, bodyOff, codeOff);
-    } else {
-      GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
+    if (Simd.enabled()) { // 0, or Lanes.NON_FINITE
+      return GroupLanes.encode(x, off, v[0], v[1], v[2], kind, hadamard, out, bodyOff, codeOff);
     }
+    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
     return 0; // |x/absmax| <= 1: no finite value can exceed the code range
   }
 

@@ -275,8 +275,8 @@ public final class TacoCodec extends AbstractCodec {
       for (int i = 0; i < nonFinite.length; i++) {
         nonFinite[i] = headers.get(i).nonFinite();
       }
-      TacoDecodeLanes.reduce(payloads.toArray(byte[][]::new), nonFinite, scaleOff, fineOff, codeOff, h0.rows(), h0.cols(),
-          h0.groupSize(), h0.format(), had(h0), dual(h0), own, ownOff, out, outOff);
+      TacoDecodeLanes.reduce(payloads.toArray(byte[][]::new), nonFinite, scaleOff, fineOff, codeOff, h0.rows(),
+          h0.cols(), h0.groupSize(), h0.format(), had(h0), dual(h0), own, ownOff, out, outOff);
       return;
     }
     float[] sum = new float[n];

@@ -6,9 +6,11 @@ import static jdk.incubator.vector.VectorOperators.I2S;
 import static jdk.incubator.vector.VectorOperators.LSHL;
 import static jdk.incubator.vector.VectorOperators.LSHR;
 import static jdk.incubator.vector.VectorOperators.LT;
+import static jdk.incubator.vector.VectorOperators.MAX;
 import static jdk.incubator.vector.VectorOperators.S2I;
 
 import dev.taco.kernels.Bf16;
+import dev.taco.kernels.Bytes;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -24,8 +26,7 @@ import jdk.incubator.vector.VectorSpecies;
  * move between int lanes and the byte array as short lanes reinterpreted as bytes (little-endian, as the Vector API
  * defines reinterpretation).
  */
-public final class Bf16Lanes {
-  private Bf16Lanes() {}
+final class Bf16Lanes implements ElementLanes {
 
   private static final int L = Lanes.L;
   /** Codes, as many as {@link Lanes#L}. */
@@ -33,50 +34,65 @@ public final class Bf16Lanes {
   /** The bytes of {@link #S}. */
   private static final VectorSpecies<Byte> SB = S.withLanes(byte.class);
 
-  /**
-   * Encodes {@code x[off .. off + n)} to bf16 codes at {@code out[outOff ..]} (2 bytes each, little-endian).
-   *
-   * @return how many finite values saturated to +-max (they would round to +-Inf)
-   */
-  public static long encode(float[] x, int off, int n, byte[] out, int outOff) {
+  @Override
+  public long encode(float[] x, int off, int n, byte[] out, int outOff) {
     long sat = 0;
-    for (int i = 0; i < n; i += L) {
-      VectorMask<Float> m = Lanes.F.indexInRange(i, n);
-      IntVector bits = FloatVector.fromArray(Lanes.F, x, off + i, m).reinterpretAsInts();
+    IntVector top = IntVector.zero(Lanes.I);
+    int i = 0;
+    for (; i <= n - L; i += L) {
+      IntVector bits = FloatVector.fromArray(Lanes.F, x, off + i).reinterpretAsInts();
       IntVector abs = bits.and(Lanes.ABS);
+      top = top.max(abs);
       IntVector hi = bits.lanewise(LSHR, 16);
       IntVector c = bits.add(0x7FFF).add(hi.and(1)).lanewise(LSHR, 16).blend(hi.or(0x0040), abs.compare(GT, Lanes.INF));
       VectorMask<Integer> over = c.and(0x7FFF).compare(EQ, 0x7F80).and(abs.compare(LT, Lanes.INF));
-      sat += over.and(m.cast(Lanes.I)).trueCount();
+      sat += over.trueCount();
       ((ShortVector) c.blend(c.and(0x8000).or(Bf16.MAX_CODE), over).convertShape(I2S, S, 0)).reinterpretAsBytes()
-          .intoArray(out, outOff + 2 * i, SB.indexInRange(2 * i, 2 * n));
+          .intoArray(out, outOff + 2 * i);
     }
-    return sat;
+    boolean nonFinite = top.reduceLanes(MAX) >= Lanes.INF;
+    for (; i < n; i++) {
+      short c = Bf16.encodeSaturating(x[off + i]);
+      Bytes.putU16(out, outOff + 2 * i, c);
+      sat += c != Bf16.encode(x[off + i]) ? 1 : 0;
+      nonFinite |= !Float.isFinite(x[off + i]);
+    }
+    return nonFinite ? sat | Lanes.NON_FINITE : sat;
   }
 
-  /** The index of the first NaN/Inf code ({@link Bf16#isNonFinite}) of the {@code n} at {@code in[inOff]}, or -1. */
-  public static int firstNonFinite(byte[] in, int inOff, int n) {
-    for (int i = 0; i < n; i += L) {
-      VectorMask<Short> bad = ByteVector.fromArray(SB, in, inOff + 2 * i, SB.indexInRange(2 * i, 2 * n))
-          .reinterpretAsShorts().and((short) 0x7F80).compare(EQ, (short) 0x7F80);
+  @Override
+  public int firstNonFinite(byte[] in, int inOff, int n) {
+    int i = 0;
+    for (; i <= n - L; i += L) {
+      VectorMask<Short> bad = ByteVector.fromArray(SB, in, inOff + 2 * i).reinterpretAsShorts().and((short) 0x7F80)
+          .compare(EQ, (short) 0x7F80);
       if (bad.anyTrue()) {
         return i + bad.firstTrue();
+      }
+    }
+    for (; i < n; i++) {
+      if (Bf16.isNonFinite((short) Bytes.getU16(in, inOff + 2 * i))) {
+        return i;
       }
     }
     return -1;
   }
 
-  /** {@code out[outOff + i] (+)= decode(code i)} for the {@code n} codes at {@code in[inOff]}. */
-  public static void decode(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate) {
-    for (int i = 0; i < n; i += L) {
-      VectorMask<Float> m = Lanes.F.indexInRange(i, n);
-      FloatVector v = ((IntVector) ByteVector.fromArray(SB, in, inOff + 2 * i, SB.indexInRange(2 * i, 2 * n))
-          .reinterpretAsShorts().convertShape(S2I, Lanes.I, 0)).lanewise(LSHL, 16).reinterpretAsFloats();
+  @Override
+  public void decode(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate) {
+    int i = 0;
+    for (; i <= n - L; i += L) {
+      FloatVector v = ((IntVector) ByteVector.fromArray(SB, in, inOff + 2 * i).reinterpretAsShorts()
+          .convertShape(S2I, Lanes.I, 0)).lanewise(LSHL, 16).reinterpretAsFloats();
       if (accumulate) {
-        FloatVector.fromArray(Lanes.F, out, outOff + i, m).add(v).intoArray(out, outOff + i, m);
+        FloatVector.fromArray(Lanes.F, out, outOff + i).add(v).intoArray(out, outOff + i);
       } else {
-        v.intoArray(out, outOff + i, m);
+        v.intoArray(out, outOff + i);
       }
+    }
+    for (; i < n; i++) {
+      float v = Bf16.decode((short) Bytes.getU16(in, inOff + 2 * i));
+      out[outOff + i] = accumulate ? out[outOff + i] + v : v;
     }
   }
 }

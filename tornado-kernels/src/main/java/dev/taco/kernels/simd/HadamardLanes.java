@@ -13,8 +13,7 @@ import jdk.incubator.vector.VectorShuffle;
  * {@code p} that partner, {@code p + v * sign}, sign +1 where bit h of the lane index is clear and -1 where it is set,
  * is {@code v + p} and {@code p - v} (one rounding each, as the reference's add and subtract; an FMA, since
  * {@code v * +-1} is exact). The wider stages pair whole vectors; the last one is fused with the scaling and the
- * absmax. Three passes ({@link #inVector}, fused with a per-group factor, {@link #middleStages}, {@link #lastStage}),
- * or {@link #fwht} for all of them.
+ * absmax. A group at a time, so that each is loaded once from its source and then worked on in L1.
  */
 final class HadamardLanes {
   private HadamardLanes() {}
@@ -44,125 +43,57 @@ final class HadamardLanes {
   }
 
   /**
-   * {@code dst = } the stages h = 1 .. L/2 (L is 8 or 16) of {@code src * factor[g]}, for the {@code count} groups of
-   * {@code n} floats from {@code src[srcOff]} and {@code dst[dstOff]} ({@code dst} may be {@code src} at the same
-   * offset; {@code factor} null means 1, which is exact).
-   */
-  static void inVector(float[] src, int srcOff, float[] factor, int n, int count, float[] dst, int dstOff) {
-    for (int g = 0; g < count; g++) {
-      float f = factor == null ? 1f : factor[g];
-      for (int i = g * n; i < (g + 1) * n; i += L) {
-        FloatVector v = FloatVector.fromArray(Lanes.F, src, srcOff + i).mul(f);
-        v = v.fma(SIGN1, v.rearrange(SWAP1));
-        v = v.fma(SIGN2, v.rearrange(SWAP2));
-        v = v.fma(SIGN4, v.rearrange(SWAP4));
-        if (L > 8) {
-          v = v.fma(SIGN8, v.rearrange(SWAP8));
-        }
-        v.intoArray(dst, dstOff + i);
-      }
-    }
-  }
-
-  /**
-   * The stages h = L .. n/4 (all but the last; {@link #inVector} done) of the {@code count} groups of {@code n}
-   * floats from {@code a[off]}, in place.
-   */
-  static void middleStages(float[] a, int off, int n, int count) {
-    for (int h = L; 2 * h < n; h <<= 1) {
-      for (int i = off; i < off + count * n; i += 2 * h) {
-        for (int j = i; j < i + h; j += L) {
-          FloatVector u = FloatVector.fromArray(Lanes.F, a, j);
-          FloatVector v = FloatVector.fromArray(Lanes.F, a, j + h);
-          u.add(v).intoArray(a, j);
-          u.sub(v).intoArray(a, j + h);
-        }
-      }
-    }
-  }
-
-  /**
-   * The last stage (h = n/2) and the scaling of the {@code count} groups of {@code n} floats from {@code a[off]}, in
-   * place; each group's largest absolute-value bits into {@code maxBits[g]}.
-   */
-  static void lastStage(float[] a, int off, int n, int count, int[] maxBits) {
-    float s = Hadamard.scale(n);
-    int h = n / 2;
-    for (int g = 0; g < count; g++) {
-      IntVector m = IntVector.zero(Lanes.I);
-      for (int j = off + g * n; j < off + g * n + h; j += L) {
-        FloatVector u = FloatVector.fromArray(Lanes.F, a, j);
-        FloatVector v = FloatVector.fromArray(Lanes.F, a, j + h);
-        FloatVector sum = u.add(v).mul(s);
-        FloatVector diff = u.sub(v).mul(s);
-        sum.intoArray(a, j);
-        diff.intoArray(a, j + h);
-        m = m.max(sum.reinterpretAsInts().and(Lanes.ABS)).max(diff.reinterpretAsInts().and(Lanes.ABS));
-      }
-      maxBits[g] = m.reduceLanes(VectorOperators.MAX);
-    }
-  }
-
-  /**
-   * {@code dst = } the WHT ({@link Hadamard#fwht}, bit for bit) of {@code src * factor[g]} for the {@code count} groups
-   * of {@code n} floats from {@code src[srcOff]} and {@code dst[dstOff]} ({@code dst} may be {@code src} at the same
-   * offset; {@code factor} null means 1); each transformed group's largest absolute-value bits into
-   * {@code maxBits[g]}. Groups of four vectors (G = 64 with AVX-512: taco's default) go in one pass, in registers;
-   * others in the three passes.
+   * The WHT ({@link Hadamard#fwht}, bit for bit) of {@code src * factor[g]} into {@code dst} for the {@code count}
+   * groups of {@code n} floats from {@code src[srcOff]} and {@code dst[dstOff]} ({@code dst} may be {@code src} at the
+   * same offset; {@code factor} null means 1, which is exact); each transformed group's largest absolute-value bits
+   * into {@code maxBits[g]}. A group at a time: its in-vector stages, then the wider ones ({@link #wider}).
    *
    * @param n a power of two; below {@code 2 L} the reference runs
    */
   static void transform(float[] src, int srcOff, float[] factor, int n, int count, float[] dst, int dstOff,
       int[] maxBits) {
-    if (n == 4 * L) {
-      fourVectors(src, srcOff, factor, count, dst, dstOff, maxBits);
-    } else if (n < 2 * L) {
-      for (int g = 0; g < count; g++) {
-        maxBits[g] = 0;
-        for (int i = g * n; i < (g + 1) * n; i++) {
-          dst[dstOff + i] = src[srcOff + i] * (factor == null ? 1f : factor[g]);
+    for (int g = 0; g < count; g++) {
+      float f = factor == null ? 1f : factor[g];
+      int o = dstOff + g * n;
+      if (n < 2 * L) {
+        for (int i = 0; i < n; i++) {
+          dst[o + i] = src[srcOff + g * n + i] * f;
         }
-        Hadamard.fwht(dst, dstOff + g * n, n);
-        for (int i = g * n; i < (g + 1) * n; i++) {
-          maxBits[g] = Math.max(maxBits[g], Float.floatToRawIntBits(dst[dstOff + i]) & Lanes.ABS);
-        }
+        Hadamard.fwht(dst, o, n);
+        maxBits[g] = Lanes.absMaxBits(dst, o, n);
+        continue;
       }
-    } else {
-      inVector(src, srcOff, factor, n, count, dst, dstOff);
-      middleStages(dst, dstOff, n, count);
-      lastStage(dst, dstOff, n, count, maxBits);
+      inVector(src, srcOff + g * n, f, n, dst, o);
+      maxBits[g] = wider(dst, o, n);
     }
   }
 
-  /** {@link #transform} of groups of {@code 4 L}: all stages of a group in registers, one load and store each. */
-  private static void fourVectors(float[] src, int srcOff, float[] factor, int count, float[] dst, int dstOff,
-      int[] maxBits) {
-    float s = Hadamard.scale(4 * L);
-    for (int g = 0; g < count; g++) {
-      float f = factor == null ? 1f : factor[g];
-      int i = srcOff + 4 * L * g;
-      FloatVector v0 = FloatVector.fromArray(Lanes.F, src, i).mul(f);
-      FloatVector v1 = FloatVector.fromArray(Lanes.F, src, i + L).mul(f);
-      FloatVector v2 = FloatVector.fromArray(Lanes.F, src, i + 2 * L).mul(f);
-      FloatVector v3 = FloatVector.fromArray(Lanes.F, src, i + 3 * L).mul(f);
-      v0 = v0.fma(SIGN1, v0.rearrange(SWAP1));
-      v1 = v1.fma(SIGN1, v1.rearrange(SWAP1));
-      v2 = v2.fma(SIGN1, v2.rearrange(SWAP1));
-      v3 = v3.fma(SIGN1, v3.rearrange(SWAP1));
-      v0 = v0.fma(SIGN2, v0.rearrange(SWAP2));
-      v1 = v1.fma(SIGN2, v1.rearrange(SWAP2));
-      v2 = v2.fma(SIGN2, v2.rearrange(SWAP2));
-      v3 = v3.fma(SIGN2, v3.rearrange(SWAP2));
-      v0 = v0.fma(SIGN4, v0.rearrange(SWAP4));
-      v1 = v1.fma(SIGN4, v1.rearrange(SWAP4));
-      v2 = v2.fma(SIGN4, v2.rearrange(SWAP4));
-      v3 = v3.fma(SIGN4, v3.rearrange(SWAP4));
+  /** {@code dst = } the stages h = 1 .. L/2 (L is 8 or 16) of {@code src * f}, one group of {@code n} floats. */
+  private static void inVector(float[] src, int srcOff, float f, int n, float[] dst, int dstOff) {
+    for (int i = 0; i < n; i += L) {
+      FloatVector v = FloatVector.fromArray(Lanes.F, src, srcOff + i).mul(f);
+      v = v.fma(SIGN1, v.rearrange(SWAP1));
+      v = v.fma(SIGN2, v.rearrange(SWAP2));
+      v = v.fma(SIGN4, v.rearrange(SWAP4));
       if (L > 8) {
-        v0 = v0.fma(SIGN8, v0.rearrange(SWAP8));
-        v1 = v1.fma(SIGN8, v1.rearrange(SWAP8));
-        v2 = v2.fma(SIGN8, v2.rearrange(SWAP8));
-        v3 = v3.fma(SIGN8, v3.rearrange(SWAP8));
+        v = v.fma(SIGN8, v.rearrange(SWAP8));
       }
+      v.intoArray(dst, dstOff + i);
+    }
+  }
+
+  /**
+   * The stages h = L .. n/2 of one group of {@code n} floats at {@code a[off]} ({@link #inVector} done), the last
+   * with the scaling, in place; returns the group's largest absolute-value bits. Four vectors (G = 64 with AVX-512:
+   * taco's default) in registers.
+   */
+  private static int wider(float[] a, int off, int n) {
+    float s = Hadamard.scale(n);
+    if (n == 4 * L) {
+      FloatVector v0 = FloatVector.fromArray(Lanes.F, a, off);
+      FloatVector v1 = FloatVector.fromArray(Lanes.F, a, off + L);
+      FloatVector v2 = FloatVector.fromArray(Lanes.F, a, off + 2 * L);
+      FloatVector v3 = FloatVector.fromArray(Lanes.F, a, off + 3 * L);
       FloatVector a0 = v0.add(v1); // h = L
       FloatVector a1 = v0.sub(v1);
       FloatVector a2 = v2.add(v3);
@@ -171,22 +102,43 @@ final class HadamardLanes {
       v2 = a0.sub(a2).mul(s);
       v1 = a1.add(a3).mul(s);
       v3 = a1.sub(a3).mul(s);
-      int o = dstOff + 4 * L * g;
-      v0.intoArray(dst, o);
-      v1.intoArray(dst, o + L);
-      v2.intoArray(dst, o + 2 * L);
-      v3.intoArray(dst, o + 3 * L);
-      maxBits[g] = v0.reinterpretAsInts().and(Lanes.ABS).max(v1.reinterpretAsInts().and(Lanes.ABS))
+      v0.intoArray(a, off);
+      v1.intoArray(a, off + L);
+      v2.intoArray(a, off + 2 * L);
+      v3.intoArray(a, off + 3 * L);
+      return v0.reinterpretAsInts().and(Lanes.ABS).max(v1.reinterpretAsInts().and(Lanes.ABS))
           .max(v2.reinterpretAsInts().and(Lanes.ABS)).max(v3.reinterpretAsInts().and(Lanes.ABS))
           .reduceLanes(VectorOperators.MAX);
     }
+    for (int h = L; 2 * h < n; h <<= 1) {
+      for (int i = off; i < off + n; i += 2 * h) {
+        for (int j = i; j < i + h; j += L) {
+          FloatVector u = FloatVector.fromArray(Lanes.F, a, j);
+          FloatVector v = FloatVector.fromArray(Lanes.F, a, j + h);
+          u.add(v).intoArray(a, j);
+          u.sub(v).intoArray(a, j + h);
+        }
+      }
+    }
+    int h = n / 2;
+    IntVector m = IntVector.zero(Lanes.I);
+    for (int j = off; j < off + h; j += L) { // the last stage and the scaling
+      FloatVector u = FloatVector.fromArray(Lanes.F, a, j);
+      FloatVector v = FloatVector.fromArray(Lanes.F, a, j + h);
+      FloatVector sum = u.add(v).mul(s);
+      FloatVector diff = u.sub(v).mul(s);
+      sum.intoArray(a, j);
+      diff.intoArray(a, j + h);
+      m = m.max(sum.reinterpretAsInts().and(Lanes.ABS)).max(diff.reinterpretAsInts().and(Lanes.ABS));
+    }
+    return m.reduceLanes(VectorOperators.MAX);
   }
 
   /**
    * Transforms the {@code count} groups of {@code n} floats from {@code a[off]} in place, each exactly as
    * {@link Hadamard#fwht}; each transformed group's largest absolute-value bits into {@code maxBits[g]}.
    *
-   * @param n a power of two; below {@code 2 L} the reference runs
+   * @param n a power of two
    */
   static void fwht(float[] a, int off, int n, int count, int[] maxBits) {
     transform(a, off, null, n, count, a, off, maxBits);

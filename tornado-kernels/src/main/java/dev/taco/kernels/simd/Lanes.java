@@ -39,6 +39,12 @@ public final class Lanes {
   /** Byte lanes of the widest shape, for scans over code bytes. */
   static final VectorSpecies<Byte> SCAN = ByteVector.SPECIES_PREFERRED;
 
+  /**
+   * Added to the saturation count an encoder on lanes returns when its input held NaN or +-Inf: the SIMD encoders
+   * find them while they read the input, so that the codec need not scan it first ({@code AbstractCodec}).
+   */
+  public static final long NON_FINITE = 1L << 62;
+
   /** Float32 bits of +Inf; an absolute value's bits at or above it are Inf or NaN. */
   static final int INF = 0x7F800000;
   /** The bits of a float's magnitude. */

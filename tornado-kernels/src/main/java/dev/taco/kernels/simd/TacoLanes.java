@@ -26,7 +26,8 @@ public final class TacoLanes {
   /**
    * Writes the whole body as {@link TacoKernels#rowScales} then {@link TacoKernels#encodeGroups} would.
    *
-   * @return the saturation count (the sum of {@code encodeGroups}' {@code sat})
+   * @return the saturation count (the sum of {@code encodeGroups}' {@code sat}), plus {@link Lanes#NON_FINITE} if
+   *     the input held NaN/Inf
    */
   public static long encode(float[] x, int xOff, int rows, int cols, int groupSize, int format, float alpha,
       boolean hadamard, boolean dualScale, byte[] out, int scaleOff, int fineOff, int codeOff) {
@@ -39,6 +40,7 @@ public final class TacoLanes {
     boolean[] reference = new boolean[ng];
     int infCode = Fp8Lanes.infinityCode(format);
     long sat = 0;
+    boolean nonFinite = false;
     for (int r = 0; r < rows; r++) {
       int base = xOff + r * cols;
       float[] src = x;
@@ -51,6 +53,7 @@ public final class TacoLanes {
       }
       int all = Lanes.groupMaxBits(src, srcOff, ng, groupSize, bits);
       boolean special = all >= Lanes.INF;
+      nonFinite |= special;
       float a = special ? Lanes.absMaxFinite(x, base, cols) : Float.intBitsToFloat(all);
       float c = a > 0f || special ? TacoKernels.coarseScale(a, groupSize, format, hadamard) : 0f;
       Bytes.putFloat(out, scaleOff + 4 * r, special ? -c : c);
@@ -91,7 +94,7 @@ public final class TacoLanes {
         }
       }
     }
-    return sat;
+    return nonFinite ? sat | Lanes.NON_FINITE : sat;
   }
 
   /**
