@@ -63,8 +63,11 @@ public final class GroupLanes {
     return s;
   }
 
-  /** One call's scratch: a piece of a row as floats (and its transform) and as code bytes, per-group scalars. */
-  private static final class Scratch {
+  /**
+   * One call's work arrays ({@link Scratch}): a piece of a row as floats (and its transform) and as code bytes,
+   * per-group scalars, a row's zero-padded tail.
+   */
+  private static final class Work {
     final float[] f;
     final float[] t;
     final byte[] codes;
@@ -73,18 +76,21 @@ public final class GroupLanes {
     final float[] one = {1f};
     final boolean[] special;
     /** A row's last {@code cols % L} values (zero-padded), its codes, its group's scale. */
-    final float[] tail = new float[L];
-    final byte[] tailCodes = new byte[L];
+    final float[] tail;
+    final byte[] tailCodes;
     final float[] tailScale = new float[1];
 
-    Scratch(int cols, int groupSize, int ng, boolean hadamard) {
+    Work(int cols, int groupSize, int ng, boolean hadamard) {
+      Scratch s = Scratch.get();
       int n = hadamard ? ng * groupSize : Math.min(Lanes.whole(cols), CHUNK);
-      f = new float[n];
-      t = new float[hadamard ? n : 0];
-      codes = new byte[n];
-      a = new float[ng];
-      bits = new int[ng];
+      f = s.floats(Scratch.Slot.ROW, n);
+      t = hadamard ? s.floats(Scratch.Slot.ROW2, n) : null;
+      codes = s.bytes(Scratch.Slot.CODES, n);
+      a = s.floats(Scratch.Slot.FACTORS, ng);
+      bits = s.ints(Scratch.Slot.BITS, ng);
       special = new boolean[hadamard ? ng : 0];
+      tail = s.floats(Scratch.Slot.TAIL, L);
+      tailCodes = s.bytes(Scratch.Slot.TAIL_CODES, L);
     }
   }
 
@@ -113,7 +119,7 @@ public final class GroupLanes {
     }
     int stride = GroupKernels.codeStride(cols, groupSize, kind, hadamard);
     float qm = GroupKernels.qmax(kind);
-    Scratch s = new Scratch(cols, groupSize, ng, hadamard);
+    Work s = new Work(cols, groupSize, ng, hadamard);
     int all = 0; // the largest absolute-value bits met, NaN and Inf included
     for (int r = 0; r < rows; r++) {
       int src = xOff + r * cols;
@@ -124,7 +130,7 @@ public final class GroupLanes {
         all = Math.max(all, groupAbsMax(x, src, whole, groupSize, s.a));
         int tail = cols - whole;
         if (tail > 0) {
-          Arrays.fill(s.tail, 0f);
+          Arrays.fill(s.tail, 0, L, 0f);
           System.arraycopy(x, src + whole, s.tail, 0, tail);
           all = Math.max(all, Lanes.absMaxBits(s.tail, 0, L));
           s.a[ng - 1] = Math.max(whole % groupSize == 0 ? 0f : s.a[ng - 1], Lanes.absMaxFinite(s.tail, 0, L));
@@ -186,7 +192,7 @@ public final class GroupLanes {
    * code index i from byte {@code out[codeAt]} (int4: two a byte), a piece at a time.
    */
   private static void codes(float[] v, int vOff, int c0, int c1, int groupSize, float[] a, float qm, int kind,
-      Scratch s, byte[] out, int codeAt) {
+      Work s, byte[] out, int codeAt) {
     for (int p0 = c0; p0 < c1; p0 += CHUNK) {
       int p1 = Math.min(c1, p0 + CHUNK);
       if (kind == GroupKernels.E4M3) {
@@ -259,7 +265,7 @@ public final class GroupLanes {
     }
     int stride = GroupKernels.codeStride(cols, groupSize, kind, hadamard);
     float qm = GroupKernels.qmax(kind);
-    Scratch s = new Scratch(cols, groupSize, ng, hadamard);
+    Work s = new Work(cols, groupSize, ng, hadamard);
     for (int r = 0; r < rows; r++) {
       for (int g = 0; g < ng; g++) {
         s.a[g] = Bytes.getFloat(in, scaleOff + 4 * (r * ng + g));
@@ -271,7 +277,7 @@ public final class GroupLanes {
         values(in, codes, 0, whole, groupSize, s.a, qm, kind, nonFinite, s, out, dst, accumulate);
         int tail = cols - whole;
         if (tail > 0) {
-          Arrays.fill(s.tailCodes, (byte) 0);
+          Arrays.fill(s.tailCodes, 0, L, (byte) 0);
           System.arraycopy(in, codes + codeBytes(whole, kind), s.tailCodes, 0, codeBytes(tail, kind));
           s.tailScale[0] = s.a[ng - 1];
           values(s.tailCodes, 0, 0, L, L, s.tailScale, qm, kind, nonFinite, s, s.tail, 0, false);
@@ -302,7 +308,7 @@ public final class GroupLanes {
    * int4 codes are first widened to one byte each, E4M3 codes decoded to floats, in the scratch.
    */
   private static void values(byte[] in, int codes, int c0, int c1, int groupSize, float[] a, float qm, int kind,
-      boolean nonFinite, Scratch s, float[] out, int dst, boolean accumulate) {
+      boolean nonFinite, Work s, float[] out, int dst, boolean accumulate) {
     for (int p0 = c0; p0 < c1; p0 += CHUNK) {
       int p1 = Math.min(c1, p0 + CHUNK);
       if (kind == GroupKernels.INT8) {

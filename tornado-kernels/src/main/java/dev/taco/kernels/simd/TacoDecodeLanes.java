@@ -39,10 +39,11 @@ public final class TacoDecodeLanes {
     }
   }
 
-  /** One row of scratch: values, per-group decode multipliers, per-group absmax bits (unused). */
+  /** One row of scratch ({@link Scratch}): values, per-group decode multipliers, per-group absmax bits (unused). */
   private record Row(float[] w, float[] ds, int[] bits) {
     Row(int ng, int groupSize) {
-      this(new float[ng * groupSize], new float[ng], new int[ng]);
+      this(Scratch.get().floats(Scratch.Slot.ROW, ng * groupSize), Scratch.get().floats(Scratch.Slot.FACTORS, ng),
+          Scratch.get().ints(Scratch.Slot.BITS, ng));
     }
   }
 
@@ -64,7 +65,7 @@ public final class TacoDecodeLanes {
       return;
     }
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
-    if (!multipliers(in, fineAt, ng, c, ds)) { // a subnormal multiplier: the reference, the whole row
+    if (!TacoScales.decodeScales(in, fineAt, ng, c, ds)) { // a subnormal multiplier: the reference, the whole row
       TacoKernels.decodeGroups(in, scaleAt, Math.max(fineAt, 0), codes, 1, cols, groupSize, format, transform,
           fineAt >= 0, new float[ng * groupSize], out, dst, accumulate);
       return;
@@ -78,16 +79,6 @@ public final class TacoDecodeLanes {
     }
     values(w, ng, groupSize, ds);
     Lanes.put(w, cols, out, dst, accumulate);
-  }
-
-  /** The groups' decode multipliers {@code c 2^-f} into {@code ds}; true if all are normal floats. */
-  private static boolean multipliers(byte[] in, int fineAt, int ng, float c, float[] ds) {
-    boolean normal = true;
-    for (int g = 0; g < ng; g++) {
-      ds[g] = TacoKernels.decodeScale(c, fineAt >= 0 ? in[fineAt + g] & 0xFF : 0);
-      normal &= ds[g] >= Float.MIN_NORMAL;
-    }
-    return normal;
   }
 
   /**
@@ -138,14 +129,14 @@ public final class TacoDecodeLanes {
       int outOff) {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
     int width = ng * groupSize;
-    float[] acc = new float[width];
+    float[] acc = Scratch.get().floats(Scratch.Slot.ROW2, width);
     Row row = new Row(ng, groupSize);
     for (int r = 0; r < rows; r++) {
       boolean plain = false;
       for (int q = 0; q < payloads.length; q++) {
         plain |= hadamard && nonFinite[q] && Float.floatToRawIntBits(Bytes.getFloat(payloads[q], scaleOff + 4 * r)) < 0;
       }
-      Arrays.fill(acc, 0f);
+      Arrays.fill(acc, 0, width, 0f);
       int fineAt = dualScale ? fineOff + r * ng : -1;
       int codes = codeOff + r * width;
       for (int q = 0; q < payloads.length; q++) {
@@ -159,7 +150,7 @@ public final class TacoDecodeLanes {
         if (c == 0f) {
           continue; // adds nothing
         }
-        if (!multipliers(p, fineAt, ng, c, row.ds())) { // the two-step scaling of decodeValue: the reference
+        if (!TacoScales.decodeScales(p, fineAt, ng, c, row.ds())) { // the two-step scaling of decodeValue: the reference
           TacoKernels.dequantAccumulate(p, scaleOff + 4 * r, Math.max(fineAt, 0), codes, 1, width, groupSize, format,
               dualScale, acc, 0);
           continue;

@@ -9,10 +9,9 @@ import java.util.Arrays;
  * Layout, numerics and arguments are those of {@link TacoKernels} (DESIGN §3, after arXiv 2604.24088). A row at a
  * time, in passes (a zero-padded copy of the row first when its last group is short): every group's absmax
  * ({@link Lanes#groupMaxBits}; the row's coarse scale from their max); per group the pre-scale exponent k
- * ({@link TacoKernels#preScaleExponent}); each value times {@code 2^k}, with Hadamard fused with the WHT
+ * ({@link TacoScales#preScale}); each value times {@code 2^k}, with Hadamard fused with the WHT
  * ({@link HadamardLanes}), whose last stage gives the transformed absmax; per group the fine exponent and the encode
- * multiplier ({@link TacoKernels#fineExponent}, {@link TacoKernels#encodeScale}); the FP8 codes
- * ({@link Fp8Lanes#encode}).
+ * multiplier ({@link TacoScales#encodeScales}); the FP8 codes ({@link Fp8Lanes#encode}).
  *
  * <p>{@code x * 2^k} is one correctly rounded multiply, as {@link Math#scalb} rounds it, while {@code 2^k} is a
  * float32 ({@code k} in -149..127); the pre-scaled absmax is {@code a * 2^k} (rounding is monotonic). Every value of a
@@ -33,11 +32,15 @@ public final class TacoLanes {
       boolean hadamard, boolean dualScale, byte[] out, int scaleOff, int fineOff, int codeOff) {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
     boolean padded = ng * groupSize != cols; // the last group is short: work on a zero-padded copy of each row
-    float[] w = new float[ng * groupSize];
-    int[] bits = new int[ng];
-    int[] k = new int[ng];
-    float[] scale = new float[ng];
-    boolean[] reference = new boolean[ng];
+    Scratch scratch = Scratch.get();
+    float[] w = scratch.floats(Scratch.Slot.ROW, ng * groupSize);
+    int lanes = Lanes.whole(ng); // per-group arrays hold whole vectors
+    int[] bits = scratch.ints(Scratch.Slot.BITS, lanes);
+    int[] k = scratch.ints(Scratch.Slot.EXPONENTS, lanes);
+    float[] p = scratch.floats(Scratch.Slot.FACTORS, lanes);
+    float[] es = scratch.floats(Scratch.Slot.MULTIPLIERS, lanes);
+    int[] f = scratch.ints(Scratch.Slot.FINE, lanes);
+    boolean[] reference = new boolean[lanes];
     int infCode = Fp8Lanes.infinityCode(format);
     long sat = 0;
     boolean nonFinite = false;
@@ -47,7 +50,7 @@ public final class TacoLanes {
       int srcOff = base;
       if (padded) {
         System.arraycopy(x, base, w, 0, cols);
-        Arrays.fill(w, cols, w.length, 0f);
+        Arrays.fill(w, cols, ng * groupSize, 0f);
         src = w;
         srcOff = 0;
       }
@@ -57,30 +60,27 @@ public final class TacoLanes {
       float a = special ? Lanes.absMaxFinite(x, base, cols) : Float.intBitsToFloat(all);
       float c = a > 0f || special ? TacoKernels.coarseScale(a, groupSize, format, hadamard) : 0f;
       Bytes.putFloat(out, scaleOff + 4 * r, special ? -c : c);
-      for (int g = 0; g < ng; g++) {
-        float ga = Float.intBitsToFloat(bits[g]);
-        k[g] = ga > 0f && !special ? preScaleExponent(ga, alpha) : 0;
-        reference[g] = special || k[g] < -149 || k[g] > 127;
-        scale[g] = reference[g] ? 0f : k[g] >= -126 ? Float.intBitsToFloat(k[g] + 127 << 23) : Math.scalb(1f, k[g]);
+      if (special) { // every group by the reference: it sends the row untransformed
+        Arrays.fill(reference, true);
+        Arrays.fill(p, 0f);
+      } else {
+        TacoScales.preScale(bits, ng, alpha, k, p, reference);
       }
       if (hadamard) {
-        HadamardLanes.transform(src, srcOff, scale, groupSize, ng, w, 0, bits);
+        HadamardLanes.transform(src, srcOff, p, groupSize, ng, w, 0, bits);
       } else {
-        Lanes.scale(src, srcOff, ng, groupSize, scale, w);
+        Lanes.scale(src, srcOff, ng, groupSize, p, w);
       }
-      float inv = c > 0f ? TacoKernels.inverseMantissa(c) : 0f;
-      for (int g = 0; g < ng; g++) {
-        int f = 0;
-        if (!reference[g] && bits[g] != 0) { // an all-zero group keeps f = 0; its codes are zeroed below
-          float m = hadamard ? Float.intBitsToFloat(bits[g]) : Float.intBitsToFloat(bits[g]) * scale[g];
-          f = dualScale ? TacoKernels.fineExponent(m, c, inv, k[g], format) : 0;
-          scale[g] = TacoKernels.encodeScale(m, c, inv, f, k[g], format);
-        }
-        if (dualScale) {
-          out[fineOff + r * ng + g] = (byte) f;
-        }
+      if (c > 0f && !special) {
+        TacoScales.encodeScales(bits, hadamard ? null : p, k, reference, ng, c, format, dualScale, f, es);
+      } else {
+        Arrays.fill(f, 0);
+        Arrays.fill(es, 0f);
       }
-      sat += Fp8Lanes.encode(w, 0, ng, groupSize, scale, format, infCode, out, codeOff + r * ng * groupSize);
+      for (int g = 0; dualScale && g < ng; g++) {
+        out[fineOff + r * ng + g] = (byte) f[g];
+      }
+      sat += Fp8Lanes.encode(w, 0, ng, groupSize, es, format, infCode, out, codeOff + r * ng * groupSize);
       for (int g = 0; g < ng; g++) {
         int t = r * ng + g;
         if (bits[g] == 0 && !reference[g]) { // +-0 values: code 0, whatever their sign (the reference's a == 0 case)
@@ -95,13 +95,5 @@ public final class TacoLanes {
       }
     }
     return nonFinite ? sat | Lanes.NON_FINITE : sat;
-  }
-
-  /**
-   * {@link TacoKernels#preScaleExponent}, with alpha = 1 (the default) short-cut: {@code round(-1 * l) = -l}, inside
-   * the clamp {@code [-100 - l, 100 - l]}.
-   */
-  private static int preScaleExponent(float a, float alpha) {
-    return alpha == 1f ? -TacoKernels.ilogb(a) : TacoKernels.preScaleExponent(a, alpha);
   }
 }
