@@ -2,6 +2,7 @@ package dev.taco.codec;
 
 import dev.taco.kernels.Bytes;
 import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.simd.RowSplit;
 import dev.taco.kernels.simd.Simd;
 import dev.taco.kernels.simd.TacoDecodeLanes;
 import dev.taco.kernels.simd.TacoLanes;
@@ -210,8 +211,11 @@ public final class TacoCodec extends AbstractCodec {
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int fineOff = bodyOff + 4 * h.rows();
     if (Simd.enabled()) {
-      return TacoLanes.encode(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), alpha, had(h), dual(h), out,
-          bodyOff, fineOff, fineOff + fineBytes(h));
+      int ng = TacoKernels.groupsPerRow(h.cols(), h.groupSize());
+      int codeOff = fineOff + fineBytes(h);
+      return RowSplit.run(h.rows(), h.cols(), (r0, r1) -> TacoLanes.encode(x, off + r0 * h.cols(), r1 - r0, h.cols(),
+          h.groupSize(), h.format(), alpha, had(h), dual(h), out, bodyOff + 4 * r0, fineOff + (dual(h) ? r0 * ng : 0),
+          codeOff + r0 * ng * h.groupSize()));
     }
     int ng = (int) groups(h);
     int[] sat = new int[ng];
@@ -243,8 +247,14 @@ public final class TacoCodec extends AbstractCodec {
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int fineOff = bodyOff + 4 * h.rows();
     if (Simd.enabled()) {
-      TacoDecodeLanes.decode(in, bodyOff, fineOff, fineOff + fineBytes(h), h.rows(), h.cols(), h.groupSize(),
-          h.format(), had(h), dual(h), h.nonFinite(), out, outOff, accumulate);
+      int ng = TacoKernels.groupsPerRow(h.cols(), h.groupSize());
+      int codeOff = fineOff + fineBytes(h);
+      RowSplit.run(h.rows(), h.cols(), (r0, r1) -> {
+        TacoDecodeLanes.decode(in, bodyOff + 4 * r0, fineOff + (dual(h) ? r0 * ng : 0),
+            codeOff + r0 * ng * h.groupSize(), r1 - r0, h.cols(), h.groupSize(), h.format(), had(h), dual(h),
+            h.nonFinite(), out, outOff + r0 * h.cols(), accumulate);
+        return 0;
+      });
       return;
     }
     int ng = (int) groups(h);

@@ -3,6 +3,7 @@ package dev.taco.codec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.taco.kernels.Bytes;
+import dev.taco.kernels.simd.RowSplit;
 import dev.taco.kernels.simd.Simd;
 import dev.taco.kernels.simd.SimdSeeds;
 import java.util.ArrayList;
@@ -250,6 +251,29 @@ class SimdIdentityTest {
       rejected += simd instanceof String ? 1 : 0;
     }
     assertThat(rejected).as("some corruptions must be caught by the body checks").isPositive();
+  }
+
+  @ParameterizedTest
+  @MethodSource("specs")
+  void rowBlocksOnSeveralThreadsGiveTheSameBytesAndFloats(String spec) {
+    SplittableRandom rnd = new SplittableRandom(seed ^ 17 * spec.hashCode());
+    AbstractCodec c = Codecs.byName(spec + (spec.contains(":") ? "," : ":") + "nonfinite=propagate");
+    int rows = rnd.nextInt(2, 40);
+    int cols = rnd.nextInt(1, 700);
+    float[] x = input(rnd.nextBoolean() ? "heavy" : "nonfinite", rnd.nextLong(), rows, cols);
+    Outcome one = encode(c, x, 0, rows, cols);
+    Outcome split = RowSplit.withThreads(3, 1, () -> encode(c, x, 0, rows, cols));
+    String what = String.format("seed %d: %s %dx%d", seed, c, rows, cols);
+    assertThat(split.payload()).as(what).isEqualTo(one.payload());
+    assertThat(split.saturated()).as(what).isEqualTo(one.saturated());
+    float[] base = Inputs.gaussian(rnd.nextLong(), rows * cols);
+    assertThat(RowSplit.withThreads(3, 1, () -> decode(c, one.payload(), rows * cols, base))).as(what)
+        .isEqualTo(decode(c, one.payload(), rows * cols, base));
+    float[] bad = x.clone();
+    bad[bad.length - 1] = Float.NaN; // the last block meets it: the refusal names it all the same
+    AbstractCodec refuse = Codecs.byName(spec);
+    assertThat(RowSplit.withThreads(3, 1, () -> encode(refuse, bad, 0, rows, cols)).error()).as(what)
+        .isEqualTo(encode(refuse, bad, 0, rows, cols).error()).contains("non-finite input");
   }
 
   @Test

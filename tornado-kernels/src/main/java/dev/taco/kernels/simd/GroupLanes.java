@@ -298,7 +298,7 @@ public final class GroupLanes {
           System.arraycopy(s.f, g * groupSize, s.t, g * groupSize, groupSize);
         }
       }
-      Lanes.put(s.t, cols, out, dst, accumulate);
+      Lanes.put(s.t, 0, cols, out, dst, accumulate);
     }
   }
 

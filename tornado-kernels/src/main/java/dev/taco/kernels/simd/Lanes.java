@@ -158,12 +158,15 @@ public final class Lanes {
     }
   }
 
-  /** {@code out[outOff + i] = w[i]}, or {@code out[outOff + i] + w[i]} when accumulating, for {@code i < n}. */
-  static void put(float[] w, int n, float[] out, int outOff, boolean accumulate) {
+  /**
+   * {@code out[outOff + i] = w[wOff + i]}, or {@code out[outOff + i] + w[wOff + i]} when accumulating, for
+   * {@code i < n}.
+   */
+  static void put(float[] w, int wOff, int n, float[] out, int outOff, boolean accumulate) {
     if (accumulate) {
-      add(out, outOff, w, 0, out, outOff, n);
+      add(out, outOff, w, wOff, out, outOff, n);
     } else {
-      System.arraycopy(w, 0, out, outOff, n);
+      System.arraycopy(w, wOff, out, outOff, n);
     }
   }
 }

@@ -1,6 +1,8 @@
 package dev.taco.kernels.simd;
 
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Which implementation the CPU codecs run: the SIMD kernels of this package, or the scalar reference kernels of
@@ -18,6 +20,11 @@ public final class Simd {
       && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent() && Lanes.supported();
 
   private static final ScopedValue<Boolean> REFERENCE = ScopedValue.newInstance();
+
+  static {
+    Logger log = LoggerFactory.getLogger(Simd.class);
+    log.debug("CPU codec kernels: {}", AVAILABLE ? "SIMD, " + Lanes.L + " float lanes" : "scalar reference");
+  }
 
   /** True when the calling code should run the SIMD kernels (see the class doc). */
   public static boolean enabled() {

@@ -25,7 +25,7 @@ public final class TacoDecodeLanes {
   private static final int L = Lanes.L;
 
   /**
-   * Decodes a validated body as {@link TacoKernels#decodeGroups} does (arguments as there, no scratch).
+   * Decodes a validated body as {@link TacoKernels#decodeGroups} does (arguments as there but its {@code work}).
    *
    * @param nonFinite the header's non-finite flag: the body may hold NaN/Inf codes
    */
@@ -77,24 +77,36 @@ public final class TacoDecodeLanes {
     if (transform) {
       HadamardLanes.fwht(w, 0, groupSize, ng, row.bits());
     }
-    values(w, ng, groupSize, ds);
-    Lanes.put(w, cols, out, dst, accumulate);
+    int whole = cols / groupSize; // whole groups straight to out, a short last one through w
+    values(w, 0, whole, groupSize, ds, out, dst, accumulate);
+    if (whole < ng) {
+      values(w, whole, ng, groupSize, ds, w, 0, false);
+      Lanes.put(w, whole * groupSize, cols - whole * groupSize, out, dst + whole * groupSize, accumulate);
+    }
   }
 
   /**
-   * {@code w[g*G + i] = d * ds[g]} ({@link TacoKernels#decodeValue} for a normal {@code ds}) with decodeGroups' clamp:
-   * a value that became +-Inf from a finite {@code d} is +-{@link Float#MAX_VALUE}.
+   * {@code out[dst + g*G + i] (+)= v}, {@code v = d * ds[g]} ({@link TacoKernels#decodeValue} for a normal
+   * {@code ds}) with decodeGroups' clamp (a value that became +-Inf from a finite {@code d} is
+   * +-{@link Float#MAX_VALUE}), {@code d = w[g*G + i]}, for groups {@code g} in {@code [g0, g1)}; {@code out} may be
+   * {@code w} at 0.
    */
-  private static void values(float[] w, int ng, int groupSize, float[] ds) {
+  private static void values(float[] w, int g0, int g1, int groupSize, float[] ds, float[] out, int dst,
+      boolean accumulate) {
     int max = Float.floatToRawIntBits(Float.MAX_VALUE);
-    for (int g = 0; g < ng; g++) {
+    for (int g = g0; g < g1; g++) {
       float s = ds[g];
       for (int i = g * groupSize; i < (g + 1) * groupSize; i += L) {
         FloatVector d = FloatVector.fromArray(Lanes.F, w, i);
         IntVector v = d.mul(s).reinterpretAsInts();
         VectorMask<Integer> over = v.and(Lanes.ABS).compare(EQ, Lanes.INF)
             .and(d.reinterpretAsInts().and(Lanes.ABS).compare(NE, Lanes.INF));
-        v.blend(v.and(0x80000000).or(max), over).reinterpretAsFloats().intoArray(w, i);
+        FloatVector x = v.blend(v.and(0x80000000).or(max), over).reinterpretAsFloats();
+        if (accumulate) {
+          FloatVector.fromArray(Lanes.F, out, dst + i).add(x).intoArray(out, dst + i);
+        } else {
+          x.intoArray(out, dst + i);
+        }
       }
     }
   }
@@ -150,7 +162,7 @@ public final class TacoDecodeLanes {
         if (c == 0f) {
           continue; // adds nothing
         }
-        if (!TacoScales.decodeScales(p, fineAt, ng, c, row.ds())) { // the two-step scaling of decodeValue: the reference
+        if (!TacoScales.decodeScales(p, fineAt, ng, c, row.ds())) { // decodeValue's two-step scaling: the reference
           TacoKernels.dequantAccumulate(p, scaleOff + 4 * r, Math.max(fineAt, 0), codes, 1, width, groupSize, format,
               dualScale, acc, 0);
           continue;

@@ -23,7 +23,8 @@ public final class TacoLanes {
   private TacoLanes() {}
 
   /**
-   * Writes the whole body as {@link TacoKernels#rowScales} then {@link TacoKernels#encodeGroups} would.
+   * Writes the whole body as {@link TacoKernels#rowScales} then {@link TacoKernels#encodeGroups} would (arguments as
+   * there but their {@code work} and {@code sat}); NaN/Inf in the input are written as policy propagate writes them.
    *
    * @return the saturation count (the sum of {@code encodeGroups}' {@code sat}), plus {@link Lanes#NON_FINITE} if
    *     the input held NaN/Inf

@@ -9,6 +9,9 @@
  * cases (groups far outside float32's comfortable range, rows holding NaN/Inf) are handed to the reference kernels
  * group by group.
  *
- * <p>{@link dev.taco.kernels.simd.Simd} says which implementation the codecs of {@code dev.taco.codec} run.
+ * <p>{@link dev.taco.kernels.simd.Simd} says which implementation the codecs of {@code dev.taco.codec} run;
+ * {@link dev.taco.kernels.simd.Lanes} says how the kernels are written (whole-vector passes that never hand a vector
+ * to another method, so that C2 neither boxes vectors nor scalarises small scratch arrays, see
+ * {@code Scratch}); {@link dev.taco.kernels.simd.RowSplit} can spread one large call over several cores.
  */
 package dev.taco.kernels.simd;
