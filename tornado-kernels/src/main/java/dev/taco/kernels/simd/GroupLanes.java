@@ -147,18 +147,24 @@ public final class GroupLanes {
         continue;
       }
       int width = ng * groupSize; // zero-padded groups, each transformed unless it holds NaN/Inf
-      System.arraycopy(x, src, s.f, 0, cols);
-      Arrays.fill(s.f, cols, width, 0f);
-      all = Math.max(all, Lanes.groupMaxBits(s.f, 0, ng, groupSize, s.bits));
+      float[] row = x; // the row itself, or its zero-padded copy when its last group is short
+      int at = src;
+      if (width != cols) {
+        System.arraycopy(x, src, s.f, 0, cols);
+        Arrays.fill(s.f, cols, width, 0f);
+        row = s.f;
+        at = 0;
+      }
+      all = Math.max(all, Lanes.groupMaxBits(row, at, ng, groupSize, s.bits));
       for (int g = 0; g < ng; g++) {
         s.special[g] = s.bits[g] >= Lanes.INF;
       }
-      HadamardLanes.transform(s.f, 0, null, groupSize, ng, s.t, 0, s.bits);
+      HadamardLanes.transform(row, at, null, groupSize, ng, s.t, 0, s.bits);
       for (int g = 0; g < ng; g++) {
         s.a[g] = Float.intBitsToFloat(s.bits[g]);
         if (s.special[g]) { // sent untransformed, its scale negated
-          System.arraycopy(s.f, g * groupSize, s.t, g * groupSize, groupSize);
-          s.a[g] = Lanes.absMaxFinite(s.f, g * groupSize, groupSize);
+          System.arraycopy(row, at + g * groupSize, s.t, g * groupSize, groupSize);
+          s.a[g] = Lanes.absMaxFinite(row, at + g * groupSize, groupSize);
         }
         Bytes.putFloat(out, scales + 4 * g, s.special[g] ? -s.a[g] : s.a[g]);
       }
@@ -288,10 +294,16 @@ public final class GroupLanes {
         continue;
       }
       int width = ng * groupSize;
+      boolean untransformed = false;
       for (int g = 0; g < ng; g++) {
+        untransformed |= Float.floatToRawIntBits(s.a[g]) < 0; // a group sent untransformed (it held NaN/Inf)
         s.a[g] = Math.abs(s.a[g]);
       }
       values(in, codes, 0, width, groupSize, s.a, qm, kind, nonFinite, s, s.f, 0, false);
+      if (!accumulate && !untransformed && width == cols) { // the usual row: transformed straight into out
+        HadamardLanes.transform(s.f, 0, null, groupSize, ng, out, dst, s.bits);
+        continue;
+      }
       HadamardLanes.transform(s.f, 0, null, groupSize, ng, s.t, 0, s.bits);
       for (int g = 0; g < ng; g++) {
         if (Float.floatToRawIntBits(Bytes.getFloat(in, scaleOff + 4 * (r * ng + g))) < 0) { // sent untransformed
