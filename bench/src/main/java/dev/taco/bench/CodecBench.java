@@ -29,8 +29,9 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * CPU throughput of every codec (DESIGN §3; issue B part 6): encode and decode of one {@value #ROWS} x
  * {@value #COLS} float32 activation tensor (Gaussian, with 1 % outlier channels scaled by 50), reported as GB/s of
  * <em>input</em> (float32 bytes, 4 MiB per call, 1 GB = 10^9 bytes) and as a ratio to a plain copy of the same
- * bytes ({@link System#arraycopy} of the float array) measured in the same run. Single-threaded: the codec kernels
- * run their {@code @Parallel} loops sequentially on the JVM. Run through {@code bench/run-codec.sh}.
+ * bytes ({@link System#arraycopy} of the float array) measured in the same run. Single-threaded: one codec call runs
+ * in the calling thread (the SIMD kernels of {@link dev.taco.kernels.simd} unless {@code simd=false}). Run through
+ * {@code bench/run-codec.sh}.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -113,13 +114,16 @@ public class CodecBench {
   /**
    * Runs the benchmark (fork 1, warmup and measurement as given) and prints a markdown table: codec, encode GB/s,
    * decode GB/s, each as a ratio to the copy. Arguments: {@code codecs=a,b} (default: {@link Codecs#names()}),
-   * {@code warmup=N} and {@code measure=N} iterations of {@code time=MS} milliseconds (defaults 2, 3, 500).
+   * {@code warmup=N} and {@code measure=N} iterations of {@code time=MS} milliseconds (defaults 2, 3, 500), and
+   * {@code simd=false} to measure the scalar reference kernels instead of the SIMD ones
+   * ({@link dev.taco.kernels.simd.Simd}).
    */
   public static void main(String[] args) throws Exception {
     List<String> codecs = Codecs.names();
     int warm = 2;
     int meas = 3;
     int ms = 500;
+    boolean simd = true;
     for (String arg : args) {
       if (arg.startsWith("codecs=")) {
         codecs = List.of(arg.substring(7).split(";"));
@@ -129,14 +133,17 @@ public class CodecBench {
         meas = Integer.parseInt(arg.substring(8));
       } else if (arg.startsWith("time=")) {
         ms = Integer.parseInt(arg.substring(5));
+      } else if (arg.startsWith("simd=")) {
+        simd = Boolean.parseBoolean(arg.substring(5));
       } else {
-        throw new IllegalArgumentException("unknown argument " + arg + " (codecs=a;b warmup=N measure=N time=MS)");
+        throw new IllegalArgumentException("unknown argument " + arg
+            + " (codecs=a;b warmup=N measure=N time=MS simd=true|false)");
       }
     }
     Collection<RunResult> results = new Runner(new OptionsBuilder()
         .include(CodecBench.class.getName() + "\\.")
         .forks(1)
-        .jvmArgsAppend("--add-modules", "jdk.incubator.vector")
+        .jvmArgsAppend("--add-modules", "jdk.incubator.vector", "-Dtaco.simd=" + simd)
         .warmupIterations(warm).warmupTime(TimeValue.milliseconds(ms))
         .measurementIterations(meas).measurementTime(TimeValue.milliseconds(ms))
         .param("codec", codecs.toArray(String[]::new))
@@ -149,8 +156,8 @@ public class CodecBench {
     }
     double copyGbs = gbs(copy);
     StringBuilder t = new StringBuilder(String.format(Locale.ROOT,
-        "%n%d x %d float32 (%.1f MiB) per call; copy (System.arraycopy) %.2f GB/s (%.1f ± %.1f us)%n%n",
-        ROWS, COLS, BYTES / (1 << 20), copyGbs, copy.getPrimaryResult().getScore(),
+        "%n%d x %d float32 (%.1f MiB) per call, %s kernels; copy (System.arraycopy) %.2f GB/s (%.1f ± %.1f us)%n%n",
+        ROWS, COLS, BYTES / (1 << 20), simd ? "SIMD" : "scalar reference", copyGbs, copy.getPrimaryResult().getScore(),
         copy.getPrimaryResult().getScoreError()));
     t.append("| codec | encode GB/s | decode GB/s | encode / copy | decode / copy | encode us (± 99.9% CI) | "
         + "decode us (± 99.9% CI) |\n|---|---|---|---|---|---|---|\n");

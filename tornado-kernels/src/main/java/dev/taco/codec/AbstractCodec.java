@@ -1,6 +1,9 @@
 package dev.taco.codec;
 
+import dev.taco.kernels.simd.Lanes;
+import dev.taco.kernels.simd.Simd;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -70,8 +73,10 @@ public abstract class AbstractCodec implements Codec {
   protected abstract long bodyLength(PayloadHeader h);
 
   /**
-   * Writes the body at {@code out[bodyOff ..]}; returns the saturation count. The input is finite unless
-   * {@code h.nonFinite()}.
+   * Writes the body at {@code out[bodyOff ..]}; returns the saturation count. With the scalar reference kernels the
+   * input is finite unless {@code h.nonFinite()}. With the SIMD kernels ({@link Simd#enabled}) the input was not
+   * scanned first and {@code h} has no non-finite flag: a body whose input holds NaN/Inf writes it as policy propagate
+   * would and adds {@link Lanes#NON_FINITE} to the count (the caller then refuses or flags the payload).
    */
   protected abstract long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff);
 
@@ -116,25 +121,45 @@ public abstract class AbstractCodec implements Codec {
       throw new IllegalArgumentException(name() + ": output needs " + size + " bytes at " + outOff + ", out.length is "
           + out.length);
     }
-    boolean special = false;
-    for (int i = 0; i < n; i++) {
-      if (!Float.isFinite(x[off + i])) {
-        if (nonFinite == NonFinite.REFUSE) {
-          throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
-              + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
-        }
-        special = true;
-        break;
-      }
-    }
+    boolean simd = Simd.enabled(); // the SIMD bodies find NaN/Inf as they read the input: no scan first
     PayloadHeader h = header(rows, cols);
-    if (special) {
-      h = h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
+    if (!simd) {
+      h = refuseOrFlag(h, x, off, cols, firstNonFinite(x, off, n));
     }
     int bodyOff = outOff + PayloadHeader.SIZE;
     long sat = encodeBody(h, x, off, out, bodyOff);
+    if (simd && (sat & Lanes.NON_FINITE) != 0) {
+      sat &= ~Lanes.NON_FINITE;
+      h = refuseOrFlag(h, x, off, cols, Lanes.firstNonFinite(x, off, n));
+    }
     h.write(out, outOff, PayloadHeader.crc(out, bodyOff, size - PayloadHeader.SIZE));
     return new EncodeResult(size, sat);
+  }
+
+  /**
+   * The header, flagged non-finite when the input's first NaN/Inf is at index {@code i} ({@code i >= 0}).
+   *
+   * @throws IllegalArgumentException naming that index, its row and column, under policy refuse
+   */
+  private PayloadHeader refuseOrFlag(PayloadHeader h, float[] x, int off, int cols, int i) {
+    if (i < 0) {
+      return h;
+    }
+    if (nonFinite == NonFinite.REFUSE) {
+      throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
+          + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
+    }
+    return h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
+  }
+
+  /** The index of the first NaN/Inf of {@code x[off .. off + n)}, counted from {@code off}, or -1. */
+  private static int firstNonFinite(float[] x, int off, int n) {
+    for (int i = 0; i < n; i++) {
+      if (!Float.isFinite(x[off + i])) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   @Override
@@ -191,21 +216,50 @@ public abstract class AbstractCodec implements Codec {
       headers.add(h);
       bodies.add(payloads[q]);
     }
-    float[] y = new float[n];
-    reduceBodies(headers, bodies, y);
-    for (int i = 0; i < n; i++) {
-      out[outOff + i] = own == null ? y[i] : y[i] + own[ownOff + i];
-    }
+    reduceBodies(headers, bodies, n, own, ownOff, out, outOff);
   }
 
+  /** Per thread, the sum buffer of {@link #reduceBodies}' default (grown to the largest tensor reduced). */
+  private static final ThreadLocal<float[]> REDUCE_SCRATCH = new ThreadLocal<>();
+
   /**
-   * The sum of the validated payloads' decoded tensors into {@code sum} (zero on entry), in list order; the default
-   * decodes each one with accumulation. Payload {@code i} is the whole array {@code payloads.get(i)}, its body at
-   * {@link PayloadHeader#SIZE}.
+   * The reduce step of {@link #decodeReduce} once every payload is validated: {@code out[outOff + i] = S_i +
+   * own[ownOff + i]} ({@code S_i} alone when {@code own} is null) for {@code i < n}, where {@code S} is the sum of the
+   * payloads' decoded tensors, in list order, float32 from +0. The default decodes each payload with accumulation into
+   * a per-thread buffer (the reference kernels: a fresh one). Payload {@code i} is the whole array
+   * {@code payloads.get(i)}, its body at {@link PayloadHeader#SIZE}; {@code own} may be {@code out} at the same offset.
    */
-  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, float[] sum) {
+  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, int n, float[] own, int ownOff,
+      float[] out, int outOff) {
+    float[] y = Simd.enabled() ? zeroedScratch(n) : new float[n];
     for (int i = 0; i < headers.size(); i++) {
-      decodeBody(headers.get(i), payloads.get(i), PayloadHeader.SIZE, sum, 0, true);
+      decodeBody(headers.get(i), payloads.get(i), PayloadHeader.SIZE, y, 0, true);
+    }
+    addOwn(y, 0, own, ownOff, out, outOff, n);
+  }
+
+  /** This thread's reduce buffer, at least {@code n} long, its first {@code n} values +0. */
+  private static float[] zeroedScratch(int n) {
+    float[] y = REDUCE_SCRATCH.get();
+    if (y == null || y.length < n) {
+      y = new float[n];
+      REDUCE_SCRATCH.set(y);
+    } else {
+      Arrays.fill(y, 0, n, 0f);
+    }
+    return y;
+  }
+
+  /** {@code out[outOff + i] = sum[sumOff + i] + own[ownOff + i]} ({@code sum[sumOff + i]} when {@code own} is null). */
+  protected static void addOwn(float[] sum, int sumOff, float[] own, int ownOff, float[] out, int outOff, int n) {
+    if (own == null) {
+      System.arraycopy(sum, sumOff, out, outOff, n);
+    } else if (Simd.enabled()) {
+      Lanes.add(sum, sumOff, own, ownOff, out, outOff, n);
+    } else {
+      for (int i = 0; i < n; i++) {
+        out[outOff + i] = sum[sumOff + i] + own[ownOff + i];
+      }
     }
   }
 

@@ -2,6 +2,7 @@ package dev.taco.codec;
 
 import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Bytes;
+import dev.taco.kernels.simd.ElementLanes;
 
 /**
  * {@code none}: bfloat16 on the wire, 2 bytes per element plus the header: what Megatron-LM sends under mixed
@@ -46,5 +47,10 @@ public final class Bf16Codec extends ElementCodec {
   @Override
   float get(byte[] in, int off) {
     return Bf16.decode((short) Bytes.getU16(in, off));
+  }
+
+  @Override
+  ElementLanes lanes() {
+    return ElementLanes.BF16;
   }
 }

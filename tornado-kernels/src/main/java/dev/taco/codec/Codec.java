@@ -37,7 +37,8 @@ public interface Codec {
    *
    * @return the number of bytes written, equal to {@link #encodedSize}
    * @throws IllegalArgumentException for non-positive sizes, a too-small output, or (policy refuse) a NaN/Inf input
-   *     (the message names the index, row and column of the first non-finite value)
+   *     (the message names the index, row and column of the first non-finite value; the payload's bytes in
+   *     {@code out} are then unspecified: an encoder may find the value only as it writes the body)
    */
   int encode(float[] x, int off, int rows, int cols, byte[] out, int outOff);
 

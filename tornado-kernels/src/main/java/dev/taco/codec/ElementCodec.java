@@ -1,5 +1,8 @@
 package dev.taco.codec;
 
+import dev.taco.kernels.simd.ElementLanes;
+import dev.taco.kernels.simd.Simd;
+
 /**
  * A codec that sends each element on its own, with no scales: {@code fp32} (exact) and {@code none} (bf16). Body:
  * {@code rows*cols} codes of {@link #width()} bytes, little-endian, row-major. Header: format 0, flags 0, G 0. A
@@ -20,6 +23,9 @@ abstract class ElementCodec extends AbstractCodec {
   /** The value of the code at {@code in[off]}. */
   abstract float get(byte[] in, int off);
 
+  /** The same body ({@link #put}, {@link #get}) on SIMD lanes. */
+  abstract ElementLanes lanes();
+
   @Override
   protected PayloadHeader header(int rows, int cols) {
     return new PayloadHeader(codecId(), 0, 0, 0, rows, cols);
@@ -37,6 +43,9 @@ abstract class ElementCodec extends AbstractCodec {
 
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
+    if (Simd.enabled()) {
+      return lanes().encode(x, off, h.count(), out, bodyOff);
+    }
     long sat = 0;
     for (int i = 0; i < h.count(); i++) {
       if (put(out, bodyOff + width() * i, x[off + i])) sat++;
@@ -46,6 +55,10 @@ abstract class ElementCodec extends AbstractCodec {
 
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
+    if (Simd.enabled()) {
+      int i = h.nonFinite() ? -1 : lanes().firstNonFinite(in, bodyOff, h.count());
+      return i < 0 ? null : "non-finite value at element " + i;
+    }
     for (int i = 0; !h.nonFinite() && i < h.count(); i++) {
       if (!Float.isFinite(get(in, bodyOff + width() * i))) return "non-finite value at element " + i;
     }
@@ -54,6 +67,10 @@ abstract class ElementCodec extends AbstractCodec {
 
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
+    if (Simd.enabled()) {
+      lanes().decode(in, bodyOff, h.count(), out, outOff, accumulate);
+      return;
+    }
     for (int i = 0; i < h.count(); i++) {
       float v = get(in, bodyOff + width() * i);
       out[outOff + i] = accumulate ? out[outOff + i] + v : v;

@@ -1,6 +1,7 @@
 package dev.taco.codec;
 
 import dev.taco.kernels.Bytes;
+import dev.taco.kernels.simd.ElementLanes;
 
 /**
  * {@code fp32}: exact float32 on the wire, 4 bytes per element plus the header (for exact reference runs); layout and
@@ -42,5 +43,10 @@ public final class Fp32Codec extends ElementCodec {
   @Override
   float get(byte[] in, int off) {
     return Bytes.getFloat(in, off);
+  }
+
+  @Override
+  ElementLanes lanes() {
+    return ElementLanes.FP32;
   }
 }

@@ -2,6 +2,9 @@ package dev.taco.codec;
 
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.simd.GroupLanes;
+import dev.taco.kernels.simd.RowSplit;
+import dev.taco.kernels.simd.Simd;
 
 /**
  * The shared body of the absmax-per-group baselines ({@code int8-group}, {@code int4-group}, {@code fp8-group},
@@ -91,6 +94,16 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     return 4 * scales(v) + GroupKernels.codeBytes(v[0], v[1], v[2], kind, hadamard);
   }
 
+  private static int groupsPerRow(int[] v) {
+    return TacoKernels.groupsPerRow(v[1], v[2]);
+  }
+
+  /** Code bytes before row {@code r} (rows of codeStride codes; int4 rows are even, two codes a byte). */
+  private int rowCodeBytes(int[] v, int r) {
+    long codes = (long) r * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
+    return (int) (kind == GroupKernels.INT4 ? codes / 2 : codes);
+  }
+
   private float[] work(int[] v) {
     return new float[hadamard ? (int) scales(v) * v[2] : 0];
   }
@@ -98,8 +111,12 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int[] v = view(h);
-    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff,
-        bodyOff + (int) (4 * scales(v)));
+    int codeOff = bodyOff + (int) (4 * scales(v));
+    if (Simd.enabled()) { // 0, or Lanes.NON_FINITE
+      return RowSplit.run(v[0], v[1], (r0, r1) -> GroupLanes.encode(x, off + r0 * v[1], r1 - r0, v[1], v[2], kind,
+          hadamard, out, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0)));
+    }
+    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
     return 0; // |x/absmax| <= 1: no finite value can exceed the code range
   }
 
@@ -108,7 +125,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     int[] v = view(h);
     int ns = (int) scales(v);
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    long bad = GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
+    long bad = Simd.enabled()
+        ? GroupLanes.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite())
+        : GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
     if (bad < 0) {
       return null;
     }
@@ -119,8 +138,16 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int[] v = view(h);
-    GroupKernels.decode(in, bodyOff, bodyOff + (int) (4 * scales(v)), v[0], v[1], v[2], kind, hadamard, work(v),
-        out, outOff, accumulate);
+    int codeOff = bodyOff + (int) (4 * scales(v));
+    if (Simd.enabled()) {
+      RowSplit.run(v[0], v[1], (r0, r1) -> {
+        GroupLanes.decode(in, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0), r1 - r0, v[1], v[2],
+            kind, hadamard, h.nonFinite(), out, outOff + r0 * v[1], accumulate);
+        return 0;
+      });
+    } else {
+      GroupKernels.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, work(v), out, outOff, accumulate);
+    }
   }
 
   @Override

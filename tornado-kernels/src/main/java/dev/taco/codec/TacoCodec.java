@@ -2,6 +2,10 @@ package dev.taco.codec;
 
 import dev.taco.kernels.Bytes;
 import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.simd.RowSplit;
+import dev.taco.kernels.simd.Simd;
+import dev.taco.kernels.simd.TacoDecodeLanes;
+import dev.taco.kernels.simd.TacoLanes;
 import java.util.Arrays;
 import java.util.List;
 
@@ -205,8 +209,15 @@ public final class TacoCodec extends AbstractCodec {
 
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
-    int ng = (int) groups(h);
     int fineOff = bodyOff + 4 * h.rows();
+    if (Simd.enabled()) {
+      int ng = TacoKernels.groupsPerRow(h.cols(), h.groupSize());
+      int codeOff = fineOff + fineBytes(h);
+      return RowSplit.run(h.rows(), h.cols(), (r0, r1) -> TacoLanes.encode(x, off + r0 * h.cols(), r1 - r0, h.cols(),
+          h.groupSize(), h.format(), alpha, had(h), dual(h), out, bodyOff + 4 * r0, fineOff + (dual(h) ? r0 * ng : 0),
+          codeOff + r0 * ng * h.groupSize()));
+    }
+    int ng = (int) groups(h);
     int[] sat = new int[ng];
     TacoKernels.rowScales(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), had(h), out, bodyOff);
     TacoKernels.encodeGroups(x, off, h.rows(), h.cols(), h.groupSize(), h.format(), alpha, had(h), dual(h),
@@ -221,8 +232,10 @@ public final class TacoCodec extends AbstractCodec {
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
     int ng = (int) groups(h);
-    long bad = TacoKernels.firstInvalid(in, bodyOff, bodyOff + 4 * h.rows() + fineBytes(h), h.rows(),
-        ng * h.groupSize(), h.format(), h.nonFinite());
+    int codeOff = bodyOff + 4 * h.rows() + fineBytes(h);
+    long bad = Simd.enabled()
+        ? TacoDecodeLanes.firstInvalid(in, bodyOff, codeOff, h.rows(), ng * h.groupSize(), h.format(), h.nonFinite())
+        : TacoKernels.firstInvalid(in, bodyOff, codeOff, h.rows(), ng * h.groupSize(), h.format(), h.nonFinite());
     if (bad < 0) {
       return null;
     }
@@ -232,8 +245,19 @@ public final class TacoCodec extends AbstractCodec {
 
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
-    int ng = (int) groups(h);
     int fineOff = bodyOff + 4 * h.rows();
+    if (Simd.enabled()) {
+      int ng = TacoKernels.groupsPerRow(h.cols(), h.groupSize());
+      int codeOff = fineOff + fineBytes(h);
+      RowSplit.run(h.rows(), h.cols(), (r0, r1) -> {
+        TacoDecodeLanes.decode(in, bodyOff + 4 * r0, fineOff + (dual(h) ? r0 * ng : 0),
+            codeOff + r0 * ng * h.groupSize(), r1 - r0, h.cols(), h.groupSize(), h.format(), had(h), dual(h),
+            h.nonFinite(), out, outOff + r0 * h.cols(), accumulate);
+        return 0;
+      });
+      return;
+    }
+    int ng = (int) groups(h);
     TacoKernels.decodeGroups(in, bodyOff, fineOff, fineOff + fineBytes(h), h.rows(), h.cols(), h.groupSize(),
         h.format(), had(h), dual(h), new float[ng * h.groupSize()], out, outOff, accumulate);
   }
@@ -242,13 +266,36 @@ public final class TacoCodec extends AbstractCodec {
    * Decompress-reduce in the rotated domain (DESIGN §3.5): every payload's codes are dequantised, without the inverse
    * transform, into one accumulator ({@link TacoKernels#dequantAccumulate}), in list order, and the sum is transformed
    * back once ({@link TacoKernels#finishReduce}). A row that some payload sent untransformed (it held NaN/Inf, policy
-   * propagate) is summed the plain way instead: each payload's row decoded in full, then added.
+   * propagate) is summed the plain way instead: each payload's row decoded in full, then added. The SIMD path
+   * ({@link TacoDecodeLanes#reduce}) does the same group by group, with one group of scratch.
    */
   @Override
-  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, float[] sum) {
+  protected void reduceBodies(List<PayloadHeader> headers, List<byte[]> payloads, int n, float[] own, int ownOff,
+      float[] out, int outOff) {
     if (headers.isEmpty()) {
+      super.reduceBodies(headers, payloads, n, own, ownOff, out, outOff);
       return;
     }
+    PayloadHeader h0 = headers.get(0);
+    int scaleOff = PayloadHeader.SIZE;
+    int fineOff = scaleOff + 4 * h0.rows();
+    int codeOff = fineOff + fineBytes(h0);
+    if (Simd.enabled()) {
+      boolean[] nonFinite = new boolean[headers.size()];
+      for (int i = 0; i < nonFinite.length; i++) {
+        nonFinite[i] = headers.get(i).nonFinite();
+      }
+      TacoDecodeLanes.reduce(payloads.toArray(byte[][]::new), nonFinite, scaleOff, fineOff, codeOff, h0.rows(),
+          h0.cols(), h0.groupSize(), h0.format(), had(h0), dual(h0), own, ownOff, out, outOff);
+      return;
+    }
+    float[] sum = new float[n];
+    referenceReduce(headers, payloads, sum);
+    addOwn(sum, 0, own, ownOff, out, outOff, n);
+  }
+
+  /** The reference kernels' reduce: {@code sum} (zero on entry) = the sum of the payloads, as the class doc says. */
+  private static void referenceReduce(List<PayloadHeader> headers, List<byte[]> payloads, float[] sum) {
     PayloadHeader h0 = headers.get(0);
     int rows = h0.rows();
     int cols = h0.cols();

@@ -1,0 +1,137 @@
+package dev.taco.kernels.simd;
+
+import static jdk.incubator.vector.VectorOperators.B2I;
+import static jdk.incubator.vector.VectorOperators.EQ;
+import static jdk.incubator.vector.VectorOperators.GE;
+import static jdk.incubator.vector.VectorOperators.I2B;
+import static jdk.incubator.vector.VectorOperators.LSHL;
+import static jdk.incubator.vector.VectorOperators.LSHR;
+
+import dev.taco.kernels.Fp8;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+
+/**
+ * OCP FP8 (E4M3, E5M2) on int lanes: {@link Fp8}'s encode and decode, bit for bit, over arrays (OCP 8-bit Floating
+ * Point Specification rev. 1.0, with {@link Fp8}'s saturation).
+ *
+ * <p>Encode, per lane, on the float's bits as {@link Fp8#encode} does: in the target's normal range the 23-bit
+ * mantissa is rounded to m bits, ties to even, by an integer add and shift; below it the value scaled by
+ * {@code 2^(bias+m-1)} (exact: a power of two, the result below 2^m) is rounded to an integer by adding 2^23 in
+ * float32 (one round-to-nearest-even add), which is the same integer {@link Fp8}'s shift gives; then saturation, NaN
+ * and the sign are blended in. Decode places the code's exponent and mantissa fields in a float32's and multiplies
+ * by {@code 2^(127-bias)}, exact for normals and subnormals alike. One code path for both formats, their constants
+ * as scalars; whole vectors only (callers pad).
+ */
+final class Fp8Lanes {
+  private Fp8Lanes() {}
+
+  private static final int L = Lanes.L;
+
+  /** The code of an infinity in the taco kernels: E4M3 has none (its NaN, 0x7F), E5M2's is 0x7C (sign apart). */
+  static int infinityCode(int format) {
+    return format == Fp8.E4M3 ? 0x7F : 0x7C;
+  }
+
+  /**
+   * The codes of {@code v * scale[g]} for every value {@code v} of the {@code groups} groups of {@code groupSize}
+   * floats (a multiple of {@link Lanes#L}) from {@code w[wOff]}, at {@code out[outOff ..]}:
+   * {@link Fp8#encode}{@code (v * s, format)} for finite values and NaN ({@code 0x7F | sign}), {@code infCode | sign}
+   * for +-Inf (the format's saturated code, 0x7E or 0x7B, gives {@link Fp8#encode}'s own behaviour). Saturation is the
+   * normal-range rounding of {@code min(|v|, max)}: the max is a code, so it rounds to itself. A group whose products
+   * reach past the max (saturated, NaN or Inf: rare) is then gone over in scalar code to count the saturated ones and
+   * code the NaN and Inf.
+   *
+   * @return how many products are finite and beyond the format's max (they saturated)
+   */
+  static int encode(float[] w, int wOff, int groups, int groupSize, float[] scale, int format, int infCode, byte[] out,
+      int outOff) {
+    boolean e4m3 = format == Fp8.E4M3;
+    int m = e4m3 ? 3 : 2;
+    int bias = e4m3 ? 7 : 15;
+    float max = Fp8.maxValue(format);
+    int maxBits = Float.floatToRawIntBits(max);
+    float down = e4m3 ? 0x1p9f : 0x1p16f; // 2^(bias+m-1): subnormal codes are rint(|v| * down)
+    int shift = 23 - m;
+    int round = (1 << (shift - 1)) - 1;
+    int rebias = (127 - bias) << m;
+    int minNormal = (128 - bias) << 23;
+    int magic = Float.floatToRawIntBits(0x1p23f);
+    int sat = 0;
+    for (int g = 0; g < groups; g++) {
+      float s = scale[g];
+      int start = wOff + g * groupSize;
+      IntVector top = IntVector.zero(Lanes.I);
+      for (int i = start; i < start + groupSize; i += L) {
+        IntVector bits = FloatVector.fromArray(Lanes.F, w, i).mul(s).reinterpretAsInts();
+        IntVector abs = bits.and(Lanes.ABS);
+        top = top.max(abs);
+        IntVector a = abs.min(maxBits);
+        IntVector normal = a.add(round).add(a.lanewise(LSHR, shift).and(1)).lanewise(LSHR, shift).sub(rebias);
+        IntVector subnormal = a.reinterpretAsFloats().mul(down).add(0x1p23f).reinterpretAsInts().sub(magic);
+        ((ByteVector) subnormal.blend(normal, a.compare(GE, minNormal)).or(bits.lanewise(LSHR, 24).and(0x80))
+            .convertShape(I2B, Lanes.B, 0)).intoArray(out, outOff + i - wOff);
+      }
+      if (top.reduceLanes(VectorOperators.MAX) > maxBits) { // saturated, NaN or Inf values: as the reference
+        for (int i = start; i < start + groupSize; i++) {
+          float v = w[i] * s;
+          sat += Math.abs(v) > max && Float.isFinite(v) ? 1 : 0;
+          if (!Float.isFinite(v)) {
+            out[outOff + i - wOff] = (byte) ((Float.floatToRawIntBits(v) < 0 ? 0x80 : 0)
+                | (Float.isNaN(v) ? 0x7F : infCode));
+          }
+        }
+      }
+    }
+    return sat;
+  }
+
+  /**
+   * {@code w[wOff + i] = }{@link Fp8#decode}{@code (in[off + i], format)} for {@code i < n} (a multiple of
+   * {@link Lanes#L}), every code finite: a NaN/Inf code decodes to a finite value here; {@link #patchNonFinite} then
+   * puts the reference's NaN/Inf in its place.
+   */
+  static void decode(byte[] in, int off, int n, int format, float[] w, int wOff) {
+    boolean e4m3 = format == Fp8.E4M3;
+    int shift = e4m3 ? 20 : 21;
+    float up = e4m3 ? 0x1p120f : 0x1p112f; // 2^(127-bias)
+    for (int i = 0; i < n; i += L) {
+      IntVector c = (IntVector) ByteVector.fromArray(Lanes.B, in, off + i).convertShape(B2I, Lanes.I, 0);
+      c.and(0x7F).lanewise(LSHL, shift).reinterpretAsFloats().mul(up).reinterpretAsInts()
+          .or(c.and(0x80).lanewise(LSHL, 24)).reinterpretAsFloats().intoArray(w, wOff + i);
+    }
+  }
+
+  /** After {@link #decode}: {@code w[wOff + i] = }{@link Fp8#decode} of each NaN/Inf code among the {@code n}. */
+  static void patchNonFinite(byte[] in, int off, int n, int format, float[] w, int wOff) {
+    for (int i = 0; i < n; i++) {
+      if (Fp8.isNonFinite(in[off + i], format)) {
+        w[wOff + i] = Fp8.decode(in[off + i], format);
+      }
+    }
+  }
+
+  /**
+   * The index of the first NaN/Inf code of {@code format} ({@link Fp8#isNonFinite}) among {@code in[off .. off + n)},
+   * counted from {@code off}, or -1.
+   */
+  static long firstNonFinite(byte[] in, int off, long n, int format) {
+    byte mask = (byte) (format == Fp8.E4M3 ? 0x7F : 0x7C);
+    int len = (int) n;
+    int w = Lanes.SCAN.length();
+    int i = 0;
+    for (; i + w <= len; i += w) {
+      if (ByteVector.fromArray(Lanes.SCAN, in, off + i).and(mask).compare(EQ, mask).anyTrue()) {
+        break;
+      }
+    }
+    for (; i < len; i++) {
+      if (Fp8.isNonFinite(in[off + i], format)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+}
