@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The training step's GEMMs (dev.taco.bench.TrainingGemms: every product of one TP=2 rank's step at the default model
+# and at the 4x wider one, plus the square n = 1024) through dev.taco.bench.GemmShapesBench (JMH, fork 1, warmup 3x0.3s,
+# measurement 5x0.3s, best iteration) and numpy's OpenBLAS (bench/gemm_openblas.py: cblas_sgemm with the same
+# transposes and accumulate flag, best of 5 rounds of 0.25 s), shape by shape in the same run, so that both sides of a
+# ratio see the same load. Modes (MODES, default pair,solo): pair = two callers at once, as the two TP ranks on a
+# 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core.
+# About 10 s per shape and mode: 8 minutes for the 25 shapes in two modes.
+# Prints the results list as JSON on stdout ({"m", "k", "n", "op", "model", "mode", "gflops", "openblas_gflops",
+# "ratio", ...}) and a markdown table with the load average at each shape on stderr.
+# Usage: [MODES=pair,solo,core] [MODELS=default,wide,square] bench/run-gemm-shapes.sh [GemmShapesBench arguments]
+#        (build first: mvn -pl bench -am package -DskipTests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/jmh-env.sh
+source bench/jmh-env.sh >&2
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS OMP_NUM_THREADS # OpenBLAS picks its own kernel and threads
+export MODES=${MODES:-pair,solo}
+models=${MODELS:-default,wide,square}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$JAVA" -cp "$CP" dev.taco.bench.GemmShapesBench shapes >"$tmp/shapes.tsv"
+while IFS=$'\t' read -r key model _; do
+  [[ ",$models," == *",$model,"* ]] || continue
+  python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" 2>"$tmp/openblas.log" \
+    || { cat "$tmp/openblas.log" >&2; exit 1; }
+  "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench "key=$key" "modes=$MODES" "$@" \
+    >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
+  echo "# $key done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+done <"$tmp/shapes.tsv"
+head -1 "$tmp/openblas.log" >&2
+python3 bench/gemm_openblas.py merge "$tmp/shapes.tsv" "$tmp/openblas.jsonl" "$tmp/java.jsonl"
