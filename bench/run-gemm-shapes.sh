@@ -4,11 +4,12 @@
 # measurement 5x0.3s, best iteration) and numpy's OpenBLAS (bench/gemm_openblas.py: cblas_sgemm with the same
 # transposes and accumulate flag, best of 5 rounds of 0.25 s), shape by shape in the same run, so that both sides of a
 # ratio see the same load. Modes (MODES, default pair,solo): pair = two callers at once, as the two TP ranks on a
-# 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core.
+# 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core; cpu = core
+# timed by the thread's CPU time (not JMH; for a machine shared with other work, where wall-clock ratios scatter).
 # About 10 s per shape and mode: 8 minutes for the 25 shapes in two modes.
 # Prints the results list as JSON on stdout ({"m", "k", "n", "op", "model", "mode", "gflops", "openblas_gflops",
 # "ratio", ...}) and a markdown table with the load average at each shape on stderr.
-# Usage: [MODES=pair,solo,core] [MODELS=default,wide,square] bench/run-gemm-shapes.sh [GemmShapesBench arguments]
+# Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] bench/run-gemm-shapes.sh [GemmShapesBench arguments]
 #        (build first: mvn -pl bench -am package -DskipTests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,15 @@ while IFS=$'\t' read -r key model _; do
   [[ ",$models," == *",$model,"* ]] || continue
   python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" 2>"$tmp/openblas.log" \
     || { cat "$tmp/openblas.log" >&2; exit 1; }
-  "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench "key=$key" "modes=$MODES" "$@" \
-    >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
+  jmh=$(tr ',' '\n' <<<"$MODES" | grep -vx cpu | paste -sd, || true)
+  if [ -n "$jmh" ]; then
+    "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench "key=$key" "modes=$jmh" "$@" \
+      >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
+  fi
+  if [[ ",$MODES," == *",cpu,"* ]]; then
+    "$JAVA" -Dtaco.gemm.threads=1 --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench \
+      "key=$key" modes=cpu "$@" >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
+  fi
   echo "# $key done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done <"$tmp/shapes.tsv"
 head -1 "$tmp/openblas.log" >&2

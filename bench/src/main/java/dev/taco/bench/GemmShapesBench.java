@@ -2,6 +2,8 @@ package dev.taco.bench;
 
 import dev.taco.bench.TrainingGemms.Shape;
 import dev.taco.kernels.Gemm;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -32,9 +34,14 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * <p>Modes, one JMH run each: {@code pair} is two JMH threads, each with its own operands, multiplying the same shape at
  * the same time, as the two tensor-parallel ranks of a training run do on a 2-core machine (its GFLOP/s count both
  * products); {@code solo} is one caller, which {@link Gemm} may help with its helper threads; {@code core} is one
- * caller in a JVM that sees one processor ({@code -XX:ActiveProcessorCount=1}: no helpers), the single-core kernel.
+ * caller with {@code -Dtaco.gemm.threads=1} (no helpers), the single-core kernel.
  * Each thread has its own A, B and C ({@link Scope#Thread}). Run through {@code bench/run-gemm-shapes.sh}, which
  * measures OpenBLAS on the same shapes and modes in the same run, shape by shape, and merges the two.
+ *
+ * <p>One more mode, without JMH, for a machine shared with other work: {@code cpu} times the {@code core} case by the
+ * calling thread's CPU time ({@link ThreadMXBean#getCurrentThreadCpuTime}) instead of the wall clock, so that the
+ * time other processes hold the core does not count (their cache traffic still does). It runs in {@link #main}'s
+ * JVM, which must be started with {@code -Dtaco.gemm.threads=1}.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -81,8 +88,12 @@ public class GemmShapesBench {
    * {@code shapes}: prints the shape list ({@link Shape#tsv()} lines). Otherwise runs the benchmark and prints one JSON
    * object per shape and mode: {@code {"key", "mode", "threads", "us_best", "us_mean", "gflops"}}, GFLOP/s from the
    * best iteration (the least disturbed one on a shared machine) and counting every thread's products. Arguments:
-   * {@code models=default,wide,square}, {@code modes=pair,solo} (or {@code core}), {@code warmup=3},
-   * {@code measure=5}, {@code time=300} (ms per iteration), {@code key=KEY} (one shape, repeatable).
+   * {@code models=default,wide,square}, {@code modes=pair,solo} (or {@code core}, or {@code cpu} alone in a JVM
+   * started with {@code -Dtaco.gemm.threads=1}), {@code warmup=3}, {@code measure=5}, {@code time=300} (ms per
+   * iteration), {@code key=KEY} (one shape, repeatable).
+   *
+   * @throws IllegalArgumentException for an unknown argument or mode, or mode {@code cpu} without
+   *     {@code -Dtaco.gemm.threads=1}
    */
   public static void main(String[] args) throws Exception {
     List<String> models = List.of("default", "wide", "square"), modes = List.of("pair", "solo");
@@ -106,6 +117,10 @@ public class GemmShapesBench {
       for (Shape sh : TrainingGemms.all()) if (models.contains(sh.model())) keys.add(sh.key());
     }
     for (String mode : modes) {
+      if (mode.equals("cpu")) {
+        for (String key : keys) System.out.println(cpuTime(key, warmup, measure, timeMs));
+        continue;
+      }
       int threads = switch (mode) {
         case "solo", "core" -> 1;
         case "pair" -> 2;
@@ -115,7 +130,7 @@ public class GemmShapesBench {
           .include(GemmShapesBench.class.getName() + "\\.gemm$")
           .forks(1)
           .jvmArgsAppend(mode.equals("core")
-              ? new String[] {"--add-modules", "jdk.incubator.vector", "-XX:ActiveProcessorCount=1"}
+              ? new String[] {"--add-modules", "jdk.incubator.vector", "-Dtaco.gemm.threads=1"}
               : new String[] {"--add-modules", "jdk.incubator.vector"})
           .threads(threads)
           .warmupIterations(warmup).warmupTime(TimeValue.milliseconds(timeMs))
@@ -132,10 +147,44 @@ public class GemmShapesBench {
     for (BenchmarkResult br : rr.getBenchmarkResults()) {
       for (IterationResult ir : br.getIterationResults()) best = Math.min(best, ir.getPrimaryResult().getScore());
     }
-    double mean = rr.getPrimaryResult().getScore();
-    double gflops = threads * Shape.parse(key).flops() / (best * 1e-6) / 1e9;
+    return json(key, mode, threads, best, rr.getPrimaryResult().getScore());
+  }
+
+  /**
+   * Mode {@code cpu}: {@code warmup} then {@code measure} rounds of about {@code timeMs} of this thread's CPU time
+   * each, the best round's CPU microseconds per product.
+   */
+  private static String cpuTime(String key, int warmup, int measure, int timeMs) {
+    if (Integer.getInteger("taco.gemm.threads", 0) != 1) {
+      throw new IllegalArgumentException("mode cpu times one core: start the JVM with -Dtaco.gemm.threads=1");
+    }
+    GemmShapesBench bench = new GemmShapesBench();
+    bench.shape = key;
+    bench.setup();
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    long start = mx.getCurrentThreadCpuTime();
+    int calls = 0;
+    while (mx.getCurrentThreadCpuTime() - start < timeMs * 1_000_000L) {
+      bench.gemm();
+      calls++;
+    }
+    double best = Double.POSITIVE_INFINITY, sum = 0;
+    for (int round = 0; round < warmup + measure; round++) {
+      long t = mx.getCurrentThreadCpuTime();
+      for (int i = 0; i < calls; i++) bench.gemm();
+      double us = (mx.getCurrentThreadCpuTime() - t) / 1e3 / calls;
+      if (round >= warmup) {
+        best = Math.min(best, us);
+        sum += us;
+      }
+    }
+    return json(key, "cpu", 1, best, sum / measure);
+  }
+
+  private static String json(String key, String mode, int threads, double usBest, double usMean) {
+    double gflops = threads * Shape.parse(key).flops() / (usBest * 1e-6) / 1e9;
     return String.format(Locale.ROOT,
         "{\"key\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"us_best\": %.2f, \"us_mean\": %.2f, \"gflops\": %.2f}",
-        key, mode, threads, best, mean, gflops);
+        key, mode, threads, usBest, usMean, gflops);
   }
 }

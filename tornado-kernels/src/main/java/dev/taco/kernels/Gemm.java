@@ -27,13 +27,14 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <h2>Threading</h2>
  * The calling thread computes tiles itself, claiming them one at a time from an atomic counter. Helper threads
- * ({@code availableProcessors() - 1} daemon threads, {@code taco-gemm-N}, shared by every caller) join a call only
- * while cores are free: a call counts itself as one running thread, offers its tiles to helpers only if fewer
- * threads than cores are running GEMM work, and a helper leaves a call (after its current tile) as soon as more
- * are. So one caller on an idle machine uses every core, and two callers at once on two cores (two tensor-parallel
- * ranks) each compute their own product on their own core, without waiting for or handing work to another thread.
- * Problems below {@value #PARALLEL_MIN_FLOPS} flops run in the calling thread only. Each call returns when C is
- * complete.
+ * ({@link #CORES} - 1 daemon threads, {@code taco-gemm-N}, shared by every caller) join a call only while cores are
+ * free: a call occupies one core until it returns, it offers its tiles to helpers only if fewer calls than cores are
+ * running, and a helper leaves a call (after its current tile) as soon as calls and helpers together outnumber the
+ * cores. So one caller uses every core, and two callers at once on two cores (two tensor-parallel ranks) each
+ * compute their own product on their own core, without waiting for or handing work to another thread. Only GEMM work
+ * is counted: a helper may share a core with other work of the process or the machine (the scheduler splits it), and
+ * every wait polls with {@link Thread#yield} before it parks. Problems below {@value #PARALLEL_MIN_FLOPS} flops run
+ * in the calling thread only. Each call returns when C is complete.
  *
  * <h2>Contract</h2>
  * Sizes must be {@code >= 0}; a zero size is allowed (with {@code k == 0} C is zeroed, or left as is when
@@ -64,19 +65,30 @@ public final class Gemm {
     /** Floats of packed B per call at most (4 MiB; at least one panel of k rows): wider B is done in slabs. */
     static final int PACK_B_MAX = 1 << 20;
     /** A parallel call cuts C into at least this many tiles per core when it is big enough (load balance). */
-    private static final int TILES_PER_CORE = 4;
-    /** Waits for helpers' last tiles spin this many times before parking. */
-    private static final int SPINS = 1 << 10;
+    private static final int TILES_PER_CORE = 8;
     /**
-     * A helper looks for work this long after it was woken or finished its last tile before it parks again: it catches
-     * a call whose B is still being packed, or the next of several calls in a row, without a wake-up (tens of
-     * microseconds, as long as a small product). It never spins after leaving a call because no core was free.
+     * Waiting threads poll with {@link Thread#yield} (a spinning thread that the scheduler put on the core of the
+     * thread it waits for would hold that thread off; one that yields lets it run) for this long before parking: a
+     * caller waiting for helpers' last tiles (a helper completing the last one wakes it), and a helper after it was
+     * woken or finished its tiles, which so catches a call whose B is still being packed, or the next of several
+     * calls in a row, without a wake-up (tens of microseconds, as long as a small product). A helper that left a call
+     * because no core was free parks at once.
      */
-    private static final long HELPER_SPIN_NANOS = 50_000;
+    private static final long POLL_NANOS = 50_000;
 
-    private static final int CORES = Runtime.getRuntime().availableProcessors();
-    /** Threads computing tiles now: callers inside {@link #gemm} and helpers inside a call. */
-    private static final AtomicInteger RUNNING = new AtomicInteger();
+    /**
+     * Cores the GEMM may use: {@code availableProcessors()}, or the system property {@code taco.gemm.threads} (1: every
+     * call in its caller's thread, no helpers).
+     */
+    static final int CORES = Math.max(1, Integer.getInteger("taco.gemm.threads",
+            Runtime.getRuntime().availableProcessors()));
+    /** Threads inside {@link #gemm} (each occupies a core until it returns). */
+    private static final AtomicInteger CALLERS = new AtomicInteger();
+    /**
+     * Helpers inside a call. Counted apart from the callers: a helper still leaving the last call must not make the
+     * caller's next call look as if no core were free.
+     */
+    private static final AtomicInteger HELPING = new AtomicInteger();
     /** Calls that offer tiles to helpers, one slot per core (a call finding none runs alone). */
     private static final AtomicReferenceArray<Job> OFFERS = new AtomicReferenceArray<>(CORES);
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -172,7 +184,7 @@ public final class Gemm {
         Scratch s = SCRATCH.get();
         Job job = s.job;
         job.set(a, aOff, ars, acs, c, cOff, ldc, m, n, k, accumulate);
-        int free = CORES - RUNNING.incrementAndGet();
+        int free = CORES - CALLERS.incrementAndGet();
         int slot = 2L * m * n * k >= PARALLEL_MIN_FLOPS && free > 0 ? offer(job) : -1;
         try {
             int slab = (int) Math.min(n, Math.max(NR, (long) PACK_B_MAX / k / NR * NR));
@@ -186,7 +198,7 @@ public final class Gemm {
             }
         } finally {
             if (slot >= 0) OFFERS.set(slot, null);
-            RUNNING.decrementAndGet();
+            CALLERS.decrementAndGet();
         }
         job.rethrow();
     }
@@ -263,13 +275,13 @@ public final class Gemm {
         while (true) {
             Job job = offered();
             if (job != null) {
-                boolean joined = RUNNING.incrementAndGet() <= CORES;
+                boolean joined = HELPING.incrementAndGet() + CALLERS.get() <= CORES;
                 if (joined) runTiles(job, s, true);
-                RUNNING.decrementAndGet();
+                HELPING.decrementAndGet();
                 if (!joined) LockSupport.park();
                 idleSince = System.nanoTime();
-            } else if (System.nanoTime() - idleSince < HELPER_SPIN_NANOS) {
-                Thread.onSpinWait();
+            } else if (System.nanoTime() - idleSince < POLL_NANOS) {
+                Thread.yield();
             } else {
                 LockSupport.park();
                 idleSince = System.nanoTime();
@@ -303,7 +315,7 @@ public final class Gemm {
      * are running GEMM work. A helper completing a call's last tile wakes the call's thread.
      */
     private static void runTiles(Job job, Scratch s, boolean helper) {
-        while (!helper || RUNNING.get() <= CORES) {
+        while (!helper || HELPING.get() + CALLERS.get() <= CORES) {
             long w = job.work.getAndIncrement();
             int t = (int) w, tiles = (int) (w >>> 32);
             if (t >= tiles) return;
@@ -383,10 +395,11 @@ public final class Gemm {
             return (int) w < (int) (w >>> 32);
         }
 
-        /** Waits until all {@code tiles} of the slab are done: spins a little, then parks (the last helper wakes it). */
+        /** Waits until all {@code tiles} of the slab are done: polls a while, then parks (the last helper wakes it). */
         void await(int tiles) {
-            for (int spin = 0; done.get() < tiles; spin++) {
-                if (spin < SPINS) Thread.onSpinWait();
+            long start = System.nanoTime();
+            while (done.get() < tiles) {
+                if (System.nanoTime() - start < POLL_NANOS) Thread.yield();
                 else LockSupport.park(this);
             }
         }
