@@ -70,11 +70,12 @@ public final class Gemm {
      * Waiting threads poll with {@link Thread#yield} (a spinning thread that the scheduler put on the core of the
      * thread it waits for would hold that thread off; one that yields lets it run) for this long before parking: a
      * caller waiting for helpers' last tiles (a helper completing the last one wakes it), and a helper after it was
-     * woken or finished its tiles, which so catches a call whose B is still being packed, or the next of several
-     * calls in a row, without a wake-up (tens of microseconds, as long as a small product). A helper that left a call
-     * because no core was free parks at once.
+     * woken or finished its tiles, which so catches a call whose B is still being packed, or the next GEMM of a
+     * training step, without a wake-up (tens of microseconds, as long as a small product, and often late on a busy
+     * machine). Polling costs a core only while nothing else wants it. A helper that left a call because no core was
+     * free parks at once.
      */
-    private static final long POLL_NANOS = 50_000;
+    private static final long POLL_NANOS = 1_000_000;
 
     /**
      * Cores the GEMM may use: {@code availableProcessors()}, or the system property {@code taco.gemm.threads} (1: every
