@@ -20,20 +20,32 @@ export MODES=${MODES:-pair,solo}
 models=${MODELS:-default,wide,square}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Runs GemmShapesBench with the given JVM options and arguments, appending its JSON lines; waits while another JMH
+# run on the machine holds JMH's lock (up to 20 minutes), since two at once would disturb each other's figures.
+java_bench() {
+  local try opts=$1
+  shift
+  for try in $(seq 40); do
+    # shellcheck disable=SC2086
+    if "$JAVA" $opts --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench "$@" \
+      >>"$tmp/java.jsonl" 2>"$tmp/jmh.log"; then
+      return 0
+    fi
+    grep -q "Unable to acquire the JMH lock" "$tmp/jmh.log" || break
+    echo "# another JMH run holds the lock; waiting 30 s" >&2
+    sleep 30
+  done
+  cat "$tmp/jmh.log" >&2
+  return 1
+}
 "$JAVA" -cp "$CP" dev.taco.bench.GemmShapesBench shapes >"$tmp/shapes.tsv"
 while IFS=$'\t' read -r key model _; do
   [[ ",$models," == *",$model,"* ]] || continue
   python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" 2>"$tmp/openblas.log" \
     || { cat "$tmp/openblas.log" >&2; exit 1; }
   jmh=$(tr ',' '\n' <<<"$MODES" | grep -vx cpu | paste -sd, || true)
-  if [ -n "$jmh" ]; then
-    "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench "key=$key" "modes=$jmh" "$@" \
-      >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
-  fi
-  if [[ ",$MODES," == *",cpu,"* ]]; then
-    "$JAVA" -Dtaco.gemm.threads=1 --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.GemmShapesBench \
-      "key=$key" modes=cpu "$@" >>"$tmp/java.jsonl" 2>"$tmp/jmh.log" || { cat "$tmp/jmh.log" >&2; exit 1; }
-  fi
+  if [ -n "$jmh" ]; then java_bench "" "key=$key" "modes=$jmh" "$@" || exit 1; fi
+  if [[ ",$MODES," == *",cpu,"* ]]; then java_bench -Dtaco.gemm.threads=1 "key=$key" modes=cpu "$@" || exit 1; fi
   echo "# $key done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done <"$tmp/shapes.tsv"
 head -1 "$tmp/openblas.log" >&2
