@@ -346,8 +346,8 @@ public final class Gemm {
         float[] a, pb, c;
         int aOff, ars, acs, cOff, ldc, m, n, k;
         boolean accumulate;
-        /** The slab: columns [j0, j0 + ns) of C, B packed in pb; tiles of mc rows × nc columns, tilesN per row. */
-        int j0, ns, mc, nc, tilesN;
+        /** The slab: columns [j0, j0 + ns) of C, B packed in pb; tiles of mc rows × nc columns, tilesM per column. */
+        int j0, ns, mc, nc, tilesM;
 
         Job(Thread owner) {
             this.owner = owner;
@@ -370,9 +370,12 @@ public final class Gemm {
         }
 
         /**
-         * Starts the slab of columns [j0, j0 + ns) with op(B) packed in {@code pb}: picks the tiles (smaller ones for
-         * a parallel call, down to one micro-panel, until there are {@link #TILES_PER_CORE} per core) and publishes
-         * them. Returns the number of tiles.
+         * Starts the slab of columns [j0, j0 + ns) with op(B) packed in {@code pb}: picks the tiles and publishes
+         * them. Returns the number of tiles. A parallel call takes smaller ones until there are
+         * {@link #TILES_PER_CORE} per core, fewer rows first, down to one micro-panel, and only then fewer columns:
+         * threads on tiles side by side would write the same cache lines of C where the tiles meet (in every row),
+         * and each micro-kernel call loads and stores its block of C (the first version split columns first and ran
+         * two threads at the speed of one).
          */
         int slab(float[] pb, int j0, int ns, boolean parallel) {
             this.pb = pb;
@@ -381,11 +384,11 @@ public final class Gemm {
             mc = Math.min(MC, roundUp(m, MR));
             nc = Math.min(NC, roundUp(ns, NR));
             while (parallel && tiles(mc, m) * tiles(nc, ns) < TILES_PER_CORE * CORES && (mc > MR || nc > NR)) {
-                if (nc > NR && (nc >= mc || mc == MR)) nc = roundUp(nc / 2, NR);
-                else mc = roundUp(mc / 2, MR);
+                if (mc > MR) mc = roundUp(mc / 2, MR);
+                else nc = roundUp(nc / 2, NR);
             }
-            tilesN = tiles(nc, ns);
-            int tiles = tiles(mc, m) * tilesN;
+            tilesM = tiles(mc, m);
+            int tiles = tilesM * tiles(nc, ns);
             done.set(0);
             work.set((long) tiles << 32);
             return tiles;
@@ -413,11 +416,12 @@ public final class Gemm {
         }
 
         /**
-         * Computes tile t of the slab (row-major over tiles), all of K: zeroes the tile first unless accumulating,
-         * then adds one K block after the other.
+         * Computes tile t of the slab, all of K: zeroes the tile first unless accumulating, then adds one K block after
+         * the other. Tiles go down a column of tiles first: threads at work at the same time meet only where row
+         * blocks do, and they share the block of packed B (GotoBLAS's order).
          */
         void tile(int t, Scratch s) {
-            int i0 = (t / tilesN) * mc, jt = (t % tilesN) * nc;
+            int i0 = (t % tilesM) * mc, jt = (t / tilesM) * nc;
             int i1 = Math.min(i0 + mc, m), jt1 = Math.min(jt + nc, ns);
             if (!accumulate) {
                 for (int i = i0; i < i1; i++) {
