@@ -1,10 +1,11 @@
 package dev.taco.kernels;
 
+import java.util.Arrays;
 import java.util.Objects;
-import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.ForkJoinTask;
-import java.util.concurrent.ForkJoinWorkerThread;
-import java.util.concurrent.RecursiveAction;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -13,28 +14,36 @@ import jdk.incubator.vector.VectorSpecies;
  * ({@code jdk.incubator.vector}; run with {@code --add-modules jdk.incubator.vector}).
  *
  * <h2>Algorithm</h2>
- * GotoBLAS-style: C is cut into tiles of {@link #MC} rows × {@link #NC} columns, one task per tile. A task
- * walks K in blocks of {@link #KC}; for each block it packs its slice of A into panels of {@value #MR} rows
- * (column-interleaved, zero-padded) and its slice of B into panels of {@link #NR} = 3 vector lengths
- * (row-interleaved, zero-padded), then runs a register-blocked micro-kernel that keeps the {@value #MR} ×
- * {@link #NR} block of C in 12 vector accumulators and updates them with one FMA per (row, vector) per k.
- * The transposed forms differ only in how the packing routines read A and B, so they run at the same speed
- * as {@link #matmul} (no separate transpose pass).
+ * A register-blocked micro-kernel keeps an {@value #MR} × {@link #NR} (two vector lengths) block of C in 16 vector
+ * accumulators and updates them with one FMA per (row, vector) per k, broadcasting A's elements and loading B's rows
+ * as vectors. B is packed once per call into panels of {@link #NR} columns (row-interleaved, zero-padded; column
+ * slabs of at most {@link #PACK_B_MAX} floats for very large B), shared by every thread of the call: for
+ * {@link #matmulTransB} the packing is the transposition. A is not packed: the kernel reads it in place through a
+ * row and a column stride, which serves both {@code A} and {@code Aᵀ} (only a last block of fewer than
+ * {@value #MR} rows is copied, zero-padded). C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
+ * a tile is zeroed unless accumulating, then walks K in blocks of {@link #KC} (the B block of one micro-panel stays in
+ * L1), each adding into C. So the transposed forms cost the same as {@link #matmul} up to the packing pass, and a
+ * call allocates nothing once its thread's buffers have grown to its sizes.
  *
  * <h2>Threading</h2>
- * Tiles run on one dedicated {@link ForkJoinPool} with parallelism = {@code availableProcessors()}, shared
- * by every caller: several threads (e.g. two tensor-parallel ranks) may call at once and their tiles are
- * interleaved on the same workers instead of oversubscribing the cores. A call from inside that pool runs
- * its tiles by fork/join in the calling worker. Problems below {@value #PARALLEL_MIN_FLOPS} flops, or with a
- * single tile, run single-threaded in the calling thread. Each call blocks until C is complete. Packing
- * buffers are per thread and reused.
+ * The calling thread computes tiles itself, claiming them one at a time from an atomic counter. Helper threads
+ * ({@link #CORES} - 1 daemon threads, {@code taco-gemm-N}, shared by every caller) join a call only while cores are
+ * free: a call occupies one core until it returns, it offers its tiles to helpers only if fewer calls than cores are
+ * running, and a helper leaves a call (after its current tile) as soon as calls and helpers together outnumber the
+ * cores. So one caller uses every core, and two callers at once on two cores (two tensor-parallel ranks) each
+ * compute their own product on their own core, without waiting for or handing work to another thread. Only GEMM work
+ * is counted: a helper may share a core with other work of the process or the machine (the scheduler splits it), and
+ * every wait polls with {@link Thread#yield} before it parks. Problems below {@value #PARALLEL_MIN_FLOPS} flops run
+ * in the calling thread only. Each call returns when C is complete.
  *
  * <h2>Contract</h2>
  * Sizes must be {@code >= 0}; a zero size is allowed (with {@code k == 0} C is zeroed, or left as is when
  * accumulating). Offsets must be {@code >= 0} and every array must hold the whole matrix; otherwise an
  * {@link IllegalArgumentException} naming the argument is thrown before anything is written. Null arrays
  * give a {@link NullPointerException}. C must not overlap A or B. Results agree with a float64 reference to
- * float rounding (summation order differs from {@link #matmulNaive}).
+ * float rounding: each element is C's value (0 unless accumulating) plus the k products in order of p, each added
+ * with one fused multiply-add, so the bits do not depend on the threads, the tiles or the vector width
+ * ({@link #matmulNaive} rounds each product and adds C last).
  */
 public final class Gemm {
     private Gemm() {}
@@ -42,33 +51,57 @@ public final class Gemm {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
     private static final int L = S.length();
     /** Rows of the register block. */
-    static final int MR = 4;
-    /** Columns of the register block: three vectors. */
-    static final int NR = 3 * L;
-    /** Rows of C per task tile (multiple of {@link #MR}). */
-    static final int MC = MR * Integer.getInteger("taco.gemm.mcPanels", 32);
-    /** Depth of one K block (packed B micro-panel of KC × NR floats stays in L1). */
+    static final int MR = 8;
+    /** Columns of the register block: two vectors. */
+    static final int NR = 2 * L;
+    /** Rows of C per tile at most (multiple of {@link #MR}). */
+    static final int MC = MR * Integer.getInteger("taco.gemm.mcPanels", 16);
+    /** Depth of one K block (the packed B block of one micro-panel, KC × NR floats, stays in L1). */
     static final int KC = Integer.getInteger("taco.gemm.kc", 256);
-    /** Columns of C per task tile (multiple of {@link #NR}). */
+    /** Columns of C per tile at most (multiple of {@link #NR}). */
     static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 8);
-    /** Below this many flops (2mnk) a call runs single-threaded in the caller. */
+    /** Below this many flops (2mnk) a call runs in the calling thread only. */
     static final long PARALLEL_MIN_FLOPS = 1L << 22;
+    /** Floats of packed B per call at most (4 MiB; at least one panel of k rows): wider B is done in slabs. */
+    static final int PACK_B_MAX = 1 << 20;
+    /** A parallel call cuts C into at least this many tiles per core when it is big enough (load balance). */
+    private static final int TILES_PER_CORE = 8;
+    /**
+     * Waiting threads poll with {@link Thread#yield} (a spinning thread that the scheduler put on the core of the
+     * thread it waits for would hold that thread off; one that yields lets it run) for this long before parking: a
+     * caller waiting for helpers' last tiles (a helper completing the last one wakes it), and a helper after it was
+     * woken or finished its tiles, which so catches a call whose B is still being packed, or the next GEMM of a
+     * training step, without a wake-up (tens of microseconds, as long as a small product, and often late on a busy
+     * machine). Polling costs a core only while nothing else wants it. A helper that left a call because no core was
+     * free parks at once.
+     */
+    private static final long POLL_NANOS = 1_000_000;
 
-    private static final ForkJoinPool POOL = new ForkJoinPool(
-            Runtime.getRuntime().availableProcessors(),
-            pool -> {
-                ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(pool);
-                t.setName("taco-gemm-" + t.getPoolIndex());
-                t.setDaemon(true);
-                return t;
-            },
-            null, false);
-
+    /**
+     * Cores the GEMM may use: {@code availableProcessors()}, or the system property {@code taco.gemm.threads} (1: every
+     * call in its caller's thread, no helpers).
+     */
+    static final int CORES = Math.max(1, Integer.getInteger("taco.gemm.threads",
+            Runtime.getRuntime().availableProcessors()));
+    /** Threads inside {@link #gemm} (each occupies a core until it returns). */
+    private static final AtomicInteger CALLERS = new AtomicInteger();
+    /**
+     * Helpers inside a call. Counted apart from the callers: a helper still leaving the last call must not make the
+     * caller's next call look as if no core were free.
+     */
+    private static final AtomicInteger HELPING = new AtomicInteger();
+    /** Calls that offer tiles to helpers, one slot per core (a call finding none runs alone). */
+    private static final AtomicReferenceArray<Job> OFFERS = new AtomicReferenceArray<>(CORES);
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+    private static final Thread[] HELPERS = startHelpers(CORES - 1);
 
+    /** Per-thread buffers, grown on demand and reused: the thread's own call and its packed B, edge buffers. */
     private static final class Scratch {
-        final float[] packA = new float[MC * KC];
-        final float[] packB = new float[KC * NC];
+        final Job job = new Job(Thread.currentThread());
+        float[] packB = new float[0];
+        /** The last rows of A when fewer than MR, zero-padded: (p, r) at p*MR + r. */
+        final float[] edgeA = new float[MR * KC];
+        /** A micro-tile of C at the right or bottom edge. */
         final float[] tile = new float[MR * NR];
     }
 
@@ -142,26 +175,33 @@ public final class Gemm {
         if (m == 0 || n == 0) return;
         if (k == 0) {
             if (!accumulate) {
-                for (int i = 0; i < m; i++) java.util.Arrays.fill(c, cOff + i * ldc, cOff + i * ldc + n, 0f);
+                for (int i = 0; i < m; i++) Arrays.fill(c, cOff + i * ldc, cOff + i * ldc + n, 0f);
             }
             return;
         }
         // element (i,p) of op(A) at aOff + i*ars + p*acs; element (p,j) of op(B) at bOff + p*brs + j*bcs
         int ars = transA ? 1 : lda, acs = transA ? lda : 1;
         int brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-        Job job = new Job(a, aOff, ars, acs, b, bOff, brs, bcs, c, cOff, ldc, m, n, k, accumulate);
-        int tiles = job.tilesM * job.tilesN;
-        long flops = 2L * m * n * k;
-        if (tiles == 1 || flops < PARALLEL_MIN_FLOPS || POOL.getParallelism() == 1) {
-            for (int t = 0; t < tiles; t++) job.tile(t);
-            return;
+        Scratch s = SCRATCH.get();
+        Job job = s.job;
+        job.set(a, aOff, ars, acs, c, cOff, ldc, m, n, k, accumulate);
+        int free = CORES - CALLERS.incrementAndGet();
+        int slot = 2L * m * n * k >= PARALLEL_MIN_FLOPS && free > 0 ? offer(job) : -1;
+        try {
+            int slab = (int) Math.min(n, Math.max(NR, (long) PACK_B_MAX / k / NR * NR));
+            for (int j0 = 0; j0 < n; j0 += slab) {
+                int ns = Math.min(slab, n - j0);
+                if (slot >= 0) wake(free); // before packing: a helper wakes up while B is packed
+                s.packB = packB(s.packB, b, bOff, brs, bcs, k, j0, ns);
+                int tiles = job.slab(s.packB, j0, ns, slot >= 0);
+                runTiles(job, s, false);
+                job.await(tiles);
+            }
+        } finally {
+            if (slot >= 0) OFFERS.set(slot, null);
+            CALLERS.decrementAndGet();
         }
-        TileRange root = new TileRange(job, 0, tiles);
-        if (Thread.currentThread() instanceof ForkJoinWorkerThread w && w.getPool() == POOL) {
-            root.invoke();
-        } else {
-            POOL.invoke(root);
-        }
+        job.rethrow();
     }
 
     /**
@@ -214,170 +254,323 @@ public final class Gemm {
         }
     }
 
-    // ------------------------------------------------------------------------------------------ work
+    // ------------------------------------------------------------------------------------------ threads
 
-    private static final class TileRange extends RecursiveAction {
-        final Job job;
-        final int lo, hi;
-
-        TileRange(Job job, int lo, int hi) {
-            this.job = job;
-            this.lo = lo;
-            this.hi = hi;
+    private static Thread[] startHelpers(int count) {
+        Thread[] helpers = new Thread[count];
+        for (int i = 0; i < count; i++) {
+            helpers[i] = new Thread(Gemm::help, "taco-gemm-" + i);
+            helpers[i].setDaemon(true);
+            helpers[i].start();
         }
-
-        @Override
-        protected void compute() {
-            if (hi - lo == 1) {
-                job.tile(lo);
-            } else {
-                int mid = (lo + hi) >>> 1;
-                ForkJoinTask.invokeAll(new TileRange(job, lo, mid), new TileRange(job, mid, hi));
-            }
-        }
-    }
-
-    private record Job(float[] a, int aOff, int ars, int acs, float[] b, int bOff, int brs, int bcs,
-                       float[] c, int cOff, int ldc, int m, int n, int k, boolean accumulate, int tilesM, int tilesN) {
-        Job(float[] a, int aOff, int ars, int acs, float[] b, int bOff, int brs, int bcs,
-            float[] c, int cOff, int ldc, int m, int n, int k, boolean accumulate) {
-            this(a, aOff, ars, acs, b, bOff, brs, bcs, c, cOff, ldc, m, n, k, accumulate,
-                    (m + MC - 1) / MC, (n + NC - 1) / NC);
-        }
-
-        /** Computes tile t of C (row-major over tiles). */
-        void tile(int t) {
-            int i0 = (t / tilesN) * MC, j0 = (t % tilesN) * NC;
-            int mc = Math.min(MC, m - i0), nc = Math.min(NC, n - j0);
-            Scratch s = SCRATCH.get();
-            for (int p0 = 0; p0 < k; p0 += KC) {
-                int kc = Math.min(KC, k - p0);
-                packA(s.packA, i0, mc, p0, kc);
-                packB(s.packB, p0, kc, j0, nc);
-                boolean add = accumulate || p0 > 0;
-                for (int jr = 0; jr < nc; jr += NR) {
-                    int nr = Math.min(NR, nc - jr);
-                    int bPanel = (jr / NR) * kc * NR;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        int mr = Math.min(MR, mc - ir);
-                        int aPanel = (ir / MR) * kc * MR;
-                        int cIdx = cOff + (i0 + ir) * ldc + j0 + jr;
-                        if (mr == MR && nr == NR) {
-                            kernel(s.packA, aPanel, s.packB, bPanel, kc, c, cIdx, ldc, add);
-                        } else {
-                            kernel(s.packA, aPanel, s.packB, bPanel, kc, s.tile, 0, NR, false);
-                            float[] tt = s.tile;
-                            for (int r = 0; r < mr; r++) {
-                                int ci = cIdx + r * ldc;
-                                for (int j = 0; j < nr; j++) {
-                                    c[ci + j] = add ? c[ci + j] + tt[r * NR + j] : tt[r * NR + j];
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-
-        /** Packs A[i0:i0+mc, p0:p0+kc] into panels of MR rows: panel q holds (p, r) at q*kc*MR + p*MR + r. */
-        private void packA(float[] dst, int i0, int mc, int p0, int kc) {
-            for (int ir = 0; ir < mc; ir += MR) {
-                int base = (ir / MR) * kc * MR;
-                int rows = Math.min(MR, mc - ir);
-                for (int r = 0; r < MR; r++) {
-                    if (r < rows) {
-                        int src = aOff + (i0 + ir + r) * ars + p0 * acs;
-                        if (acs == 1) {
-                            for (int p = 0; p < kc; p++) dst[base + p * MR + r] = a[src + p];
-                        } else {
-                            for (int p = 0; p < kc; p++) dst[base + p * MR + r] = a[src + p * acs];
-                        }
-                    } else {
-                        for (int p = 0; p < kc; p++) dst[base + p * MR + r] = 0f;
-                    }
-                }
-            }
-        }
-
-        /** Packs B[p0:p0+kc, j0:j0+nc] into panels of NR columns: panel q holds (p, j) at q*kc*NR + p*NR + j. */
-        private void packB(float[] dst, int p0, int kc, int j0, int nc) {
-            for (int jr = 0; jr < nc; jr += NR) {
-                int base = (jr / NR) * kc * NR;
-                int cols = Math.min(NR, nc - jr);
-                if (bcs == 1) {
-                    for (int p = 0; p < kc; p++) {
-                        int src = bOff + (p0 + p) * brs + j0 + jr;
-                        int d = base + p * NR;
-                        if (cols == NR) {
-                            FloatVector.fromArray(S, b, src).intoArray(dst, d);
-                            FloatVector.fromArray(S, b, src + L).intoArray(dst, d + L);
-                            FloatVector.fromArray(S, b, src + 2 * L).intoArray(dst, d + 2 * L);
-                        } else {
-                            for (int j = 0; j < cols; j++) dst[d + j] = b[src + j];
-                            for (int j = cols; j < NR; j++) dst[d + j] = 0f;
-                        }
-                    }
-                } else {
-                    // B^T case: column j of op(B) is contiguous in memory (brs == 1)
-                    for (int j = 0; j < NR; j++) {
-                        if (j < cols) {
-                            int src = bOff + p0 * brs + (j0 + jr + j) * bcs;
-                            for (int p = 0; p < kc; p++) dst[base + p * NR + j] = b[src + p * brs];
-                        } else {
-                            for (int p = 0; p < kc; p++) dst[base + p * NR + j] = 0f;
-                        }
-                    }
-                }
-            }
-        }
+        return helpers;
     }
 
     /**
-     * MR × NR micro-kernel: C[4, 3L] (+)= Apanel[kc, 4]ᵀ-interleaved · Bpanel[kc, 3L]. Twelve accumulators in
-     * registers, 3 vector loads + 4 broadcasts + 12 FMAs per k.
+     * A helper's life: compute tiles of offered calls while no more threads than cores run GEMM work, park when
+     * there is nothing to do or a core is not free.
      */
-    private static void kernel(float[] pa, int ai, float[] pb, int bi, int kc,
-                               float[] c, int ci, int ldc, boolean add) {
-        FloatVector c00 = FloatVector.zero(S), c01 = c00, c02 = c00;
-        FloatVector c10 = c00, c11 = c00, c12 = c00;
-        FloatVector c20 = c00, c21 = c00, c22 = c00;
-        FloatVector c30 = c00, c31 = c00, c32 = c00;
-        int end = ai + kc * MR;
-        for (; ai < end; ai += MR, bi += NR) {
-            FloatVector b0 = FloatVector.fromArray(S, pb, bi);
-            FloatVector b1 = FloatVector.fromArray(S, pb, bi + L);
-            FloatVector b2 = FloatVector.fromArray(S, pb, bi + 2 * L);
-            FloatVector a0 = FloatVector.broadcast(S, pa[ai]);
-            c00 = b0.fma(a0, c00);
-            c01 = b1.fma(a0, c01);
-            c02 = b2.fma(a0, c02);
-            FloatVector a1 = FloatVector.broadcast(S, pa[ai + 1]);
-            c10 = b0.fma(a1, c10);
-            c11 = b1.fma(a1, c11);
-            c12 = b2.fma(a1, c12);
-            FloatVector a2 = FloatVector.broadcast(S, pa[ai + 2]);
-            c20 = b0.fma(a2, c20);
-            c21 = b1.fma(a2, c21);
-            c22 = b2.fma(a2, c22);
-            FloatVector a3 = FloatVector.broadcast(S, pa[ai + 3]);
-            c30 = b0.fma(a3, c30);
-            c31 = b1.fma(a3, c31);
-            c32 = b2.fma(a3, c32);
+    private static void help() {
+        Scratch s = SCRATCH.get();
+        long idleSince = System.nanoTime();
+        while (true) {
+            Job job = offered();
+            if (job != null) {
+                boolean joined = HELPING.incrementAndGet() + CALLERS.get() <= CORES;
+                if (joined) runTiles(job, s, true);
+                HELPING.decrementAndGet();
+                if (!joined) LockSupport.park();
+                idleSince = System.nanoTime();
+            } else if (System.nanoTime() - idleSince < POLL_NANOS) {
+                Thread.yield();
+            } else {
+                LockSupport.park();
+                idleSince = System.nanoTime();
+            }
         }
-        store(c, ci, add, c00, c01, c02);
-        store(c, ci + ldc, add, c10, c11, c12);
-        store(c, ci + 2 * ldc, add, c20, c21, c22);
-        store(c, ci + 3 * ldc, add, c30, c31, c32);
     }
 
-    private static void store(float[] c, int ci, boolean add, FloatVector v0, FloatVector v1, FloatVector v2) {
-        if (add) {
-            v0 = v0.add(FloatVector.fromArray(S, c, ci));
-            v1 = v1.add(FloatVector.fromArray(S, c, ci + L));
-            v2 = v2.add(FloatVector.fromArray(S, c, ci + 2 * L));
+    /** A call offered to helpers that has a tile left to claim, or null. */
+    private static Job offered() {
+        for (int i = 0; i < CORES; i++) {
+            Job job = OFFERS.get(i);
+            if (job != null && job.claimable()) return job;
         }
-        v0.intoArray(c, ci);
-        v1.intoArray(c, ci + L);
-        v2.intoArray(c, ci + 2 * L);
+        return null;
+    }
+
+    /** Offers {@code job} to helpers: its slot, or -1 when every slot is taken. */
+    private static int offer(Job job) {
+        for (int i = 0; i < CORES; i++) {
+            if (OFFERS.compareAndSet(i, null, job)) return i;
+        }
+        return -1;
+    }
+
+    private static void wake(int helpers) {
+        for (int i = 0; i < helpers && i < HELPERS.length; i++) LockSupport.unpark(HELPERS[i]);
+    }
+
+    /**
+     * Claims and computes tiles of {@code job} until none is left; a helper also stops when more threads than cores
+     * are running GEMM work. A helper completing a call's last tile wakes the call's thread.
+     */
+    private static void runTiles(Job job, Scratch s, boolean helper) {
+        while (!helper || HELPING.get() + CALLERS.get() <= CORES) {
+            long w = job.work.getAndIncrement();
+            int t = (int) w, tiles = (int) (w >>> 32);
+            if (t >= tiles) return;
+            try {
+                job.tile(t, s);
+            } catch (Throwable e) {
+                job.failure = e;
+            }
+            if (job.done.incrementAndGet() == tiles && helper) LockSupport.unpark(job.owner);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ work
+
+    /**
+     * One thread's GEMM call, reused by its next call. The owner writes the operands, then publishes the tiles in
+     * {@link #work}; a thread that claims tile t < tiles from it (its atomic increment orders the reads after the
+     * owner's writes) reads the operands of that call, which the owner keeps until every tile is {@link #done}.
+     */
+    private static final class Job {
+        final Thread owner;
+        /** (tiles of the current slab) << 32 | next tile to claim; claims past the end are harmless. */
+        final AtomicLong work = new AtomicLong();
+        /** Tiles of the current slab completed. */
+        final AtomicInteger done = new AtomicInteger();
+        volatile Throwable failure;
+        float[] a, pb, c;
+        int aOff, ars, acs, cOff, ldc, m, n, k;
+        boolean accumulate;
+        /** The slab: columns [j0, j0 + ns) of C, B packed in pb; tiles of mc rows × nc columns, tilesM per column. */
+        int j0, ns, mc, nc, tilesM;
+
+        Job(Thread owner) {
+            this.owner = owner;
+        }
+
+        void set(float[] a, int aOff, int ars, int acs, float[] c, int cOff, int ldc, int m, int n, int k,
+                 boolean accumulate) {
+            this.a = a;
+            this.aOff = aOff;
+            this.ars = ars;
+            this.acs = acs;
+            this.c = c;
+            this.cOff = cOff;
+            this.ldc = ldc;
+            this.m = m;
+            this.n = n;
+            this.k = k;
+            this.accumulate = accumulate;
+            failure = null;
+        }
+
+        /**
+         * Starts the slab of columns [j0, j0 + ns) with op(B) packed in {@code pb}: picks the tiles and publishes
+         * them. Returns the number of tiles. A parallel call takes smaller ones until there are
+         * {@link #TILES_PER_CORE} per core, fewer rows first, down to one micro-panel, and only then fewer columns:
+         * threads on tiles side by side would write the same cache lines of C where the tiles meet (in every row),
+         * and each micro-kernel call loads and stores its block of C (the first version split columns first and ran
+         * two threads at the speed of one).
+         */
+        int slab(float[] pb, int j0, int ns, boolean parallel) {
+            this.pb = pb;
+            this.j0 = j0;
+            this.ns = ns;
+            mc = Math.min(MC, roundUp(m, MR));
+            nc = Math.min(NC, roundUp(ns, NR));
+            while (parallel && tiles(mc, m) * tiles(nc, ns) < TILES_PER_CORE * CORES && (mc > MR || nc > NR)) {
+                if (mc > MR) mc = roundUp(mc / 2, MR);
+                else nc = roundUp(nc / 2, NR);
+            }
+            tilesM = tiles(mc, m);
+            int tiles = tilesM * tiles(nc, ns);
+            done.set(0);
+            work.set((long) tiles << 32);
+            return tiles;
+        }
+
+        boolean claimable() {
+            long w = work.get();
+            return (int) w < (int) (w >>> 32);
+        }
+
+        /** Waits until all {@code tiles} of the slab are done: polls a while, then parks (the last helper wakes it). */
+        void await(int tiles) {
+            long start = System.nanoTime();
+            while (done.get() < tiles) {
+                if (System.nanoTime() - start < POLL_NANOS) Thread.yield();
+                else LockSupport.park(this);
+            }
+        }
+
+        void rethrow() {
+            Throwable e = failure;
+            if (e instanceof RuntimeException r) throw r;
+            if (e instanceof Error r) throw r;
+            if (e != null) throw new IllegalStateException(e);
+        }
+
+        /**
+         * Computes tile t of the slab, all of K: zeroes the tile first unless accumulating, then adds one K block after
+         * the other. Tiles go down a column of tiles first: threads at work at the same time meet only where row
+         * blocks do, and they share the block of packed B (GotoBLAS's order).
+         */
+        void tile(int t, Scratch s) {
+            int i0 = (t % tilesM) * mc, jt = (t / tilesM) * nc;
+            int i1 = Math.min(i0 + mc, m), jt1 = Math.min(jt + nc, ns);
+            if (!accumulate) {
+                for (int i = i0; i < i1; i++) {
+                    int ci = cOff + i * ldc + j0;
+                    Arrays.fill(c, ci + jt, ci + jt1, 0f);
+                }
+            }
+            for (int p0 = 0; p0 < k; p0 += KC) {
+                int kc = Math.min(KC, k - p0);
+                for (int jr = jt; jr < jt1; jr += NR) {
+                    int nr = Math.min(NR, ns - jr);
+                    int bi = (jr / NR) * k * NR + p0 * NR;
+                    for (int ir = i0; ir < i1; ir += MR) {
+                        int mr = Math.min(MR, m - ir);
+                        int ci = cOff + ir * ldc + j0 + jr;
+                        float[] ap = a;
+                        int ai = aOff + ir * ars + p0 * acs, rs = ars, cs = acs;
+                        if (mr < MR) {
+                            packEdge(s.edgeA, ai, mr, kc);
+                            ap = s.edgeA;
+                            ai = 0;
+                            rs = 1;
+                            cs = MR;
+                        }
+                        if (mr == MR && nr == NR) {
+                            kernel(ap, ai, rs, cs, pb, bi, kc, c, ci, ldc);
+                        } else { // through a zero-padded copy of the C block: the same sums as in the interior
+                            float[] tt = s.tile;
+                            Arrays.fill(tt, 0f);
+                            for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
+                            kernel(ap, ai, rs, cs, pb, bi, kc, tt, 0, NR);
+                            for (int r = 0; r < mr; r++) System.arraycopy(tt, r * NR, c, ci + r * ldc, nr);
+                        }
+                    }
+                }
+            }
+        }
+
+        /** Copies the last {@code mr < MR} rows of A, kc columns from index ai, to dst as (p, r) at p*MR + r. */
+        private void packEdge(float[] dst, int ai, int mr, int kc) {
+            for (int p = 0; p < kc; p++) {
+                for (int r = 0; r < MR; r++) dst[p * MR + r] = r < mr ? a[ai + r * ars + p * acs] : 0f;
+            }
+        }
+    }
+
+    private static int tiles(int size, int total) {
+        return (total + size - 1) / size;
+    }
+
+    private static int roundUp(int x, int multiple) {
+        return (x + multiple - 1) / multiple * multiple;
+    }
+
+    /**
+     * Packs columns [j0, j0 + ns) of op(B) (element (p, j) at b[bOff + p*brs + j*bcs]), all k rows, into panels of
+     * NR columns: panel q holds (p, j) at q*k*NR + p*NR + j, zero-padded. Returns {@code dst}, or a larger array
+     * when it is too short.
+     */
+    private static float[] packB(float[] dst, float[] b, int bOff, int brs, int bcs, int k, int j0, int ns) {
+        int need = roundUp(ns, NR) * k;
+        if (dst.length < need) dst = new float[need];
+        for (int jr = 0; jr < ns; jr += NR) {
+            int base = jr * k, cols = Math.min(NR, ns - jr);
+            if (bcs == 1 && cols == NR) {
+                for (int p = 0, src = bOff + j0 + jr; p < k; p++, src += brs) {
+                    FloatVector.fromArray(S, b, src).intoArray(dst, base + p * NR);
+                    FloatVector.fromArray(S, b, src + L).intoArray(dst, base + p * NR + L);
+                }
+            } else {
+                // one column of op(B) at a time: for B^T (brs == 1) a contiguous row of the stored B
+                for (int j = 0; j < NR; j++) {
+                    int src = bOff + (j0 + jr + j) * bcs;
+                    if (j < cols) {
+                        for (int p = 0; p < k; p++) dst[base + p * NR + j] = b[src + p * brs];
+                    } else {
+                        for (int p = 0; p < k; p++) dst[base + p * NR + j] = 0f;
+                    }
+                }
+            }
+        }
+        return dst;
+    }
+
+    /**
+     * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], element (r, p) of A at a[ai + r*ars + p*acs],
+     * row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen accumulators in
+     * registers, loaded from C and stored back; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled by hand over
+     * the eight rows (the accumulators must be locals to stay in registers), and written without branches or helper
+     * calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its vectors
+     * (about ten times slower). The eight row starts are computed before the loop and each k adds one offset to them
+     * (about 15 % faster than stepping one index by {@code acs} and adding row multiples).
+     */
+    private static void kernel(float[] a, int ai, int ars, int acs, float[] pb, int bi, int kc,
+                               float[] c, int ci, int ldc) {
+        int c1 = ci + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc, c6 = c5 + ldc, c7 = c6 + ldc;
+        FloatVector c00 = FloatVector.fromArray(S, c, ci), c01 = FloatVector.fromArray(S, c, ci + L);
+        FloatVector c10 = FloatVector.fromArray(S, c, c1), c11 = FloatVector.fromArray(S, c, c1 + L);
+        FloatVector c20 = FloatVector.fromArray(S, c, c2), c21 = FloatVector.fromArray(S, c, c2 + L);
+        FloatVector c30 = FloatVector.fromArray(S, c, c3), c31 = FloatVector.fromArray(S, c, c3 + L);
+        FloatVector c40 = FloatVector.fromArray(S, c, c4), c41 = FloatVector.fromArray(S, c, c4 + L);
+        FloatVector c50 = FloatVector.fromArray(S, c, c5), c51 = FloatVector.fromArray(S, c, c5 + L);
+        FloatVector c60 = FloatVector.fromArray(S, c, c6), c61 = FloatVector.fromArray(S, c, c6 + L);
+        FloatVector c70 = FloatVector.fromArray(S, c, c7), c71 = FloatVector.fromArray(S, c, c7 + L);
+        int a1 = ai + ars, a2 = a1 + ars, a3 = a2 + ars, a4 = a3 + ars, a5 = a4 + ars, a6 = a5 + ars, a7 = a6 + ars;
+        for (int p = 0; p < kc; p++) {
+            int o = p * acs, q = bi + p * NR;
+            FloatVector b0 = FloatVector.fromArray(S, pb, q);
+            FloatVector b1 = FloatVector.fromArray(S, pb, q + L);
+            FloatVector x = FloatVector.broadcast(S, a[ai + o]);
+            c00 = b0.fma(x, c00);
+            c01 = b1.fma(x, c01);
+            x = FloatVector.broadcast(S, a[a1 + o]);
+            c10 = b0.fma(x, c10);
+            c11 = b1.fma(x, c11);
+            x = FloatVector.broadcast(S, a[a2 + o]);
+            c20 = b0.fma(x, c20);
+            c21 = b1.fma(x, c21);
+            x = FloatVector.broadcast(S, a[a3 + o]);
+            c30 = b0.fma(x, c30);
+            c31 = b1.fma(x, c31);
+            x = FloatVector.broadcast(S, a[a4 + o]);
+            c40 = b0.fma(x, c40);
+            c41 = b1.fma(x, c41);
+            x = FloatVector.broadcast(S, a[a5 + o]);
+            c50 = b0.fma(x, c50);
+            c51 = b1.fma(x, c51);
+            x = FloatVector.broadcast(S, a[a6 + o]);
+            c60 = b0.fma(x, c60);
+            c61 = b1.fma(x, c61);
+            x = FloatVector.broadcast(S, a[a7 + o]);
+            c70 = b0.fma(x, c70);
+            c71 = b1.fma(x, c71);
+        }
+        c00.intoArray(c, ci);
+        c01.intoArray(c, ci + L);
+        c10.intoArray(c, c1);
+        c11.intoArray(c, c1 + L);
+        c20.intoArray(c, c2);
+        c21.intoArray(c, c2 + L);
+        c30.intoArray(c, c3);
+        c31.intoArray(c, c3 + L);
+        c40.intoArray(c, c4);
+        c41.intoArray(c, c4 + L);
+        c50.intoArray(c, c5);
+        c51.intoArray(c, c5 + L);
+        c60.intoArray(c, c6);
+        c61.intoArray(c, c6 + L);
+        c70.intoArray(c, c7);
+        c71.intoArray(c, c7 + L);
     }
 }

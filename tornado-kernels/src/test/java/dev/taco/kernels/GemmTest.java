@@ -53,6 +53,46 @@ class GemmTest {
         return out.stream();
     }
 
+    /**
+     * The products of one default training step on a TP=2 rank (bench's TrainingGemms: B·T = 1024 rows, C = 128,
+     * QKV 192 and fc1 256 columns per rank, attention projection 64 and fc2 256 rows, vocabulary 256), as
+     * {form, m, n, k, accumulate}: forward A·B, input gradient A·Bᵀ, weight gradient Aᵀ·B.
+     */
+    static final int[][] TRAINING = {
+        {0, 1024, 192, 128, 0}, {0, 1024, 128, 64, 0}, {0, 1024, 256, 128, 0}, {0, 1024, 128, 256, 0},
+        {1, 1024, 128, 192, 1}, {1, 1024, 64, 128, 1}, {1, 1024, 128, 256, 1}, {1, 1024, 256, 128, 0},
+        {2, 128, 192, 1024, 1}, {2, 64, 128, 1024, 1}, {2, 128, 256, 1024, 1}, {2, 256, 128, 1024, 1},
+    };
+
+    static Stream<Arguments> trainingCases() {
+        long seed = System.nanoTime();
+        List<Arguments> out = new ArrayList<>();
+        for (int[] t : TRAINING) {
+            out.add(Arguments.of(Form.values()[t[0]], t[1], t[2], t[3], t[4] == 1, seed++));
+        }
+        return out.stream();
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{2}x{3} acc={4}")
+    @MethodSource("trainingCases")
+    void trainingShapesMatchFloat64Reference(Form f, int m, int n, int k, boolean acc, long seed) {
+        matchesFloat64Reference(f, m, n, k, acc, seed);
+    }
+
+    /** B of more than Gemm.PACK_B_MAX floats is packed and multiplied in column slabs; edges in m, n and k. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("slabForms")
+    void wideBRunsInSlabs(Form f, long seed) {
+        int k = 2100, n = Gemm.PACK_B_MAX / k + 2 * Gemm.NR + 7;
+        assertTrue((long) k * n > Gemm.PACK_B_MAX);
+        matchesFloat64Reference(f, 13, n, k, true, seed);
+    }
+
+    static Stream<Arguments> slabForms() {
+        long seed = System.nanoTime();
+        return Stream.of(Form.PLAIN, Form.TRANS_B, Form.TRANS_A).map(f -> Arguments.of(f, seed));
+    }
+
     static float[] random(Random r, int len) {
         float[] x = new float[len];
         for (int i = 0; i < len; i++) x[i] = (float) r.nextGaussian();
@@ -124,6 +164,47 @@ class GemmTest {
         for (int i = cOff + m * n; i < c.length; i++) assertEquals(c0[i], c[i]);
     }
 
+    /**
+     * The class contract to the bit: each element is C's value (0 without accumulate) plus the k products in order,
+     * each through one fused multiply-add, whatever the tile, the thread (the large case runs with helpers) or the
+     * edge path computes it.
+     */
+    @ParameterizedTest(name = "{0} {1}x{2}x{3}")
+    @MethodSource("fmaChainCases")
+    void eachElementIsAnInOrderFmaChain(Form f, int m, int n, int k, long seed) {
+        Random r = new Random(seed);
+        float[] a = random(r, m * k), b = random(r, k * n);
+        for (boolean acc : new boolean[] {false, true}) {
+            float[] c = random(r, m * n), c0 = c.clone();
+            of(f).run(a, 0, b, 0, c, 0, m, n, k, acc);
+            for (int i = 0; i < m; i++) {
+                for (int j = 0; j < n; j++) {
+                    float s = acc ? c0[i * n + j] : 0f;
+                    for (int p = 0; p < k; p++) {
+                        float av = f == Form.TRANS_A ? a[p * m + i] : a[i * k + p];
+                        float bv = f == Form.TRANS_B ? b[j * k + p] : b[p * n + j];
+                        s = Math.fma(av, bv, s);
+                    }
+                    if (Float.floatToRawIntBits(s) != Float.floatToRawIntBits(c[i * n + j])) {
+                        throw new AssertionError(f + " " + m + "x" + n + "x" + k + " acc=" + acc + " seed=" + seed
+                                + ": C[" + i + "," + j + "] = " + c[i * n + j] + ", the in-order FMA chain gives " + s);
+                    }
+                }
+            }
+        }
+    }
+
+    static Stream<Arguments> fmaChainCases() {
+        long seed = System.nanoTime();
+        List<Arguments> out = new ArrayList<>();
+        for (Form f : new Form[] {Form.PLAIN, Form.TRANS_B, Form.TRANS_A}) {
+            for (int[] s : new int[][] {{37, 70, 300}, {8, 32, 5}, {203, 150, 700}}) {
+                out.add(Arguments.of(f, s[0], s[1], s[2], seed++));
+            }
+        }
+        return out.stream();
+    }
+
     @Test
     void largeParallelProblemMatches() {
         Random r = new Random(42);
@@ -161,9 +242,11 @@ class GemmTest {
         assertArrayEquals(new float[4], c);
     }
 
-    @Test
-    void concurrentCallersGetCorrectResults() throws Exception {
-        int threads = 2, m = 256, n = 320, k = 288;
+    /** As many callers as cores (the TP ranks) and more than cores: each gets its own product right. */
+    @ParameterizedTest(name = "{0} callers")
+    @MethodSource("callerCounts")
+    void concurrentCallersGetCorrectResults(int threads) throws Exception {
+        int m = 256, n = 320, k = 288;
         ExecutorService ex = Executors.newFixedThreadPool(threads);
         try {
             CyclicBarrier barrier = new CyclicBarrier(threads);
@@ -173,12 +256,14 @@ class GemmTest {
                 fs.add(ex.submit(() -> {
                     Random r = new Random(seed);
                     float[] a = random(r, m * k), b = random(r, k * n);
+                    Form f = Form.values()[seed % 3];
+                    double[] ref = reference(f, a, 0, b, 0, new float[m * n], 0, m, n, k, false);
                     double worst = 0;
                     for (int rep = 0; rep < 5; rep++) {
                         float[] c = new float[m * n];
                         barrier.await();
-                        Gemm.matmul(a, 0, b, 0, c, 0, m, n, k, false);
-                        worst = Math.max(worst, relFrobenius(reference(Form.PLAIN, a, 0, b, 0, c, 0, m, n, k, false), c, 0));
+                        of(f).run(a, 0, b, 0, c, 0, m, n, k, false);
+                        worst = Math.max(worst, relFrobenius(ref, c, 0));
                     }
                     return worst;
                 }));
@@ -187,6 +272,11 @@ class GemmTest {
         } finally {
             ex.shutdownNow();
         }
+    }
+
+    static Stream<Integer> callerCounts() {
+        int cores = Runtime.getRuntime().availableProcessors();
+        return Stream.of(cores, 2 * cores + 1);
     }
 
     @Test

@@ -1,0 +1,190 @@
+package dev.taco.bench;
+
+import dev.taco.bench.TrainingGemms.Shape;
+import dev.taco.kernels.Gemm;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+
+/**
+ * The training step's GEMMs ({@link TrainingGemms}: every product of one rank's step at the default and the 4x wider
+ * model, plus the square n = 1024) through the same {@link Gemm} entry point and accumulate flag the training uses.
+ *
+ * <p>Modes, one JMH run each: {@code pair} is two JMH threads, each with its own operands, multiplying the same shape at
+ * the same time, as the two tensor-parallel ranks of a training run do on a 2-core machine (its GFLOP/s count both
+ * products); {@code solo} is one caller, which {@link Gemm} may help with its helper threads; {@code core} is one
+ * caller with {@code -Dtaco.gemm.threads=1} (no helpers), the single-core kernel.
+ * Each thread has its own A, B and C ({@link Scope#Thread}). Run through {@code bench/run-gemm-shapes.sh}, which
+ * measures OpenBLAS on the same shapes and modes in the same run, shape by shape, and merges the two.
+ *
+ * <p>One more mode, without JMH, for a machine shared with other work: {@code cpu} times the {@code core} case by the
+ * calling thread's CPU time ({@link ThreadMXBean#getCurrentThreadCpuTime}) instead of the wall clock, so that the
+ * time other processes hold the core does not count (their cache traffic still does). It runs in {@link #main}'s
+ * JVM, which must be started with {@code -Dtaco.gemm.threads=1}.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class GemmShapesBench {
+  /** A {@link Shape#key()}; main passes the list. */
+  @Param({"default:1024x128x192:AB:set"})
+  public String shape;
+
+  private Shape s;
+  private float[] a, b, c;
+
+  /** Operands of the shape from a fixed seed, and the GEMM's code compiled before the first timed call. */
+  @Setup(Level.Trial)
+  public void setup() {
+    s = Shape.parse(shape);
+    Random r = new Random(2604);
+    a = random(r, s.m() * s.k());
+    b = random(r, s.k() * s.n());
+    c = random(r, s.m() * s.n());
+    // C2 must have compiled the micro-kernel before the first (1 s or shorter) warmup iteration ends
+    float[] x = random(r, 96 * 96);
+    for (int i = 0; i < 300; i++) Gemm.matmul(x, 0, x, 0, new float[96 * 96], 0, 96, 96, 96, false);
+  }
+
+  private static float[] random(Random r, int n) {
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) x[i] = r.nextFloat() - 0.5f;
+    return x;
+  }
+
+  /** One product, as the training calls it. */
+  @Benchmark
+  public float[] gemm() {
+    switch (s.op()) {
+      case AB -> Gemm.matmul(a, 0, b, 0, c, 0, s.m(), s.n(), s.k(), s.accumulate());
+      case ABT -> Gemm.matmulTransB(a, 0, b, 0, c, 0, s.m(), s.n(), s.k(), s.accumulate());
+      case ATB -> Gemm.matmulTransA(a, 0, b, 0, c, 0, s.m(), s.n(), s.k(), s.accumulate());
+    }
+    return c;
+  }
+
+  /**
+   * {@code shapes}: prints the shape list ({@link Shape#tsv()} lines). Otherwise runs the benchmark and prints one JSON
+   * object per shape and mode: {@code {"key", "mode", "threads", "us_best", "us_mean", "gflops"}}, GFLOP/s from the
+   * best iteration (the least disturbed one on a shared machine) and counting every thread's products. Arguments:
+   * {@code models=default,wide,square}, {@code modes=pair,solo} (or {@code core}, or {@code cpu} alone in a JVM
+   * started with {@code -Dtaco.gemm.threads=1}), {@code warmup=3}, {@code measure=5}, {@code time=300} (ms per
+   * iteration), {@code key=KEY} (one shape, repeatable).
+   *
+   * @throws IllegalArgumentException for an unknown argument or mode, or mode {@code cpu} without
+   *     {@code -Dtaco.gemm.threads=1}
+   */
+  public static void main(String[] args) throws Exception {
+    List<String> models = List.of("default", "wide", "square"), modes = List.of("pair", "solo");
+    List<String> keys = new ArrayList<>();
+    int warmup = 3, measure = 5, timeMs = 300;
+    if (args.length == 1 && args[0].equals("shapes")) {
+      for (Shape sh : TrainingGemms.all()) System.out.println(sh.tsv());
+      return;
+    }
+    for (String arg : args) {
+      String v = arg.substring(arg.indexOf('=') + 1);
+      if (arg.startsWith("models=")) models = Arrays.asList(v.split(","));
+      else if (arg.startsWith("modes=")) modes = Arrays.asList(v.split(","));
+      else if (arg.startsWith("warmup=")) warmup = Integer.parseInt(v);
+      else if (arg.startsWith("measure=")) measure = Integer.parseInt(v);
+      else if (arg.startsWith("time=")) timeMs = Integer.parseInt(v);
+      else if (arg.startsWith("key=")) keys.add(v);
+      else throw new IllegalArgumentException("unknown argument " + arg);
+    }
+    if (keys.isEmpty()) {
+      for (Shape sh : TrainingGemms.all()) if (models.contains(sh.model())) keys.add(sh.key());
+    }
+    for (String mode : modes) {
+      if (mode.equals("cpu")) {
+        for (String key : keys) System.out.println(cpuTime(key, warmup, measure, timeMs));
+        continue;
+      }
+      int threads = switch (mode) {
+        case "solo", "core" -> 1;
+        case "pair" -> 2;
+        default -> throw new IllegalArgumentException("unknown mode " + mode + " (pair, solo, core)");
+      };
+      Collection<RunResult> results = new Runner(new OptionsBuilder()
+          .include(GemmShapesBench.class.getName() + "\\.gemm$")
+          .forks(1)
+          .jvmArgsAppend(mode.equals("core")
+              ? new String[] {"--add-modules", "jdk.incubator.vector", "-Dtaco.gemm.threads=1"}
+              : new String[] {"--add-modules", "jdk.incubator.vector"})
+          .threads(threads)
+          .warmupIterations(warmup).warmupTime(TimeValue.milliseconds(timeMs))
+          .measurementIterations(measure).measurementTime(TimeValue.milliseconds(timeMs))
+          .param("shape", keys.toArray(String[]::new))
+          .build()).run();
+      for (RunResult rr : results) System.out.println(json(rr, mode, threads));
+    }
+  }
+
+  private static String json(RunResult rr, String mode, int threads) {
+    String key = rr.getParams().getParam("shape");
+    double best = Double.POSITIVE_INFINITY;
+    for (BenchmarkResult br : rr.getBenchmarkResults()) {
+      for (IterationResult ir : br.getIterationResults()) best = Math.min(best, ir.getPrimaryResult().getScore());
+    }
+    return json(key, mode, threads, best, rr.getPrimaryResult().getScore());
+  }
+
+  /**
+   * Mode {@code cpu}: {@code warmup} then {@code measure} rounds of about {@code timeMs} of this thread's CPU time
+   * each, the best round's CPU microseconds per product.
+   */
+  private static String cpuTime(String key, int warmup, int measure, int timeMs) {
+    if (Integer.getInteger("taco.gemm.threads", 0) != 1) {
+      throw new IllegalArgumentException("mode cpu times one core: start the JVM with -Dtaco.gemm.threads=1");
+    }
+    GemmShapesBench bench = new GemmShapesBench();
+    bench.shape = key;
+    bench.setup();
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    long start = mx.getCurrentThreadCpuTime();
+    int calls = 0;
+    while (mx.getCurrentThreadCpuTime() - start < timeMs * 1_000_000L) {
+      bench.gemm();
+      calls++;
+    }
+    double best = Double.POSITIVE_INFINITY, sum = 0;
+    for (int round = 0; round < warmup + measure; round++) {
+      long t = mx.getCurrentThreadCpuTime();
+      for (int i = 0; i < calls; i++) bench.gemm();
+      double us = (mx.getCurrentThreadCpuTime() - t) / 1e3 / calls;
+      if (round >= warmup) {
+        best = Math.min(best, us);
+        sum += us;
+      }
+    }
+    return json(key, "cpu", 1, best, sum / measure);
+  }
+
+  private static String json(String key, String mode, int threads, double usBest, double usMean) {
+    double gflops = threads * Shape.parse(key).flops() / (usBest * 1e-6) / 1e9;
+    return String.format(Locale.ROOT,
+        "{\"key\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"us_best\": %.2f, \"us_mean\": %.2f, \"gflops\": %.2f}",
+        key, mode, threads, usBest, usMean, gflops);
+  }
+}
