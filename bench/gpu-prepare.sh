@@ -14,6 +14,8 @@ export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
 mvn -q -B -ntp -DskipTests install
 rm -rf .device/jre.tar.xz
 ../shared/tools/device-bundle.sh
+# this tree's own module jars, whatever other */target/*.jar device-bundle.sh's find met first
+for m in tornado-kernels collective runtime bench; do cp -f "$m"/target/"$m"-*-SNAPSHOT.jar .device/lib/; done
 # the GPU programs draw no plots: XChart's PDF/SVG/GIF exporters stay here
 rm -f .device/lib/{pdfbox,pdfbox-io,fontbox,commons-math3,VectorGraphics2D,animated-gif-lib,graphics2d}-*.jar
 rm -rf .device/cache .device/cuda .device/test .device/src

@@ -9,7 +9,8 @@
 # About 10 s per shape and mode: 8 minutes for the 25 shapes in two modes.
 # Prints the results list as JSON on stdout ({"m", "k", "n", "op", "model", "mode", "gflops", "openblas_gflops",
 # "ratio", ...}) and a markdown table with the load average at each shape on stderr.
-# Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] bench/run-gemm-shapes.sh [GemmShapesBench arguments]
+# Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] [KEYS=wide:512x1024x768:ATB:acc,...]
+#        bench/run-gemm-shapes.sh [GemmShapesBench arguments]
 #        (build first: mvn -pl bench -am package -DskipTests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,7 @@ java_bench() {
 "$JAVA" -cp "$CP" dev.taco.bench.GemmShapesBench shapes >"$tmp/shapes.tsv"
 while IFS=$'\t' read -r key model _; do
   [[ ",$models," == *",$model,"* ]] || continue
+  [[ -z "${KEYS:-}" || ",$KEYS," == *",$key,"* ]] || continue
   python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" 2>"$tmp/openblas.log" \
     || { cat "$tmp/openblas.log" >&2; exit 1; }
   jmh=$(tr ',' '\n' <<<"$MODES" | grep -vx cpu | paste -sd, || true)

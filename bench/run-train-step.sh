@@ -2,8 +2,8 @@
 # One training step of the default model (dev.taco.bench.TrainStepBench, JMH: none and taco, TP = 2 as two threads)
 # on this build and on an earlier commit, in one session, alternating (earlier, this, earlier, this) so that a change of
 # load hits both; prints the table and the JSON object {"ms", "baseline_ms", "speedup", ...} per codec.
-# The earlier commit is exported with git archive into target/train-step-baseline/<rev>/ and built there once (Maven,
-# offline, no install); TrainStepBench.java of THIS tree is compiled against it (it uses only API both have).
+# The earlier commit is exported with git archive into ~/.cache/taco/train-step-baseline/<rev>/ (outside the tree:
+# ../shared/tools/device-bundle.sh copies every */target/*.jar below it) and built there once (Maven, offline, no install); TrainStepBench.java of THIS tree is compiled against it (it uses only API both have).
 # Usage: bench/run-train-step.sh [BASELINE_REV]   (default 2f8c3ff, the last commit before issue G);
 #        TRAIN_STEP_JMH_ARGS="-wi 1 -i 1" for a quick check (JMH's own options)
 #        (build first: mvn -pl bench -am package -DskipTests)
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
 source bench/jmh-env.sh
 rev=$(git rev-parse --short "${1:-2f8c3ff}")
-base="target/train-step-baseline/$rev"
+base="${XDG_CACHE_HOME:-$HOME/.cache}/taco/train-step-baseline/$rev"
 export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
 if [ ! -f "$base/bench/target/classpath.txt" ]; then
   rm -rf "$base" && mkdir -p "$base"

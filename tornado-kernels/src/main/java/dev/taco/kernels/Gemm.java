@@ -18,11 +18,12 @@ import jdk.incubator.vector.VectorSpecies;
  * accumulators and updates them with one FMA per (row, vector) per k, broadcasting A's elements and loading B's rows
  * as vectors. B is packed once per call into panels of {@link #NR} columns (row-interleaved, zero-padded; column
  * slabs of at most {@link #PACK_B_MAX} floats for very large B), shared by every thread of the call: for
- * {@link #matmulTransB} the packing is the transposition. A is not packed: the kernel reads it in place through a
- * row and a column stride, which serves both {@code A} and {@code Aᵀ} (only a last block of fewer than
- * {@value #MR} rows is copied, zero-padded). C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
+ * {@link #matmulTransB} the packing is the transposition. A is read in place through a row and a column stride
+ * (only a last block of fewer than {@value #MR} rows is copied, zero-padded), except for {@link #matmulTransA}: there
+ * each tile packs its rows of Aᵀ per K block into micro-panels, since in place a micro-panel's successive p lie m
+ * floats apart and fall into a few L1 sets. C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
  * a tile is zeroed unless accumulating, then walks K in blocks of {@link #KC} (the B block of one micro-panel stays in
- * L1), each adding into C. So the transposed forms cost the same as {@link #matmul} up to the packing pass, and a
+ * L1), each adding into C. So the transposed forms cost the same as {@link #matmul} up to the packing passes, and a
  * call allocates nothing once its thread's buffers have grown to its sizes.
  *
  * <h2>Threading</h2>
@@ -50,6 +51,8 @@ public final class Gemm {
 
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
     private static final int L = S.length();
+    /** {@link #MR} lanes: one p of an Aᵀ micro-panel. */
+    private static final VectorSpecies<Float> S8 = FloatVector.SPECIES_256;
     /** Rows of the register block. */
     static final int MR = 8;
     /** Columns of the register block: two vectors. */
@@ -62,6 +65,8 @@ public final class Gemm {
     static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 8);
     /** Below this many flops (2mnk) a call runs in the calling thread only. */
     static final long PARALLEL_MIN_FLOPS = 1L << 22;
+    /** Rows of a B panel packed at a time from the columns of op(B) (8 KiB of the panel at NR = 32). */
+    private static final int PACK_P = 64;
     /** Floats of packed B per call at most (4 MiB; at least one panel of k rows): wider B is done in slabs. */
     static final int PACK_B_MAX = 1 << 20;
     /** A parallel call cuts C into at least this many tiles per core when it is big enough (load balance). */
@@ -101,6 +106,8 @@ public final class Gemm {
         float[] packB = new float[0];
         /** The last rows of A when fewer than MR, zero-padded: (p, r) at p*MR + r. */
         final float[] edgeA = new float[MR * KC];
+        /** A tile's rows of Aᵀ for one K block, as micro-panels: panel q's (p, r) at q*MR*kc + p*MR + r. */
+        final float[] packA = new float[MC * KC];
         /** A micro-tile of C at the right or bottom edge. */
         final float[] tile = new float[MR * NR];
     }
@@ -429,8 +436,17 @@ public final class Gemm {
                     Arrays.fill(c, ci + jt, ci + jt1, 0f);
                 }
             }
+            // Aᵀ (acs != 1) is packed per tile and K block: read in place, a micro-panel's eight values of one p lie
+            // in one line but its p's lie m floats apart, and at m = 128 or 512 they share a few L1 sets (this
+            // product ran at 0.36-0.67 of OpenBLAS on the training's weight gradients before)
+            boolean packA = acs != 1;
             for (int p0 = 0; p0 < k; p0 += KC) {
                 int kc = Math.min(KC, k - p0);
+                if (packA) {
+                    for (int ir = i0; ir < i1; ir += MR) {
+                        pack(s.packA, (ir - i0) * kc, aOff + ir * ars + p0 * acs, Math.min(MR, m - ir), kc);
+                    }
+                }
                 for (int jr = jt; jr < jt1; jr += NR) {
                     int nr = Math.min(NR, ns - jr);
                     int bi = (jr / NR) * k * NR + p0 * NR;
@@ -439,8 +455,13 @@ public final class Gemm {
                         int ci = cOff + ir * ldc + j0 + jr;
                         float[] ap = a;
                         int ai = aOff + ir * ars + p0 * acs, rs = ars, cs = acs;
-                        if (mr < MR) {
-                            packEdge(s.edgeA, ai, mr, kc);
+                        if (packA) {
+                            ap = s.packA;
+                            ai = (ir - i0) * kc;
+                            rs = 1;
+                            cs = MR;
+                        } else if (mr < MR) {
+                            pack(s.edgeA, 0, ai, mr, kc);
                             ap = s.edgeA;
                             ai = 0;
                             rs = 1;
@@ -460,10 +481,18 @@ public final class Gemm {
             }
         }
 
-        /** Copies the last {@code mr < MR} rows of A, kc columns from index ai, to dst as (p, r) at p*MR + r. */
-        private void packEdge(float[] dst, int ai, int mr, int kc) {
+        /**
+         * Copies {@code mr <= MR} rows of op(A), kc columns from index ai, to dst from {@code off} as (p, r) at
+         * off + p*MR + r, rows past mr zero.
+         */
+        private void pack(float[] dst, int off, int ai, int mr, int kc) {
+            if (ars == 1 && mr == MR) { // rows of Aᵀ: each p's eight values are contiguous
+                for (int p = 0; p < kc; p++) FloatVector.fromArray(S8, a, ai + p * acs).intoArray(dst, off + p * MR);
+                return;
+            }
             for (int p = 0; p < kc; p++) {
-                for (int r = 0; r < MR; r++) dst[p * MR + r] = r < mr ? a[ai + r * ars + p * acs] : 0f;
+                int d = off + p * MR, src = ai + p * acs;
+                for (int r = 0; r < MR; r++) dst[d + r] = r < mr ? a[src + r * ars] : 0f;
             }
         }
     }
@@ -492,13 +521,17 @@ public final class Gemm {
                     FloatVector.fromArray(S, b, src + L).intoArray(dst, base + p * NR + L);
                 }
             } else {
-                // one column of op(B) at a time: for B^T (brs == 1) a contiguous row of the stored B
-                for (int j = 0; j < NR; j++) {
-                    int src = bOff + (j0 + jr + j) * bcs;
-                    if (j < cols) {
-                        for (int p = 0; p < k; p++) dst[base + p * NR + j] = b[src + p * brs];
-                    } else {
-                        for (int p = 0; p < k; p++) dst[base + p * NR + j] = 0f;
+                // one column of op(B) at a time (for Bᵀ, brs == 1, a contiguous row of the stored B), in blocks of
+                // PACK_P rows of the panel, so that the block being written (PACK_P x NR floats) stays in L1
+                for (int p0 = 0; p0 < k; p0 += PACK_P) {
+                    int p1 = Math.min(k, p0 + PACK_P);
+                    for (int j = 0; j < NR; j++) {
+                        int src = bOff + (j0 + jr + j) * bcs;
+                        if (j < cols) {
+                            for (int p = p0; p < p1; p++) dst[base + p * NR + j] = b[src + p * brs];
+                        } else {
+                            for (int p = p0; p < p1; p++) dst[base + p * NR + j] = 0f;
+                        }
                     }
                 }
             }

@@ -25,10 +25,10 @@ import dev.taco.kernels.Vec16;
  * slower than the GEMM attention); every warp then reads its mma B fragments there, conflict-free by a padding of
  * {@link #PAD} ints a row. So every thread of a block reaches every barrier, also a warp whose rows lie past T.
  *
- * <p>Needs sm_80 or later (bf16 {@code mma.sync}); {@code CudaOps} keeps the GEMM form on older GPUs. Known weakness:
- * {@link #flashBackwardDot} forms dsum from the fp32 dO while dP uses dO rounded to bf16, so a row's dS does not sum
- * to exactly zero; with a peaked softmax that mismatch is most of dQ's and dK's error (about 1e-2 relative, measured
- * on the emulator; about 3e-3 with a bf16 dO in dsum too). The fix changes a GPU kernel, and waits for a device run.
+ * <p>Needs sm_80 or later (bf16 {@code mma.sync}); {@code CudaOps} keeps the GEMM form on older GPUs.
+ * {@link #flashBackwardDot} forms dsum from dO rounded to bf16, the dO that dP = dO·Vᵀ multiplies, so that a row of
+ * dS = P ∘ (dP − dsum) sums to zero up to P's and O's rounding (with the fp32 dO, an earlier version's dQ and dK were
+ * off by about 1e-2 relative on a peaked softmax, about 3e-3 with this).
  *
  * <p>Three passes, each race-free (every output element has one writer):
  * <ol>
@@ -221,7 +221,8 @@ public final class FlashAttention {
 
   /**
    * SIMT kernel: dsum(B,NH,T) = the row sums of dO ∘ O per head (the softmax backward's rowsum(P ∘ dP), FlashAttention-2
-   * Algorithm 2 line 4), in fp32, one warp per row (b,h,t); blocks of whole warps. No checks.
+   * Algorithm 2 line 4), dO rounded to bf16 as the other two backward kernels read it ({@link Bf16#encode}), O and the
+   * sum fp32; one warp per row (b,h,t); blocks of whole warps. No checks.
    */
   @Kernel
   public static void flashBackwardDot(KernelContext ctx, float[] dsum, int dsumOff, float[] dout, int doutOff,
@@ -235,7 +236,7 @@ public final class FlashAttention {
     int row = (bh / NH * T + t) * NH * HS + bh % NH * HS;
     float sum = 0f;
     for (int d = ctx.laneId(); d < HS; d += KernelContext.WARP_SIZE) {
-      sum += dout[doutOff + row + d] * out[outOff + row + d];
+      sum += Bf16.decode(Bf16.encode(dout[doutOff + row + d])) * out[outOff + row + d]; // dO as dP sees it
     }
     sum = ctx.warpReduceSum(sum);
     if (ctx.laneId() == 0) {

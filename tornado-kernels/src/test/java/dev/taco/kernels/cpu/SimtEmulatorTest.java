@@ -131,18 +131,6 @@ class SimtEmulatorTest {
     })).isInstanceOf(ArithmeticException.class).hasMessageContaining("boom");
   }
 
-  @Test
-  void parallelExecutorCoversTheRangeOnce() {
-    int n = 10_001;
-    int[] hits = new int[n];
-    ParallelExecutor.forRange(n, 7, (lo, hi) -> {
-      for (int i = lo; i < hi; i++) {
-        hits[i]++;
-      }
-    });
-    assertThat(hits).containsOnly(1);
-  }
-
   /**
    * {@code mmaBf16} against a float64 product: each lane packs its A and B fragments from row-major 16x16 and 16x8 bf16
    * matrices by the layout {@link dev.taco.kernels.KernelContext#mmaBf16} documents, multiplies onto its part of C and
