@@ -3,6 +3,7 @@ package dev.taco.runtime.analyze;
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
+import dev.taco.kernels.simd.RowSplit;
 import dev.taco.runtime.JsonFiles;
 import dev.taco.runtime.train.Report;
 import java.io.IOException;
@@ -116,7 +117,8 @@ public final class TensorAnalysis {
   }
 
   /**
-   * Encodes and decodes {@code t} with {@code codec}.
+   * Encodes and decodes {@code t} with {@code codec}, a large tensor's rows split over every core
+   * ({@link RowSplit}: the result is the one-thread result).
    *
    * @return the decoded float32 values, {@code t.size()} of them
    * @throws IllegalArgumentException if the codec refuses the tensor
@@ -125,9 +127,12 @@ public final class TensorAnalysis {
     boolean across = alongColumns(codec, t);
     int rows = across ? t.cols() : t.rows(), cols = across ? t.rows() : t.cols();
     byte[] buf = new byte[codec.encodedSize(rows, cols)];
-    int len = codec.encode(across ? transpose(t.data(), t.rows(), t.cols()) : t.data(), 0, rows, cols, buf, 0);
     float[] y = new float[t.size()];
-    codec.decode(buf, 0, len, y, 0, false);
+    RowSplit.withThreads(Runtime.getRuntime().availableProcessors(), RowSplit.MIN_BLOCK, () -> {
+      int len = codec.encode(across ? transpose(t.data(), t.rows(), t.cols()) : t.data(), 0, rows, cols, buf, 0);
+      codec.decode(buf, 0, len, y, 0, false);
+      return y;
+    });
     return across ? transpose(y, rows, cols) : y;
   }
 

@@ -70,7 +70,6 @@ public final class GroupLanes {
   private static final class Work {
     final float[] f;
     final float[] t;
-    final byte[] codes;
     final float[] a;
     final int[] bits;
     final float[] one = {1f};
@@ -85,7 +84,6 @@ public final class GroupLanes {
       int n = hadamard ? ng * groupSize : Math.min(Lanes.whole(cols), CHUNK);
       f = s.floats(Scratch.Slot.ROW, n);
       t = hadamard ? s.floats(Scratch.Slot.ROW2, n) : null;
-      codes = s.bytes(Scratch.Slot.CODES, n);
       a = s.floats(Scratch.Slot.FACTORS, ng);
       bits = s.ints(Scratch.Slot.BITS, ng);
       special = new boolean[hadamard ? ng : 0];
@@ -317,17 +315,14 @@ public final class GroupLanes {
   /**
    * {@code out[dst + i] (+)= D(q_i) / qm * a[g]} for the codes of index {@code i} in {@code [c0, c1)} (whole
    * vectors) from byte {@code in[codes]} ({@link GroupKernels#dequantise}: markers give NaN), a piece at a time:
-   * int4 codes are first widened to one byte each, E4M3 codes decoded to floats, in the scratch.
+   * integer codes straight from their bytes, E4M3 codes decoded to floats in the scratch first.
    */
   private static void values(byte[] in, int codes, int c0, int c1, int groupSize, float[] a, float qm, int kind,
       boolean nonFinite, Work s, float[] out, int dst, boolean accumulate) {
     for (int p0 = c0; p0 < c1; p0 += CHUNK) {
       int p1 = Math.min(c1, p0 + CHUNK);
-      if (kind == GroupKernels.INT8) {
-        int8s(in, codes, p0, p1, groupSize, a, qm, -128, out, dst, accumulate);
-      } else if (kind == GroupKernels.INT4) {
-        widen(in, codes + (p0 >> 1), p1 - p0, s.codes);
-        int8s(s.codes, -p0, p0, p1, groupSize, a, qm, -8, out, dst, accumulate);
+      if (kind == GroupKernels.INT8 || kind == GroupKernels.INT4) {
+        integers(in, codes, p0, p1, groupSize, a, qm, kind == GroupKernels.INT4, out, dst, accumulate);
       } else {
         Fp8Lanes.decode(in, codes + p0, p1 - p0, Fp8.E4M3, s.f, 0);
         if (nonFinite) {
@@ -339,17 +334,22 @@ public final class GroupLanes {
   }
 
   /**
-   * {@code out[dst + i] (+)= D(c) / qm * a[g]} for the byte codes {@code c = codes[at + i]}, {@code i} in
-   * {@code [c0, c1)} (whole vectors), {@code marker} giving NaN.
+   * {@code out[dst + i] (+)= D(c) / qm * a[g]} for the integer codes {@code c} of index {@code i} in {@code [c0, c1)}
+   * (whole vectors): int8, byte {@code codes[at + i]}, -128 giving NaN; int4, nibble {@code i & 1} (low first) of byte
+   * {@code codes[at + (i >> 1)]}, sign-extended in the lanes, -8 giving NaN.
    */
-  private static void int8s(byte[] codes, int at, int c0, int c1, int groupSize, float[] a, float qm, int marker,
+  private static void integers(byte[] codes, int at, int c0, int c1, int groupSize, float[] a, float qm, boolean int4,
       float[] out, int dst, boolean accumulate) {
     int nan = Float.floatToRawIntBits(Float.NaN);
+    int marker = int4 ? -8 : -128;
     for (int g = c0 / groupSize; g * groupSize < c1; g++) {
       int end = Math.min(c1, (g + 1) * groupSize);
       float ag = a[g];
       for (int i = Math.max(c0, g * groupSize); i < end; i += L) {
-        IntVector q = (IntVector) ByteVector.fromArray(Lanes.B, codes, at + i).convertShape(B2I, Lanes.I, 0);
+        IntVector q = int4
+            ? ((IntVector) ByteVector.fromArray(HALF, codes, at + (i >> 1)).reinterpretShape(Lanes.B, 0)
+                .rearrange(PAIRS).convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS).lanewise(ASHR, 28)
+            : (IntVector) ByteVector.fromArray(Lanes.B, codes, at + i).convertShape(B2I, Lanes.I, 0);
         FloatVector v = ((FloatVector) q.convert(I2F, 0)).reinterpretAsInts().blend(nan, q.compare(EQ, marker))
             .reinterpretAsFloats().div(qm).mul(ag);
         if (accumulate) {
@@ -375,15 +375,6 @@ public final class GroupLanes {
           v.intoArray(out, dst + i);
         }
       }
-    }
-  }
-
-  /** The {@code n} int4 codes from {@code in[at]} (low nibble first; n whole vectors), one byte each into {@code w}. */
-  private static void widen(byte[] in, int at, int n, byte[] w) {
-    for (int i = 0; i < n; i += L) {
-      ((ByteVector) ((IntVector) ByteVector.fromArray(HALF, in, at + (i >> 1)).reinterpretShape(Lanes.B, 0)
-          .rearrange(PAIRS).convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS).lanewise(ASHR, 28)
-          .convertShape(I2B, Lanes.B, 0)).intoArray(w, i);
     }
   }
 

@@ -14,15 +14,18 @@ import java.util.function.Supplier;
  * cores); the caller waits. Rows are independent in every codec body, so the result is the one-thread result.
  *
  * <p>Off (one thread, the caller's) unless the system property {@code taco.codec.threads} asks for more, or a block
- * of code runs inside {@link #withThreads}: in training the ranks are already threads on the cores, and on the shared
- * 2-core development machine two threads bought little (bench/results/codec-cpu.md); a tool that codes one large
- * tensor at a time on idle cores can turn it on.
+ * of code runs inside {@link #withThreads}. Chosen by measurement (2 cores, 1024 x 1024 floats, one caller,
+ * 2026-12-02, JMH): two threads took {@code taco} encode from 642-748 to 382-391 us and decode from 446 to 321-379 us,
+ * {@code int8-group} encode from 222-255 to 188-203 us, and slowed its memory-bound decode from 157-160 to 188-189 us.
+ * So {@code taco analyze}, which codes one tensor at a time on otherwise idle cores, turns it on; {@code ./taco train}
+ * does not: its ranks are already threads on the cores, and at the default model a TP tensor (1024 x 128) is below
+ * two blocks anyway.
  */
 public final class RowSplit {
   private RowSplit() {}
 
-  /** Values a block must hold at least (by default). */
-  static final int MIN_BLOCK = 1 << 18;
+  /** Values a block must hold at least (by default): below, a thread's hand-off costs more than it saves. */
+  public static final int MIN_BLOCK = 1 << 18;
 
   private static final int CORES = Runtime.getRuntime().availableProcessors();
   private static final int THREADS = Math.max(1, Math.min(CORES, Integer.getInteger("taco.codec.threads", 1)));

@@ -27,8 +27,6 @@ final class Scratch {
     FACTORS,
     /** Per-group floats of a row: encode multipliers. */
     MULTIPLIERS,
-    /** A piece of a row of codes (group codecs). */
-    CODES,
     /** A zero-padded vector: a row's last values. */
     TAIL,
     /** A zero-padded vector of codes: a row's last codes. */
