@@ -65,6 +65,11 @@ public final class Gemm {
     static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 8);
     /** Below this many flops (2mnk) a call runs in the calling thread only. */
     static final long PARALLEL_MIN_FLOPS = 1L << 22;
+    /**
+     * Floats between packed Aᵀ micro-panels beyond their MR·kc: at kc = 256 the panels would start 8 KiB apart, and
+     * the packing pass, which writes all of a tile's panels at once, would keep hitting one L1 set.
+     */
+    private static final int PANEL_PAD = 16;
     /** Rows of a B panel packed at a time from the columns of op(B) (8 KiB of the panel at NR = 32). */
     private static final int PACK_P = 64;
     /** Floats of packed B per call at most (4 MiB; at least one panel of k rows): wider B is done in slabs. */
@@ -106,8 +111,8 @@ public final class Gemm {
         float[] packB = new float[0];
         /** The last rows of A when fewer than MR, zero-padded: (p, r) at p*MR + r. */
         final float[] edgeA = new float[MR * KC];
-        /** A tile's rows of Aᵀ for one K block, as micro-panels: panel q's (p, r) at q*MR*kc + p*MR + r. */
-        final float[] packA = new float[MC * KC];
+        /** A tile's rows of Aᵀ for one K block, as micro-panels: panel q's (p, r) at q*(MR*kc + PANEL_PAD) + p*MR + r. */
+        final float[] packA = new float[MC / MR * (MR * KC + PANEL_PAD)];
         /** A micro-tile of C at the right or bottom edge. */
         final float[] tile = new float[MR * NR];
     }
@@ -436,16 +441,14 @@ public final class Gemm {
                     Arrays.fill(c, ci + jt, ci + jt1, 0f);
                 }
             }
-            // Aᵀ (acs != 1) is packed per tile and K block: read in place, a micro-panel's eight values of one p lie
-            // in one line but its p's lie m floats apart, and at m = 128 or 512 they share a few L1 sets (this
-            // product ran at 0.36-0.67 of OpenBLAS on the training's weight gradients before)
-            boolean packA = acs != 1;
+            // Aᵀ is packed per tile and K block (packTransposed): read in place, a micro-panel's eight values of one p
+            // lie in one line but its p's lie m floats apart, at m = 128 to 1024 in a few L1 sets (the training's
+            // weight gradients ran at 0.35-0.67 of OpenBLAS so, and at 0.35 when packed one micro-panel at a time)
+            boolean packA = ars == 1 && acs != 1;
             for (int p0 = 0; p0 < k; p0 += KC) {
                 int kc = Math.min(KC, k - p0);
                 if (packA) {
-                    for (int ir = i0; ir < i1; ir += MR) {
-                        pack(s.packA, (ir - i0) * kc, aOff + ir * ars + p0 * acs, Math.min(MR, m - ir), kc);
-                    }
+                    packTransposed(s.packA, a, aOff + i0 + p0 * acs, acs, i1 - i0, kc);
                 }
                 for (int jr = jt; jr < jt1; jr += NR) {
                     int nr = Math.min(NR, ns - jr);
@@ -457,7 +460,7 @@ public final class Gemm {
                         int ai = aOff + ir * ars + p0 * acs, rs = ars, cs = acs;
                         if (packA) {
                             ap = s.packA;
-                            ai = (ir - i0) * kc;
+                            ai = (ir - i0) / MR * (MR * kc + PANEL_PAD);
                             rs = 1;
                             cs = MR;
                         } else if (mr < MR) {
@@ -486,13 +489,28 @@ public final class Gemm {
          * off + p*MR + r, rows past mr zero.
          */
         private void pack(float[] dst, int off, int ai, int mr, int kc) {
-            if (ars == 1 && mr == MR) { // rows of Aᵀ: each p's eight values are contiguous
-                for (int p = 0; p < kc; p++) FloatVector.fromArray(S8, a, ai + p * acs).intoArray(dst, off + p * MR);
-                return;
-            }
             for (int p = 0; p < kc; p++) {
                 int d = off + p * MR, src = ai + p * acs;
                 for (int r = 0; r < MR; r++) dst[d + r] = r < mr ? a[src + r * ars] : 0f;
+            }
+        }
+    }
+
+    /**
+     * Packs {@code rows} rows of Aᵀ (stored [k, lda]: op(A)'s element (i, p) at a[ai + i + p*lda]), kc columns, into
+     * micro-panels of MR rows: panel q's (p, r) at dst[q*(MR*kc + PANEL_PAD) + p*MR + r], rows past {@code rows}
+     * zero. One p at a time: its rows lie side by side in A, so each line of A is read once, whole.
+     */
+    private static void packTransposed(float[] dst, float[] a, int ai, int lda, int rows, int kc) {
+        int stride = MR * kc + PANEL_PAD, whole = rows / MR;
+        for (int p = 0; p < kc; p++) {
+            int src = ai + p * lda;
+            for (int q = 0; q < whole; q++) {
+                FloatVector.fromArray(S8, a, src + q * MR).intoArray(dst, q * stride + p * MR);
+            }
+            if (whole * MR < rows) {
+                int d = whole * stride + p * MR;
+                for (int r = 0; r < MR; r++) dst[d + r] = whole * MR + r < rows ? a[src + whole * MR + r] : 0f;
             }
         }
     }
