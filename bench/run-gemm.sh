@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
 source bench/jmh-env.sh
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE # numpy's OpenBLAS picks its own kernels (SkylakeX here), as the machine notes ask
 if python3 -c 'import numpy' 2>/dev/null; then
   python3 - <<'PY'
 import numpy as np, time
