@@ -473,7 +473,7 @@ public final class Gemm {
                             rs = 1;
                             cs = MR;
                         } else if (mr < MR) {
-                            pack(s.edgeA, 0, ai, mr, kc);
+                            packEdge(s.edgeA, ai, mr, kc);
                             ap = s.edgeA;
                             ai = 0;
                             rs = 1;
@@ -494,13 +494,12 @@ public final class Gemm {
         }
 
         /**
-         * Copies {@code mr <= MR} rows of op(A), kc columns from index ai, to dst from {@code off} as (p, r) at
-         * off + p*MR + r, rows past mr zero.
+         * Copies the last {@code mr < MR} rows of op(A), kc columns from index ai, to dst as (p, r) at p*MR + r,
+         * zero-padded.
          */
-        private void pack(float[] dst, int off, int ai, int mr, int kc) {
+        private void packEdge(float[] dst, int ai, int mr, int kc) {
             for (int p = 0; p < kc; p++) {
-                int d = off + p * MR, src = ai + p * acs;
-                for (int r = 0; r < MR; r++) dst[d + r] = r < mr ? a[src + r * ars] : 0f;
+                for (int r = 0; r < MR; r++) dst[p * MR + r] = r < mr ? a[ai + r * ars + p * acs] : 0f;
             }
         }
     }
