@@ -159,7 +159,8 @@ public final class TensorAnalysis {
    * Writes the rows as JSON (atomically): {@code command} (the command line), {@code machine}
    * ({@link Report#machine}), {@code results} (one object per row: file, tensor, shape, dtype, codec, rel_l2,
    * snr_db, cosine, max_abs_err, zero_collapse_rate, group_collapse_rate, saturated, bytes_per_element, error;
-   * the figures null where the row has an error; an exact round trip has {@code snr_db: Infinity}).
+   * the figures null where the row has an error; strict JSON has no Infinity, so an exact round trip's SNR is null
+   * too, beside its {@code rel_l2} of 0 and no error).
    */
   public static void writeJson(Path out, String commandLine, List<Row> rows) throws IOException {
     List<Map<String, Object>> results = new ArrayList<>();
