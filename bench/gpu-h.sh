@@ -30,14 +30,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 T_START=$(date +%s)
-export TACO_CACHE="${TACO_CACHE:-${TMPDIR:-/tmp}/taco-cache}"
-# shellcheck disable=SC1091
-source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on the CPU machine" >&2; exit 2; }
 out="${1:-${OUT:-target/gpu-h}}"
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 # shellcheck disable=SC1091
-source bench/gpu-multi-lib.sh
+source bench/gpu-multi-lib.sh # the bundle's environment, $out created and made absolute, the GPUs
 STAGES=${STAGES:-tests collectives train-nvlink train-no-p2p sp-nvlink sp-no-p2p curves-nvlink curves-no-p2p}
 read -r -d '' -a shapes <<< "${SHAPES:-1024,8,16,2048,4 2048,8,16,2048,4 768,12,12,1024,8}" || true
 read -r -d '' -a sp_shapes <<< "${SP_SHAPES:-${shapes[0]}}" || true

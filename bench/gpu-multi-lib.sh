@@ -1,5 +1,5 @@
-# Sourced by bench/gpu-h.sh and bench/gpu-scaling.sh (after bench/gpu-env.sh), on the GPU machine: the GPU count, a
-# deadline so that one device call (600 s) ends with its results written, and the timed training runs.
+# Sourced by bench/gpu-h.sh and bench/gpu-scaling.sh (with $out set), on the GPU machine: the bundle's environment,
+# the GPU count, a deadline so that one device call (600 s) ends with its results written, and the timed training runs.
 #
 # A config's step time comes from TWO runs that differ only in --steps (N1 and N2): report.json's wall_seconds and
 # tokens_per_second cover the whole Trainer.run (NCCL init, model allocation, calibration, the evaluations), so the
@@ -14,6 +14,12 @@
 # outside .device so that it outlives a call that carries .device again while the machine stays warm).
 
 T_START=${T_START:-$(date +%s)}
+
+# the bundle's environment with the PTX cache outside .device; $out (set by the script) created, made absolute
+export TACO_CACHE="${TACO_CACHE:-${TMPDIR:-/tmp}/taco-cache}"
+# shellcheck disable=SC1091
+source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on the CPU machine" >&2; exit 2; }
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 DEADLINE=${DEADLINE:-570}
 RUN_TIMEOUT=${RUN_TIMEOUT:-240}
 RESERVE=${RESERVE:-20}

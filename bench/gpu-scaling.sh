@@ -32,14 +32,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 T_START=$(date +%s)
-export TACO_CACHE="${TACO_CACHE:-${TMPDIR:-/tmp}/taco-cache}"
-# shellcheck disable=SC1091
-source bench/gpu-env.sh || { echo "FAIL bundle: run bash bench/gpu-prepare.sh on the CPU machine" >&2; exit 2; }
 out="${1:-${OUT:-target/gpu-scaling}}"
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 # shellcheck disable=SC1091
-source bench/gpu-multi-lib.sh
+source bench/gpu-multi-lib.sh # the bundle's environment, $out created and made absolute, the GPUs
 STAGES=${STAGES:-collectives-4 collectives-8 train4-nvlink train8-nvlink train4-no-p2p train8-no-p2p train2-nvlink train2-no-p2p}
 read -r -d '' -a configs <<< "${CONFIGS:-strong:2:1:2048,8,32,2048,4 strong:4:1:2048,8,32,2048,4 strong:8:1:2048,8,32,2048,4
   strong:4:2:2048,8,32,2048,4 strong:2:4:2048,8,32,2048,4 weak:2:1:1024,8,16,2048,4 weak:4:1:1536,8,24,2048,4
