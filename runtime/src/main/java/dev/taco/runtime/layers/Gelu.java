@@ -1,7 +1,9 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
+import dev.taco.kernels.Vec16;
 
 /**
  * GELU with the tanh approximation GPT-2 was trained with:
@@ -39,9 +41,32 @@ public final class Gelu {
   @Kernel
   public static void geluForward(float[] out, int outOff, float[] inp, int inpOff, int N) {
     for (@Parallel int i = 0; i < N; i++) {
-      float x = inp[inpOff + i];
-      float u = SQRT_2_OVER_PI * (x + K * x * x * x);
-      out[outOff + i] = 0.5f * x * (1f + tanh(u));
+      out[outOff + i] = gelu(inp[inpOff + i]);
+    }
+  }
+
+  /**
+   * Kernel: the GPU's bf16-mode GELU forward, eight elements per iteration: {@code out = gelu(pre)} (fp32, as
+   * {@link #geluForward}) and {@code copy}, out rounded to bf16 ({@link Bf16#encode2}: the bits
+   * {@link Matmul#roundToBf16x8} of out would give), the operand the next linear layer multiplies; 16-byte loads and
+   * stores. {@code groups} = N / 8; offsets multiples of 8 elements. No checks.
+   */
+  @Kernel
+  public static void geluForwardBf16x8(float[] out, int outOff, short[] copy, int copyOff, float[] pre, int preOff,
+                                       int groups) {
+    for (@Parallel int g = 0; g < groups; g++) {
+      float[] lo = new float[4];
+      float[] hi = new float[4];
+      Vec16.loadFloat4(pre, preOff + 8 * g, lo);
+      Vec16.loadFloat4(pre, preOff + 8 * g + 4, hi);
+      for (int k = 0; k < 4; k++) {
+        lo[k] = gelu(lo[k]);
+        hi[k] = gelu(hi[k]);
+      }
+      Vec16.storeFloat4(out, outOff + 8 * g, lo);
+      Vec16.storeFloat4(out, outOff + 8 * g + 4, hi);
+      Vec16.storeShortPairs8(copy, copyOff + 8 * g, Bf16.encode2(lo[0], lo[1]), Bf16.encode2(lo[2], lo[3]),
+          Bf16.encode2(hi[0], hi[1]), Bf16.encode2(hi[2], hi[3]));
     }
   }
 
@@ -81,6 +106,41 @@ public final class Gelu {
     for (@Parallel int i = 0; i < N; i++) {
       dinp[dinpOff + i] = grad(inp[inpOff + i]) * dout[doutOff + i];
     }
+  }
+
+  /**
+   * Kernel: the GPU's bf16-mode GELU backward, eight elements per iteration: {@code dinp = GELU'(pre) · dout}
+   * (fp32, overwritten, as {@link #geluBackwardInto}) and {@code copy}, dinp rounded to bf16 ({@link Bf16#encode2}),
+   * the operand the previous linear layer's backward multiplies; 16-byte loads and stores. {@code groups} = N / 8;
+   * offsets multiples of 8 elements. No checks.
+   */
+  @Kernel
+  public static void geluBackwardBf16x8(float[] dinp, int dinpOff, short[] copy, int copyOff, float[] dout,
+                                        int doutOff, float[] pre, int preOff, int groups) {
+    for (@Parallel int g = 0; g < groups; g++) {
+      float[] lo = new float[4];
+      float[] hi = new float[4];
+      float[] xlo = new float[4];
+      float[] xhi = new float[4];
+      Vec16.loadFloat4(dout, doutOff + 8 * g, lo);
+      Vec16.loadFloat4(dout, doutOff + 8 * g + 4, hi);
+      Vec16.loadFloat4(pre, preOff + 8 * g, xlo);
+      Vec16.loadFloat4(pre, preOff + 8 * g + 4, xhi);
+      for (int k = 0; k < 4; k++) {
+        lo[k] = grad(xlo[k]) * lo[k];
+        hi[k] = grad(xhi[k]) * hi[k];
+      }
+      Vec16.storeFloat4(dinp, dinpOff + 8 * g, lo);
+      Vec16.storeFloat4(dinp, dinpOff + 8 * g + 4, hi);
+      Vec16.storeShortPairs8(copy, copyOff + 8 * g, Bf16.encode2(lo[0], lo[1]), Bf16.encode2(lo[2], lo[3]),
+          Bf16.encode2(hi[0], hi[1]), Bf16.encode2(hi[2], hi[3]));
+    }
+  }
+
+  /** gelu(x) of the tanh form. */
+  static float gelu(float x) {
+    float u = SQRT_2_OVER_PI * (x + K * x * x * x);
+    return 0.5f * x * (1f + tanh(u));
   }
 
   /** GELU'(x) of the tanh form. */

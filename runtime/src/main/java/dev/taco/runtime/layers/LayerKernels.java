@@ -73,6 +73,8 @@ public final class LayerKernels {
         KernelRequest.of(Matmul.class, "matmulBackwardBias"),
         KernelRequest.of(Gelu.class, "geluBackward"),
         KernelRequest.of(Gelu.class, "geluBackwardInto"),
+        KernelRequest.of(Gelu.class, "geluForwardBf16x8"),
+        KernelRequest.of(Gelu.class, "geluBackwardBf16x8"),
         KernelRequest.of(Residual.class, "residualBackward"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardRows"),
         KernelRequest.of(LayerNorm.class, "layernormBackwardParams"),

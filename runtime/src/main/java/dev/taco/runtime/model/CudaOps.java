@@ -7,7 +7,6 @@ import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cublas.DataType;
-import dev.taco.kernels.cuda.CublasException;
 import dev.taco.kernels.cuda.CublasLt;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaException;
@@ -41,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
  * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
  * see {@link Precision}; in bf16 mode the forward's GEMM inputs are rounded once and kept for the backward,
- * {@link #kept}, and the MLP's GELU runs in cuBLASLt's GELU_AUX_BIAS / DGELU epilogues); attention in bf16 mode as
+ * {@link #kept}, and the MLP's GELU kernels write their output's bf16 copy as they write it, {@link #matmulGeluForward});
+ * attention in bf16 mode as
  * {@link FlashAttention} (tensor-core kernels in Java, no (B,NH,T,T) matrices: {@link #flashAttention(int)}), else as
  * per-head strided-batched GEMMs reading q, k, v in place from the qkv tensor, around the causal softmax kernels, as
  * llm.c, over the lower block-triangle of the score matrices only ({@link #causalBlock}); every other layer through Java kernels
@@ -119,8 +119,6 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Exact fp32 GEMMs (column sums, the one-hot wte gradient) whatever the precision: {@link #blas} in fp32 mode. */
   private final Cublas exact;
   private final CublasLt lt; // null in fp32 mode or without libcublasLt
-  /** Whether the MLP's GELU runs in cuBLASLt epilogues (bf16 mode; off for good if the library has no algorithm). */
-  private boolean geluFused = true;
   /** See {@link #causalBlock}. */
   private int causalBlockMinimum = 512;
   /** See {@link #flashAttention(int)}. */
@@ -134,6 +132,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[3];
   /** bf16 copies of the forward's GEMM inputs, for the backward ({@link #kept}). */
   private final Map<CopyKey, DeviceBuffer> forwardCopies = new HashMap<>();
+  /**
+   * The tensor whose bf16 copy a GELU kernel has just written ({@link #matmulGeluForward} into its {@link #kept} copy,
+   * {@link #matmulBackwardGelu} into the gradient slot), or null: the next {@link #kept} ({@link #operand} of the
+   * gradient slot) call takes that copy as it is if it asks for this tensor; any such call clears it.
+   */
+  private CopyKey freshCopy, freshGradient;
   private DeviceBuffer ones;
   private boolean closed;
   private boolean capturing;
@@ -412,72 +416,51 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * In bf16 mode with cuBLASLt, one GEMM with the GELU_AUX_BIAS epilogue (pre and out written together, no GELU
-   * pass); otherwise {@link #matmulForward} then {@link #geluForward}. If cuBLASLt has no algorithm for the epilogue
-   * (checked at the first call, which is eager), the unfused form is used from then on, with a warning.
+   * {@link #matmulForward} into pre (in bf16 mode with cuBLASLt the bias in the GEMM's epilogue), then GELU; in bf16
+   * mode one kernel ({@link Gelu#geluForwardBf16x8}) writes out and its bf16 copy, which the next linear layer's
+   * {@link #kept} takes instead of rounding out again. (cuBLASLt's GELU_AUX_BIAS epilogue with fp32 output ran as a
+   * separate epilogue kernel on the H200, 78 µs at 8192 x 3072 against this kernel's read of pre and writes of out
+   * and the copy.)
    */
   @Override
   public void matmulGeluForward(View<DeviceBuffer> out, View<DeviceBuffer> pre, View<DeviceBuffer> inp,
       View<DeviceBuffer> w, View<DeviceBuffer> bias, int B, int T, int C, int OC) {
-    int n = B * T;
-    if (geluEpilogues(bias != null && OC % 8 == 0)) {
-      Operand a = kept(inp, (long) n * C), b = kept(w, (long) C * OC);
-      check("out", out, (long) n * OC);
-      check("pre", pre, (long) n * OC);
-      check("bias", bias, OC);
-      try {
-        lt.matmul(stream, CublasLt.Epilogue.GELU_AUX_BIAS, false, false, n, OC, C, a.buf, a.off, b.buf, b.off,
-            bias.arena(), bias.offset(), pre.arena(), pre.offset(), DataType.F32, out.arena(), out.offset());
-        return;
-      } catch (CublasException e) {
-        noGeluEpilogues(e);
-      }
-    }
+    long n = (long) B * T * OC;
     matmulForward(pre, inp, w, bias, B, T, C, OC);
-    geluForward(out, pre, n * OC);
+    if (precision == Precision.FP32 || !eightAligned(out, n) || !eightAligned(pre, n)) {
+      geluForward(out, pre, (int) n);
+      return;
+    }
+    DeviceBuffer copy = forwardCopy(out, n);
+    launch(Gelu.class, "geluForwardBf16x8", n / 8, p("out", out, n), 0, copy, 0, p("pre", pre, n), 0, (int) (n / 8));
+    freshCopy = new CopyKey(out.arena().pointer(), out.offset(), n);
   }
 
   /**
-   * In bf16 mode with cuBLASLt, dinp = (dout · w^T) ⊙ GELU'(pre) as one GEMM with the DGELU epilogue ({@code scratch}
-   * unused); otherwise {@link #matmulBackward} into {@code scratch}, then {@link #geluBackward}. dw, dbias as
-   * {@link #matmulBackward}.
+   * {@link #matmulBackward} into scratch (dout · w^T), then dinp = scratch ⊙ GELU'(pre); in bf16 mode one kernel
+   * ({@link Gelu#geluBackwardBf16x8}) writes dinp and its bf16 copy into the gradient slot, which the previous linear
+   * layer's backward ({@link #operand}) takes instead of rounding dinp again. (cuBLASLt's DGELU epilogue with fp32
+   * output ran as a separate epilogue kernel on the H200, 195 µs at 8192 x 3072.)
    */
   @Override
   public void matmulBackwardGelu(View<DeviceBuffer> dinp, View<DeviceBuffer> scratch, View<DeviceBuffer> dw,
       View<DeviceBuffer> dbias, View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w,
       View<DeviceBuffer> pre, int B, int T, int C, int OC) {
-    int n = B * T;
-    if (geluEpilogues(C % 8 == 0)) {
-      Operand d = operand(dout, (long) n * OC, GRADIENT), b = reused(w, (long) C * OC, WEIGHT);
-      check("dinp", dinp, (long) n * C);
-      check("pre", pre, (long) n * C);
-      boolean fused = false;
-      try {
-        lt.matmul(stream, CublasLt.Epilogue.DGELU, false, true, n, C, OC, d.buf, d.off, b.buf, b.off, null, 0,
-            pre.arena(), pre.offset(), DataType.F32, dinp.arena(), dinp.offset());
-        fused = true;
-      } catch (CublasException e) {
-        noGeluEpilogues(e);
-      }
-      if (fused) { // outside the try: a failure here is not the epilogue's, and must not run the backward twice
-        paramGrads(d, dw, dbias, dout, inp, n, C, OC);
-        return;
-      }
-    }
+    long n = (long) B * T * C;
     matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
-    geluBackward(dinp, scratch, pre, n * C);
+    if (precision == Precision.FP32 || !eightAligned(dinp, n) || !eightAligned(scratch, n) || !eightAligned(pre, n)) {
+      geluBackward(dinp, scratch, pre, (int) n);
+      return;
+    }
+    DeviceBuffer copy = gradientSlot(n);
+    launch(Gelu.class, "geluBackwardBf16x8", n / 8, p("dinp", dinp, n), 0, copy, 0, p("dout", scratch, n), 0,
+        p("pre", pre, n), 0, (int) (n / 8));
+    freshGradient = new CopyKey(dinp.arena().pointer(), dinp.offset(), n);
   }
 
-  /** Whether the GELU epilogues are used for a call whose shape allows them ({@code shapeOk}). */
-  private boolean geluEpilogues(boolean shapeOk) {
-    return lt != null && geluFused && shapeOk;
-  }
-
-  private void noGeluEpilogues(RuntimeException e) {
-    if (capturing) throw e; // the first (eager) step decides; a capture must not change the sequence
-    geluFused = false;
-    LOG.warn("cuBLASLt has no GELU_AUX_BIAS/DGELU algorithm here ({}): the MLP's GELU runs as separate kernels",
-        e.getMessage());
+  /** Whether {@code n} elements of {@code v} go eight to a 16-byte-aligned group. */
+  private static boolean eightAligned(View<DeviceBuffer> v, long n) {
+    return v.offset() % 4 == 0 && n % 8 == 0;
   }
 
   @Override
@@ -518,13 +501,29 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       check("operand", v, n);
       return new Operand(v.arena(), v.offset(), DataType.F32);
     }
+    DeviceBuffer s = slot == GRADIENT ? gradientSlot(n) : scratchSlot(slot, n);
+    if (slot == GRADIENT) {
+      boolean fresh = new CopyKey(v.arena().pointer(), v.offset(), n).equals(freshGradient);
+      freshGradient = null;
+      if (fresh) return new Operand(s, 0, DataType.BF16);
+    }
+    return roundInto(s, v, n);
+  }
+
+  /** Work-space slot {@code slot}, of at least {@code n} bf16 elements. */
+  private DeviceBuffer scratchSlot(int slot, long n) {
     DeviceBuffer s = bf16Scratch[slot];
     if (s == null || s.bytes() < 2 * n) {
       release(s);
       s = alloc(bf16Words(n));
       bf16Scratch[slot] = s;
     }
-    return roundInto(s, v, n);
+    return s;
+  }
+
+  /** The output gradients' slot ({@link #scratchSlot}); where {@link #freshGradient}'s copy is. */
+  private DeviceBuffer gradientSlot(long n) {
+    return scratchSlot(GRADIENT, n);
   }
 
   /**
@@ -532,19 +531,21 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    * copy kept for this tensor (its arena, offset and size), which the backward of the same tensors takes through
    * {@link #reused} instead of rounding again. The rule that makes this safe is the model's: a backward multiplies
    * the activations and weights its forward multiplied, unchanged in between ({@link Gpt#trainStep}: forward,
-   * backward, then the optimizer); every forward rounds afresh. The copies cost 2 bytes per element of every GEMM
-   * input of the step (about 1.9 GiB at D=768, L=12, T=1024, B=8) and save a read and a half-size write of each in
-   * the backward.
+   * backward, then the optimizer); every forward rounds afresh, or its producer writes the copy ({@link #freshCopy}).
+   * The copies cost 2 bytes per element of every GEMM input of the step (about 1.9 GiB at D=768, L=12, T=1024, B=8)
+   * and save a read and a half-size write of each in the backward.
    */
   private Operand kept(View<DeviceBuffer> v, long n) {
     if (precision == Precision.FP32) return operand(v, n, ACTIVATION);
-    CopyKey key = new CopyKey(v.arena().pointer(), v.offset(), n);
-    DeviceBuffer s = forwardCopies.get(key);
-    if (s == null) {
-      s = alloc(bf16Words(n));
-      forwardCopies.put(key, s);
-    }
-    return roundInto(s, v, n);
+    DeviceBuffer s = forwardCopy(v, n);
+    boolean fresh = new CopyKey(v.arena().pointer(), v.offset(), n).equals(freshCopy);
+    freshCopy = null;
+    return fresh ? new Operand(s, 0, DataType.BF16) : roundInto(s, v, n);
+  }
+
+  /** The bf16 copy {@link #kept} keeps for {@code n} elements of {@code v}, allocated at first use. */
+  private DeviceBuffer forwardCopy(View<DeviceBuffer> v, long n) {
+    return forwardCopies.computeIfAbsent(new CopyKey(v.arena().pointer(), v.offset(), n), k -> alloc(bf16Words(n)));
   }
 
   /** A backward pass's operand: the copy {@link #kept} made in the forward, else {@link #operand}'s. */

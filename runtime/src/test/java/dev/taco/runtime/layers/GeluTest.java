@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import dev.taco.kernels.Bf16;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -79,6 +81,46 @@ class GeluTest {
     assertThat(into[OFF - 1]).as("pad before").isNaN(); // the input's NaN pads: nothing written outside
     assertThat(into[OFF + N]).as("pad after").isNaN();
     assertThat(viaZeros[OFF] != 0 || viaZeros[OFF + N - 1] != 0).as("a non-trivial gradient").isTrue();
+  }
+
+  @Test
+  void theBf16FormsWriteTheFp32KernelsValuesAndTheirRoundedCopies() {
+    // CudaOps' bf16 mode: one pass writes the fp32 result and the bf16 copy the next GEMM multiplies (16-byte
+    // groups: the arrays here start their N elements at 8, NaN around them)
+    int at = 8;
+    float[] x = aligned(Arrays.copyOfRange(inp, OFF, OFF + N));
+    float[] dout = aligned(Arrays.copyOfRange(Bufs.asDout(Bufs.weights(N, rnd)), OFF, OFF + N));
+    float[] fwd = aligned(new float[N]);
+    Gelu.geluForward(fwd, at, x, at, N);
+    float[] bwd = aligned(new float[N]);
+    Gelu.geluBackwardInto(bwd, at, dout, at, x, at, N);
+    float[] out8 = aligned(Arrays.copyOf(x, N)); // stale values that must not survive
+    float[] din8 = aligned(Arrays.copyOf(x, N));
+    short[] outCopy = new short[N + 2 * at];
+    short[] dinCopy = new short[N + 2 * at];
+    Arrays.fill(outCopy, (short) 0x7fc1);
+    Arrays.fill(dinCopy, (short) 0x7fc1);
+    Gelu.geluForwardBf16x8(out8, at, outCopy, at, x, at, N / 8);
+    Gelu.geluBackwardBf16x8(din8, at, dinCopy, at, dout, at, x, at, N / 8);
+    for (int i = at; i < at + N; i++) {
+      assertThat(out8[i]).as("out %d", i).isEqualTo(fwd[i]);
+      assertThat(din8[i]).as("dinp %d", i).isEqualTo(bwd[i]);
+      assertThat(outCopy[i]).as("out's copy %d", i).isEqualTo(Bf16.encode(fwd[i]));
+      assertThat(dinCopy[i]).as("dinp's copy %d", i).isEqualTo(Bf16.encode(bwd[i]));
+      assertThat(Float.isFinite(out8[i]) && Float.isFinite(din8[i])).isTrue();
+    }
+    assertThat(outCopy[at - 1]).isEqualTo((short) 0x7fc1); // nothing written outside the groups
+    assertThat(dinCopy[at + N]).isEqualTo((short) 0x7fc1);
+    assertThat(out8[at + N]).as("pad after").isNaN();
+    assertThat(fwd[at] != 0 && bwd[at] != 0).as("non-trivial values").isTrue();
+  }
+
+  /** {@code v} at offset 8 of an array with 8 NaNs on either side. */
+  private static float[] aligned(float[] v) {
+    float[] a = new float[v.length + 16];
+    Arrays.fill(a, Float.NaN);
+    System.arraycopy(v, 0, a, 8, v.length);
+    return a;
   }
 
   @Test

@@ -845,7 +845,7 @@ final class FunctionEmitter {
     String pkg = owner.getQualifiedName().toString();
     String template = pkg.startsWith("java.lang.") || pkg.equals(dev.taco.kernels.Vec16.class.getName())
         || pkg.equals(dev.taco.kernels.Fp8.class.getName()) || pkg.equals(dev.taco.kernels.FastMath.class.getName())
-        ? Intrinsics.lookup(key.toString()) : null;
+        || pkg.equals(dev.taco.kernels.Bf16.class.getName()) ? Intrinsics.lookup(key.toString()) : null;
     TypeKind ret = me.getReturnType().getKind();
     if (template != null) {
       String c = template;

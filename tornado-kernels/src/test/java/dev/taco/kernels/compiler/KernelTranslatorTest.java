@@ -77,6 +77,15 @@ class KernelTranslatorTest {
   }
 
   @Test
+  void bf16PairEncodeIsTheGuardedHardwareConversion() {
+    // Bf16.encode2 was once translated from Java (integer rounding, about 12 instructions a pair) because the intrinsic
+    // table was consulted for java.lang, Vec16, Fp8 and FastMath only: the flash attention kernels paid for it
+    String cu = translate(SemanticsCorpus.class, "bf16", Map.of());
+    assertThat(cu).contains("pair[i] = j_bf16x2(x[i], x[j_rem(j_add(i, 1), n)]);")
+        .contains("cvt.rn.bf16x2.f32").doesNotContain("Bf16_encode2(");
+  }
+
+  @Test
   void simtKernelsMapToThreadIdsSharedMemoryAndShuffles() {
     String sum = translate(SimtCorpus.class, "blockSum", Map.of());
     assertThat(sum).contains("extern \"C\" __global__ void blockSum(float* x, float* out, int n) {")
