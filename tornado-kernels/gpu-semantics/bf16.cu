@@ -9,7 +9,6 @@
 
 // device functions (static Java methods the kernels call)
 static __device__ __forceinline__ short Bf16_encode(float v);
-static __device__ __forceinline__ int Bf16_encode2(float lo, float hi);
 static __device__ __forceinline__ short Bf16_encodeSaturating(float v);
 static __device__ __forceinline__ float Bf16_decode(short c);
 
@@ -20,11 +19,6 @@ static __device__ __forceinline__ short Bf16_encode(float v) {
     return (short)((j_ushr(bits, 16) | 0x0040));
   }
   return (short)(j_ushr(j_add(j_add(bits, 0x7FFF), (j_ushr(bits, 16) & 1)), 16));
-}
-
-// Java: dev.taco.kernels.Bf16.encode2 (src/main/java/dev/taco/kernels/Bf16.java:31)
-static __device__ __forceinline__ int Bf16_encode2(float lo, float hi) {
-  return (((int)(Bf16_encode(lo)) & 0xFFFF) | j_shl((int)(Bf16_encode(hi)), 16));
 }
 
 // Java: dev.taco.kernels.Bf16.encodeSaturating (src/main/java/dev/taco/kernels/Bf16.java:36)
@@ -47,7 +41,7 @@ extern "C" __global__ void bf16(float* x, int* c, short* enc, short* sat, float*
   for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
     int i = (int)i_;
     enc[i] = Bf16_encode(x[i]);
-    pair[i] = Bf16_encode2(x[i], x[j_rem(j_add(i, 1), n)]);
+    pair[i] = j_bf16x2(x[i], x[j_rem(j_add(i, 1), n)]);
     float y = x[i];
     sat[i] = Bf16_encodeSaturating((y != y ? y : __fmul_rn(y, 1.0E30f)));
     dec[i] = Bf16_decode((short)(c[i]));

@@ -92,6 +92,7 @@ JD void j_load_short_pairs8(const short* a, int i, int* v, int at) {
   v[at] = (int)u.x; v[at + 1] = (int)u.y; v[at + 2] = (int)u.z; v[at + 3] = (int)u.w;
 }
 JD int j_load_short_pair(const short* a, int i) { return *reinterpret_cast<const int*>(a + i); }
+JD void j_store_short_pair(short* a, int i, int p) { *reinterpret_cast<int*>(a + i) = p; }
 JD void j_store_ints4(int* a, int i, const int* v, int at) {
   *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)v[at], (unsigned)v[at + 1], (unsigned)v[at + 2], (unsigned)v[at + 3]);
 }
@@ -230,13 +231,17 @@ JD int j_bf16_soft(float v) {
 }
 JD int j_bf16x2(float lo, float hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if (lo == lo && hi == hi) {
-    unsigned r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return (int)r;
-  }
-#endif
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  // a NaN half gets Bf16.encode's quiet NaN (sign and top payload bits kept) instead of the canonical one; by
+  // selects, not a branch, which in the middle of an unrolled mma loop would split it into blocks
+  unsigned bl = (unsigned)__float_as_int(lo), bh = (unsigned)__float_as_int(hi);
+  r = lo != lo ? (r & 0xffff0000u) | (bl >> 16) | 0x40u : r;
+  r = hi != hi ? (r & 0x0000ffffu) | (bh & 0xffff0000u) | 0x400000u : r;
+  return (int)r;
+#else
   return (int)(((unsigned)j_bf16_soft(lo) & 0xffffu) | ((unsigned)j_bf16_soft(hi) << 16));
+#endif
 }
 // KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
 // c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).

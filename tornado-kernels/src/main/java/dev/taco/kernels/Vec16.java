@@ -94,6 +94,16 @@ public final class Vec16 {
     return (a[i] & 0xFFFF) | a[i + 1] << 16;
   }
 
+  /**
+   * {@code a[i] = (short) p, a[i + 1] = (short) (p >>> 16)}: one packed pair (as {@link Bf16#encode2} packs it) as two
+   * shorts; one 4-byte store. {@code i % 2 == 0}.
+   */
+  public static void storeShortPair(short[] a, int i, int p) {
+    aligned(i, 2);
+    a[i] = (short) p;
+    a[i + 1] = (short) (p >>> 16);
+  }
+
   /** {@code a[i + q] = v[at + q]} for q in 0..3; one 16-byte store (to global or shared memory). {@code i % 4 == 0}. */
   public static void storeInts4(int[] a, int i, int[] v, int at) {
     aligned(i, 4);

@@ -47,16 +47,27 @@ import dev.taco.kernels.Vec16;
 public final class FlashAttention {
   private FlashAttention() {}
 
+  /*
+   * The tile sizes, measured on the H200 (bench target of 2026-12-02: the three kernels translated with each choice and
+   * timed alone by CUDA events at B=8 NH=12 T=1024 HS=64, forward / dK,dV / dQ in us): 4 warps, 64 keys, tiles of 32:
+   * 173 / 277 / 192; 8 warps, 64 keys: 214 / 276 / 173; 4 warps, tiles of 64: 170 / 254 / 194; 8 warps, 128 keys, tiles
+   * of 64 (these): 164 / 249 / 169, and at T=2048 (B=4 NH=16) 351 / 523 / 374 against 389 / 619 / 444. Eight warps share
+   * each staged tile (half the staging per product) and hold half the staging registers each; 128 keys halve the
+   * forward's barriers and rescales per key.
+   */
   /** Warps per block. */
-  public static final int WARPS = 4;
+  public static final int WARPS = 8;
   /** Rows a warp owns: the M of the m16n8k16 product. */
   public static final int ROWS = 16;
   /** Rows (queries, or keys in {@link #flashBackwardKeyValue}) a block owns. */
   public static final int BLOCK_ROWS = WARPS * ROWS;
-  /** Keys per step of {@link #flashForward} (a multiple of {@link #ROWS}, so a warp's key tiles all start at or before its first row). */
-  public static final int KEYS = 64;
+  /**
+   * Keys per step of {@link #flashForward}: a multiple of {@link #ROWS} that divides {@link #BLOCK_ROWS} or is a
+   * multiple of it, so that a warp's key tiles all start at or before its first row.
+   */
+  public static final int KEYS = 128;
   /** Keys (queries) per step of {@link #flashBackwardQuery} ({@link #flashBackwardKeyValue}). */
-  public static final int TILE = 32;
+  public static final int TILE = 64;
 
   /** Whether the kernels are compiled for head size {@code HS}: a multiple of 16, at most 64. */
   public static boolean supports(int HS) {
@@ -69,14 +80,14 @@ public final class FlashAttention {
   }
 
   /**
-   * SIMT kernel: out(B,T,NH·HS) and lse(B,NH,T) (the natural log of each causal score row's sum of exp(scale·q·k)),
-   * from qkv's bf16 copy. Grid {@link #blocks}, {@value #THREADS} threads; block i takes head i / tiles and, of its query
+   * SIMT kernel: out(B,T,NH·HS), its bf16 copy {@code outCopy} (the operand of the projection that follows) and
+   * lse(B,NH,T) (the natural log of each causal score row's sum of exp(scale·q·k)), from qkv's bf16 copy. Grid {@link #blocks}, {@value #THREADS} threads; block i takes head i / tiles and, of its query
    * tiles, the last ones first (they have the most keys). Each key tile is staged in shared memory as bf16 pairs, K by
    * rows and V transposed, from registers loaded while the previous tile was being computed. No checks.
    */
   @Kernel
-  public static void flashForward(KernelContext ctx, float[] out, int outOff, float[] lse, int lseOff, short[] qkv,
-      int qkvOff, int B, int T, int NH, @Constant int HS, float scale) {
+  public static void flashForward(KernelContext ctx, float[] out, int outOff, short[] outCopy, int outCopyOff,
+      float[] lse, int lseOff, short[] qkv, int qkvOff, int B, int T, int NH, @Constant int HS, float scale) {
     int[] sk = ctx.allocateIntLocalArray(KEYS * (HS / 2 + PAD)); // key r's pair p at r·(HS/2+PAD) + p
     int[] svt = ctx.allocateIntLocalArray(HS * (KEYS / 2 + PAD)); // dim d's key pair kp at d·(KEYS/2+PAD) + kp
     int tiles = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
@@ -197,16 +208,14 @@ public final class FlashAttention {
     lB += ctx.shflXor(lB, 2);
     float iA = 1f / lA; // >= 1: the maximum contributes 2^0
     float iB = 1f / lB;
-    int oA = outOff + (bh / NH * T + rA) * D + bh % NH * HS + c;
+    int oA = (bh / NH * T + rA) * D + bh % NH * HS + c; // from outOff and outCopyOff
     int oB = oA + 8 * D;
     for (int j = 0; j < HS / 8; j++) {
       if (rA < T) {
-        out[oA + 8 * j] = o[4 * j] * iA;
-        out[oA + 8 * j + 1] = o[4 * j + 1] * iA;
+        storePair(out, outOff + oA + 8 * j, outCopy, outCopyOff + oA + 8 * j, o[4 * j] * iA, o[4 * j + 1] * iA);
       }
       if (rB < T) {
-        out[oB + 8 * j] = o[4 * j + 2] * iB;
-        out[oB + 8 * j + 1] = o[4 * j + 3] * iB;
+        storePair(out, outOff + oB + 8 * j, outCopy, outCopyOff + oB + 8 * j, o[4 * j + 2] * iB, o[4 * j + 3] * iB);
       }
     }
     if (t == 0) { // lse = ln(sum of e^(score·scale)) = (max + log2 l) · ln 2
@@ -247,13 +256,15 @@ public final class FlashAttention {
   /**
    * SIMT kernel: dK and dV of head (b,h), per key rows (a warp's 16 keys against every query that sees them, in tiles
    * of {@value #TILE}): Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse) (0 where query &lt; key), dPᵀ = V·dOᵀ,
-   * dSᵀ = Pᵀ ∘ (dPᵀ − dsum), dV = Pᵀ·dO, dK = scale·dSᵀ·Q; written (overwritten) into the k and v parts of dqkv (fp32),
-   * from the bf16 copies of qkv and dO. Grid {@link #blocks}, block i takes head i / tiles and key tile i % tiles. Each
+   * dSᵀ = Pᵀ ∘ (dPᵀ − dsum), dV = Pᵀ·dO, dK = scale·dSᵀ·Q; written (overwritten) into the k and v parts of dqkv (fp32)
+   * and of its bf16 copy {@code dqkvCopy} (the operand of the qkv projection's backward), from the bf16 copies of qkv
+   * and dO. Grid {@link #blocks}, block i takes head i / tiles and key tile i % tiles. Each
    * query tile's Q and dO are staged in shared memory by rows and transposed, with its lse and dsum, from registers
    * loaded while the previous tile was being computed. No checks.
    */
   @Kernel
-  public static void flashBackwardKeyValue(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dout, int doutOff,
+  public static void flashBackwardKeyValue(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dqkvCopy,
+      int dqkvCopyOff, short[] dout, int doutOff,
       short[] qkv, int qkvOff, float[] lse, int lseOff, float[] dsum, int dsumOff, int B, int T, int NH,
       @Constant int HS, float scale) {
     int[] sq = ctx.allocateIntLocalArray(TILE * (HS / 2 + PAD)); // the tile's Q rows, as bf16 pairs
@@ -384,20 +395,19 @@ public final class FlashAttention {
         }
       }
     }
-    int gA = dqkvOff + bh / NH * T * C3 + head + kA * C3 + c; // q part of dqkv at key row kA
+    int gA = bh / NH * T * C3 + head + kA * C3 + c; // q part of dqkv at key row kA, from dqkvOff and dqkvCopyOff
     int gB = gA + 8 * C3;
     for (int j = 0; j < HS / 8; j++) {
+      int k = D + 8 * j;
+      int v = 2 * D + 8 * j;
       if (kA < T) {
-        dqkv[gA + D + 8 * j] = dk[4 * j] * scale;
-        dqkv[gA + D + 8 * j + 1] = dk[4 * j + 1] * scale;
-        dqkv[gA + 2 * D + 8 * j] = dv[4 * j];
-        dqkv[gA + 2 * D + 8 * j + 1] = dv[4 * j + 1];
+        storePair(dqkv, dqkvOff + gA + k, dqkvCopy, dqkvCopyOff + gA + k, dk[4 * j] * scale, dk[4 * j + 1] * scale);
+        storePair(dqkv, dqkvOff + gA + v, dqkvCopy, dqkvCopyOff + gA + v, dv[4 * j], dv[4 * j + 1]);
       }
       if (kB < T) {
-        dqkv[gB + D + 8 * j] = dk[4 * j + 2] * scale;
-        dqkv[gB + D + 8 * j + 1] = dk[4 * j + 3] * scale;
-        dqkv[gB + 2 * D + 8 * j] = dv[4 * j + 2];
-        dqkv[gB + 2 * D + 8 * j + 1] = dv[4 * j + 3];
+        storePair(dqkv, dqkvOff + gB + k, dqkvCopy, dqkvCopyOff + gB + k, dk[4 * j + 2] * scale,
+            dk[4 * j + 3] * scale);
+        storePair(dqkv, dqkvOff + gB + v, dqkvCopy, dqkvCopyOff + gB + v, dv[4 * j + 2], dv[4 * j + 3]);
       }
     }
   }
@@ -405,12 +415,13 @@ public final class FlashAttention {
   /**
    * SIMT kernel: dQ of head (b,h), per query rows (a warp's 16 queries against their keys, in tiles of {@value #TILE}):
    * S = Q·Kᵀ, P = exp(S·scale − lse) (0 where key &gt; query), dP = dO·Vᵀ, dS = P ∘ (dP − dsum), dQ = scale·dS·K;
-   * written (overwritten) into the q part of dqkv (fp32), from the bf16 copies of qkv and dO. Grid {@link #blocks}, the
-   * last query tiles first. Each key tile's K (by rows and transposed) and V (by rows) are staged in shared memory from
-   * registers loaded while the previous tile was being computed. No checks.
+   * written (overwritten) into the q part of dqkv (fp32) and of its bf16 copy {@code dqkvCopy}, from the bf16 copies of
+   * qkv and dO. Grid {@link #blocks}, the last query tiles first. Each key tile's K (by rows and transposed) and V (by
+   * rows) are staged in shared memory from registers loaded while the previous tile was being computed. No checks.
    */
   @Kernel
-  public static void flashBackwardQuery(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dout, int doutOff,
+  public static void flashBackwardQuery(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dqkvCopy,
+      int dqkvCopyOff, short[] dout, int doutOff,
       short[] qkv, int qkvOff, float[] lse, int lseOff, float[] dsum, int dsumOff, int B, int T, int NH,
       @Constant int HS, float scale) {
     int[] sk = ctx.allocateIntLocalArray(TILE * (HS / 2 + PAD)); // the tile's K rows, as bf16 pairs
@@ -520,16 +531,16 @@ public final class FlashAttention {
         }
       }
     }
-    int gA = dqkvOff + bh / NH * T * C3 + head + rA * C3 + c;
+    int gA = bh / NH * T * C3 + head + rA * C3 + c; // from dqkvOff and dqkvCopyOff
     int gB = gA + 8 * C3;
     for (int j = 0; j < HS / 8; j++) {
       if (rA < T) {
-        dqkv[gA + 8 * j] = dq[4 * j] * scale;
-        dqkv[gA + 8 * j + 1] = dq[4 * j + 1] * scale;
+        storePair(dqkv, dqkvOff + gA + 8 * j, dqkvCopy, dqkvCopyOff + gA + 8 * j, dq[4 * j] * scale,
+            dq[4 * j + 1] * scale);
       }
       if (rB < T) {
-        dqkv[gB + 8 * j] = dq[4 * j + 2] * scale;
-        dqkv[gB + 8 * j + 1] = dq[4 * j + 3] * scale;
+        storePair(dqkv, dqkvOff + gB + 8 * j, dqkvCopy, dqkvCopyOff + gB + 8 * j, dq[4 * j + 2] * scale,
+            dq[4 * j + 3] * scale);
       }
     }
   }
@@ -541,6 +552,16 @@ public final class FlashAttention {
   /** log2(e) and ln(2), as floats: the kernels exponentiate in base 2 ({@link FastMath#exp2}). */
   static final float LOG2E = 1.44269504f;
   static final float LN2 = 0.693147181f;
+
+  /**
+   * {@code a[i] = x, a[i + 1] = y} and their bf16 copy {@code copy[j], copy[j + 1]} ({@link Bf16#encode2}: the bits
+   * {@link Matmul#roundToBf16x8} of a would give), which the next GEMM multiplies; {@code j} even.
+   */
+  static void storePair(float[] a, int i, short[] copy, int j, float x, float y) {
+    a[i] = x;
+    a[i + 1] = y;
+    Vec16.storeShortPair(copy, j, Bf16.encode2(x, y));
+  }
 
   /** The larger of two floats (a plain comparison: one instruction on the GPU; a NaN operand may be dropped). */
   static float max(float a, float b) {

@@ -1,5 +1,6 @@
 package dev.taco.runtime.layers;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.Parallel;
@@ -145,12 +146,15 @@ public final class LayerNorm {
    * SIMT kernel, the GPU's form of {@link #layernormForward}: one warp per position (b,t), its 32 lanes striding over
    * the C channels (coalesced), the two sums by {@link KernelContext#warpReduceSum}. The same two-pass formula; the
    * sums are added in another order, so results differ from the CPU's by float rounding. Blocks of whole warps;
-   * warp w of the grid takes position w. No checks.
+   * warp w of the grid takes position w. With {@code copies} = 1, out rounded to bf16 ({@link Bf16#encode}) into
+   * {@code copy} as well (the GPU's bf16 mode: the operand of the linear layer that follows; 0: copy is not touched).
+   * No checks.
    */
   @Kernel
-  public static void layernormForwardWarp(KernelContext ctx, float[] out, int outOff, float[] mean, int meanOff,
-                                          float[] rstd, int rstdOff, float[] inp, int inpOff, float[] weight,
-                                          int weightOff, float[] bias, int biasOff, int B, int T, int C) {
+  public static void layernormForwardWarp(KernelContext ctx, float[] out, int outOff, short[] copy, int copyOff,
+                                          int copies, float[] mean, int meanOff, float[] rstd, int rstdOff,
+                                          float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
+                                          int biasOff, int B, int T, int C) {
     int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (bt >= B * T) {
       return; // whole warps leave together: no shuffle is left half-called
@@ -168,9 +172,13 @@ public final class LayerNorm {
       v += d * d;
     }
     float r = (float) (1.0 / Math.sqrt(ctx.warpReduceSum(v) / C + EPS));
-    int o = outOff + bt * C;
+    int o = bt * C;
     for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
-      out[o + c] = (inp[x + c] - m) * r * weight[weightOff + c] + bias[biasOff + c];
+      float y = (inp[x + c] - m) * r * weight[weightOff + c] + bias[biasOff + c];
+      out[outOff + o + c] = y;
+      if (copies != 0) {
+        copy[copyOff + o + c] = Bf16.encode(y);
+      }
     }
     if (lane == 0) {
       mean[meanOff + bt] = m;
@@ -180,13 +188,14 @@ public final class LayerNorm {
 
   /**
    * SIMT kernel, the GPU's form of {@link #layernormBackwardRows}: one warp per position, lanes over channels, the two
-   * channel means by warp reductions. No checks.
+   * channel means by warp reductions. With {@code copies} = 1, the accumulated dinp rounded to bf16 into {@code copy}
+   * as well (the operand of the backward of the linear layer before; 0: copy is not touched). No checks.
    */
   @Kernel
-  public static void layernormBackwardRowsWarp(KernelContext ctx, float[] dinp, int dinpOff, float[] dout,
-                                               int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
-                                               float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T,
-                                               int C) {
+  public static void layernormBackwardRowsWarp(KernelContext ctx, float[] dinp, int dinpOff, short[] copy,
+                                               int copyOff, int copies, float[] dout, int doutOff, float[] inp,
+                                               int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
+                                               float[] rstd, int rstdOff, int B, int T, int C) {
     int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (bt >= B * T) {
       return;
@@ -205,11 +214,15 @@ public final class LayerNorm {
     }
     gMean = ctx.warpReduceSum(gMean) / C;
     gNormMean = ctx.warpReduceSum(gNormMean) / C;
-    int di = dinpOff + bt * C;
+    int di = bt * C;
     for (int c = lane; c < C; c += KernelContext.WARP_SIZE) {
       float g = weight[weightOff + c] * dout[d + c];
       float norm = (inp[x + c] - m) * r;
-      dinp[di + c] += r * (g - gMean - norm * gNormMean);
+      float y = dinp[dinpOff + di + c] + r * (g - gMean - norm * gNormMean);
+      dinp[dinpOff + di + c] = y;
+      if (copies != 0) {
+        copy[copyOff + di + c] = Bf16.encode(y);
+      }
     }
   }
 

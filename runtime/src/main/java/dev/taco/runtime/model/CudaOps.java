@@ -129,15 +129,24 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private PinnedBuffer staging;
   private DeviceBuffer normPartials;
   private DeviceBuffer columns;
-  private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[3];
+  private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[4];
   /** bf16 copies of the forward's GEMM inputs, for the backward ({@link #kept}). */
   private final Map<CopyKey, DeviceBuffer> forwardCopies = new HashMap<>();
   /**
-   * The tensor whose bf16 copy a GELU kernel has just written ({@link #matmulGeluForward} into its {@link #kept} copy,
-   * {@link #matmulBackwardGelu} into the gradient slot), or null: the next {@link #kept} ({@link #operand} of the
-   * gradient slot) call takes that copy as it is if it asks for this tensor; any such call clears it.
+   * The activation whose {@link #kept} copy its producer has just written along with it (LayerNorm, flash attention,
+   * GELU), or null: the next {@link #kept} call takes that copy as it is if it asks for this tensor; any such call, and
+   * any collective, clears it.
    */
-  private CopyKey freshCopy, freshGradient;
+  private CopyKey freshCopy;
+  /**
+   * The activation gradient whose bf16 copy its producer has just written along with it (LayerNorm's and GELU's
+   * backward, flash attention's dqkv), and where, or null: the next {@link #operand} call for the gradient slot takes
+   * that copy if it asks for this tensor; any such call, and any collective, clears it.
+   */
+  private Fresh freshGradient;
+
+  /** A bf16 copy of the {@code n} elements of a view ({@link CopyKey}) that its producer wrote. */
+  private record Fresh(CopyKey key, DeviceBuffer copy) {}
   private DeviceBuffer ones;
   private boolean closed;
   private boolean capturing;
@@ -356,9 +365,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   @Override
   public void layerNormForward(View<DeviceBuffer> out, View<DeviceBuffer> mean, View<DeviceBuffer> rstd,
       View<DeviceBuffer> inp, View<DeviceBuffer> w, View<DeviceBuffer> b, int B, int T, int C) {
-    long bt = (long) B * T;
-    launchWarps(LayerNorm.class, "layernormForwardWarp", bt, p("out", out, bt * C), 0, p("mean", mean, bt), 0,
-        p("rstd", rstd, bt), 0, p("inp", inp, bt * C), 0, p("weight", w, C), 0, p("bias", b, C), 0, B, T, C);
+    long bt = (long) B * T, n = bt * C;
+    boolean bf16 = precision == Precision.BF16;
+    Long pOut = p("out", out, n), pCopy = bf16 ? forwardCopy(out, n).pointer() : pOut; // fp32: copy not touched
+    launchWarps(LayerNorm.class, "layernormForwardWarp", bt, pOut, 0, pCopy, 0, bf16 ? 1 : 0, p("mean", mean, bt), 0,
+        p("rstd", rstd, bt), 0, p("inp", inp, n), 0, p("weight", w, C), 0, p("bias", b, C), 0, B, T, C);
+    freshCopy = bf16 ? key(out, n) : null;
   }
 
   @Override
@@ -368,8 +380,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     long bt = (long) B * T;
     Long pDout = p("dout", dout, bt * C), pInp = p("inp", inp, bt * C), pMean = p("mean", mean, bt);
     Long pRstd = p("rstd", rstd, bt);
-    launchWarps(LayerNorm.class, "layernormBackwardRowsWarp", bt, p("dinp", dinp, bt * C), 0, pDout, 0, pInp, 0,
+    boolean bf16 = precision == Precision.BF16;
+    DeviceBuffer copy = bf16 ? gradientSlot(bt * C) : null;
+    Long pDinp = p("dinp", dinp, bt * C), pCopy = bf16 ? copy.pointer() : pDinp; // fp32: copy not touched
+    launchWarps(LayerNorm.class, "layernormBackwardRowsWarp", bt, pDinp, 0, pCopy, 0, bf16 ? 1 : 0, pDout, 0, pInp, 0,
         p("weight", w, C), 0, pMean, 0, pRstd, 0, B, T, C);
+    freshGradient = bf16 ? new Fresh(key(dinp, bt * C), copy) : null;
     int parts = (int) Math.min(bt, LN_PARAM_PARTS); // dweight, dbias: partial sums over blocks of rows, then a GEMV
     DeviceBuffer partials = columnScratch(2L * parts * C);
     launch(LayerNorm.class, "layernormParamPartials", (long) parts * C, partials, 0, pDout, 0, pInp, 0, pMean, 0, pRstd,
@@ -433,7 +449,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     }
     DeviceBuffer copy = forwardCopy(out, n);
     launch(Gelu.class, "geluForwardBf16x8", n / 8, p("out", out, n), 0, copy, 0, p("pre", pre, n), 0, (int) (n / 8));
-    freshCopy = new CopyKey(out.arena().pointer(), out.offset(), n);
+    freshCopy = key(out, n);
   }
 
   /**
@@ -455,7 +471,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     DeviceBuffer copy = gradientSlot(n);
     launch(Gelu.class, "geluBackwardBf16x8", n / 8, p("dinp", dinp, n), 0, copy, 0, p("dout", scratch, n), 0,
         p("pre", pre, n), 0, (int) (n / 8));
-    freshGradient = new CopyKey(dinp.arena().pointer(), dinp.offset(), n);
+    freshGradient = new Fresh(key(dinp, n), copy);
   }
 
   /** Whether {@code n} elements of {@code v} go eight to a 16-byte-aligned group. */
@@ -487,8 +503,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** A GEMM operand: where it is and in which type. */
   private record Operand(DeviceBuffer buf, long off, DataType type) {}
 
-  /** Work-space slots of the bf16 operands: an activation, a weight, an output gradient (a GEMM reads two at once). */
-  private static final int ACTIVATION = 0, WEIGHT = 1, GRADIENT = 2;
+  /**
+   * Work-space slots of the bf16 operands: an activation, a weight, an output gradient (a GEMM reads two at once), and
+   * dqkv's copy, which flash attention's backward writes while it reads dout's in the gradient slot.
+   */
+  private static final int ACTIVATION = 0, WEIGHT = 1, GRADIENT = 2, DQKV = 3;
 
   /**
    * The {@code n} elements of {@code v} as a GEMM operand: in place (fp32) in {@link Precision#FP32} mode; in
@@ -501,13 +520,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       check("operand", v, n);
       return new Operand(v.arena(), v.offset(), DataType.F32);
     }
-    DeviceBuffer s = slot == GRADIENT ? gradientSlot(n) : scratchSlot(slot, n);
     if (slot == GRADIENT) {
-      boolean fresh = new CopyKey(v.arena().pointer(), v.offset(), n).equals(freshGradient);
+      Fresh f = freshGradient;
       freshGradient = null;
-      if (fresh) return new Operand(s, 0, DataType.BF16);
+      if (f != null && f.key.equals(key(v, n))) return new Operand(f.copy, 0, DataType.BF16);
     }
-    return roundInto(s, v, n);
+    return roundInto(scratchSlot(slot, n), v, n);
   }
 
   /** Work-space slot {@code slot}, of at least {@code n} bf16 elements. */
@@ -538,20 +556,29 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private Operand kept(View<DeviceBuffer> v, long n) {
     if (precision == Precision.FP32) return operand(v, n, ACTIVATION);
     DeviceBuffer s = forwardCopy(v, n);
-    boolean fresh = new CopyKey(v.arena().pointer(), v.offset(), n).equals(freshCopy);
+    boolean fresh = key(v, n).equals(freshCopy);
     freshCopy = null;
     return fresh ? new Operand(s, 0, DataType.BF16) : roundInto(s, v, n);
   }
 
   /** The bf16 copy {@link #kept} keeps for {@code n} elements of {@code v}, allocated at first use. */
   private DeviceBuffer forwardCopy(View<DeviceBuffer> v, long n) {
-    return forwardCopies.computeIfAbsent(new CopyKey(v.arena().pointer(), v.offset(), n), k -> alloc(bf16Words(n)));
+    return forwardCopies.computeIfAbsent(key(v, n), k -> alloc(bf16Words(n)));
+  }
+
+  /** A collective may change a tensor whose copy was fresh: from here on every operand is rounded afresh. */
+  private void noFreshCopies() {
+    freshCopy = null;
+    freshGradient = null;
+  }
+
+  private static CopyKey key(View<DeviceBuffer> v, long n) {
+    return new CopyKey(v.arena().pointer(), v.offset(), n);
   }
 
   /** A backward pass's operand: the copy {@link #kept} made in the forward, else {@link #operand}'s. */
   private Operand reused(View<DeviceBuffer> v, long n, int slot) {
-    DeviceBuffer s = precision == Precision.FP32 ? null
-        : forwardCopies.get(new CopyKey(v.arena().pointer(), v.offset(), n));
+    DeviceBuffer s = precision == Precision.FP32 ? null : forwardCopies.get(key(v, n));
     return s != null ? new Operand(s, 0, DataType.BF16) : operand(v, n, slot);
   }
 
@@ -601,8 +628,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     long n = (long) B * T * c;
     if (flashAttention(HS)) { // out and the rows' log-sum-exps, no (B,NH,T,T) matrices; qkv's bf16 copy kept
       Operand q = kept(qkv, 3 * n);
-      launchFlash("flashForward", HS, B, NH, T, p("out", out, n), 0, p("att", att, (long) B * NH * T), 0,
-          q.buf.pointer() + 2 * q.off, 0, B, T, NH, Attention.scale(HS));
+      launchFlash("flashForward", HS, B, NH, T, p("out", out, n), 0, forwardCopy(out, n).pointer(), 0,
+          p("att", att, (long) B * NH * T), 0, q.buf.pointer() + 2 * q.off, 0, B, T, NH, Attention.scale(HS));
+      freshCopy = key(out, n);
       return;
     }
     check("out", out, n);
@@ -645,9 +673,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
           T, NH, HS);
       Operand q = reused(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT); // the bf16 copies the kernels read
       long pq = q.buf.pointer() + 2 * q.off, py = y.buf.pointer() + 2 * y.off;
+      DeviceBuffer copy = scratchSlot(DQKV, 3 * n);
       float scale = Attention.scale(HS);
-      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
-      launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, copy, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      freshGradient = new Fresh(key(dqkv, 3 * n), copy);
       return;
     }
     check("dqkv", dqkv, 3 * n);
@@ -950,6 +980,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    */
   @Override
   public void allReduce(String site, View<DeviceBuffer> x, int rows, int cols) {
+    noFreshCopies();
     check(site, x, (long) rows * cols);
     if (tp == null || !tpComm) return;
     Plan p = sitePlan(site, () -> toHost(x, rows * cols), rows, cols, "all-reduce");
@@ -963,6 +994,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    */
   @Override
   public void allGather(String site, View<DeviceBuffer> out, View<DeviceBuffer> shard, int shardRows, int cols) {
+    noFreshCopies();
     long n = (long) shardRows * cols;
     check(site, shard, n);
     if (tp == null) {
@@ -981,6 +1013,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Reduce-scatter at {@code site}, as {@link #allGather}. */
   @Override
   public void reduceScatter(String site, View<DeviceBuffer> shard, View<DeviceBuffer> x, int rows, int cols) {
+    noFreshCopies();
     long n = (long) rows * cols;
     check(site, x, n);
     int world = tp == null ? 1 : tp.worldSize();
@@ -999,6 +1032,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** Exact all-reduce through the device collectives ({@link Plan#EXACT}); nothing at TP = 1 or without TP comm. */
   @Override
   public void allReduceExact(View<DeviceBuffer> x, int n) {
+    noFreshCopies();
     check("gradients", x, n);
     if (tp == null || !tpComm) return;
     tp.allReduce(Plan.EXACT, new DeviceTensor(x.arena().slice(4 * x.offset(), 4L * n), false), n, 1);

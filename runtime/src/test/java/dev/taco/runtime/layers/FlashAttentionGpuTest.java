@@ -57,27 +57,34 @@ class FlashAttentionGpuTest {
     short[] qkv16 = FlashAttentionTest.bf16Copy(qkv, B * T * 3 * D);
     short[] dout16 = FlashAttentionTest.bf16Copy(dout, B * T * D);
     float[] out = new float[OFF + B * T * D], lse = new float[OFF + bht], dqkv = new float[OFF + B * T * 3 * D];
+    short[] outCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * D), B * T * D);
+    short[] dqkvCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * 3 * D), B * T * 3 * D);
     try (CudaStream stream = ctx.createStream();
          DeviceBuffer dQkv = upload(qkv16); DeviceBuffer dDout = upload(dout); DeviceBuffer dDout16 = upload(dout16);
          DeviceBuffer dOut = poisoned(out.length); DeviceBuffer dLse = poisoned(lse.length);
-         DeviceBuffer dSum = poisoned(lse.length); DeviceBuffer dDqkv = poisoned(dqkv.length)) {
+         DeviceBuffer dSum = poisoned(lse.length); DeviceBuffer dDqkv = poisoned(dqkv.length);
+         DeviceBuffer dOutCopy = upload(outCopy); DeviceBuffer dDqkvCopy = upload(dqkvCopy)) {
       long o = 4L * OFF, o16 = 2L * FlashAttentionTest.OFF16; // every tensor where it is on the JVM
       Dim3 grid = Dim3.of(FlashAttention.blocks(B, NH, T)), block = Dim3.of(THREADS);
       ctx.kernel(LayerKernels.flash("flashForward", HS)).launch(grid, block, 0, stream, dOut.pointer() + o, 0,
-          dLse.pointer() + o, 0, dQkv.pointer() + o16, 0, B, T, NH, scale);
+          dOutCopy.pointer() + o16, 0, dLse.pointer() + o, 0, dQkv.pointer() + o16, 0, B, T, NH, scale);
       ctx.kernel(dev.taco.kernels.compiler.KernelRequest.of(FlashAttention.class, "flashBackwardDot")).launch(
           Dim3.of((bht + FlashAttention.WARPS - 1) / FlashAttention.WARPS), block, 0, stream, dSum.pointer() + o, 0,
           dDout.pointer() + o, 0, dOut.pointer() + o, 0, B, T, NH, HS);
       for (String k : new String[] {"flashBackwardKeyValue", "flashBackwardQuery"}) {
         ctx.kernel(LayerKernels.flash(k, HS)).launch(grid, block, 0, stream, dDqkv.pointer() + o, 0,
-            dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
+            dDqkvCopy.pointer() + o16, 0, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
             NH, scale);
       }
       stream.synchronize();
       dOut.copyTo(out);
       dLse.copyTo(lse);
       dDqkv.copyTo(dqkv);
+      dOutCopy.copyTo(outCopy);
+      dDqkvCopy.copyTo(dqkvCopy);
     }
+    FlashAttentionTest.assertCopy("out", outCopy, out, B * T * D); // the hardware cvt, bit for bit Bf16.encode's
+    FlashAttentionTest.assertCopy("dqkv", dqkvCopy, dqkv, B * T * 3 * D);
     FlashAttentionTest.Reference ref = FlashAttentionTest.reference(FlashAttentionTest.bf16(qkv),
         FlashAttentionTest.bf16(dout), B, T, NH, HS);
     double eOut = FlashAttentionTest.relL2(out, ref.out()), eLse = FlashAttentionTest.relL2(lse, ref.lse());
@@ -98,13 +105,13 @@ class FlashAttentionGpuTest {
     float[] es = FlashAttentionTest.poisoned(bht), eg = FlashAttentionTest.poisoned(B * T * 3 * D);
     int o16 = FlashAttentionTest.OFF16;
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS,
-        k -> FlashAttention.flashForward(k, eo, OFF, el, OFF, qkv16, o16, B, T, NH, HS, scale));
+        k -> FlashAttention.flashForward(k, eo, OFF, outCopy, o16, el, OFF, qkv16, o16, B, T, NH, HS, scale));
     SimtEmulator.launch((bht + FlashAttention.WARPS - 1) / FlashAttention.WARPS, THREADS,
         k -> FlashAttention.flashBackwardDot(k, es, OFF, dout, OFF, eo, OFF, B, T, NH, HS));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, eg, OFF,
-        dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
+        dqkvCopy, o16, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k, eg, OFF,
-        dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
+        dqkvCopy, o16, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
     double dOut = relDiff(out, eo, B * T * D), dGrad = relDiff(dqkv, eg, B * T * 3 * D);
     System.out.printf("  GPU vs emulator: out %.2e, dqkv %.2e%n", dOut, dGrad);
     assertThat(dOut).as("out, GPU vs emulator, %s", tag).isLessThan(1e-3);

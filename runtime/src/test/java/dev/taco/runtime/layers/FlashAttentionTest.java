@@ -3,6 +3,7 @@ package dev.taco.runtime.layers;
 import static dev.taco.runtime.layers.Bufs.OFF;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.cpu.SimtEmulator;
 import java.util.Arrays;
 import java.util.Random;
@@ -41,30 +42,46 @@ class FlashAttentionTest {
     short[] qkv16 = bf16Copy(qkv, B * T * 3 * D), dout16 = bf16Copy(dout, B * T * D);
     float[] out = poisoned(B * T * D);
     float[] lse = poisoned(B * NH * T);
+    short[] outCopy = bf16Copy(poisoned(B * T * D), B * T * D);
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS,
-        k -> FlashAttention.flashForward(k, out, OFF, lse, OFF, qkv16, OFF16, B, T, NH, HS, scale));
+        k -> FlashAttention.flashForward(k, out, OFF, outCopy, OFF16, lse, OFF, qkv16, OFF16, B, T, NH, HS, scale));
     System.out.printf("flash B=%d NH=%d T=%d HS=%d x%.0f: out %.2e lse %.2e%n", B, NH, T, HS, inputScale,
         relL2(out, ref.out), relL2(lse, ref.lse));
     assertThat(relL2(out, ref.out)).as("out, %s", tag).isLessThan(4e-3);
     assertThat(relL2(lse, ref.lse)).as("lse, %s", tag).isLessThan(1e-6);
     Bufs.assertPadsIntact("out", out, B * T * D);
     Bufs.assertPadsIntact("lse", lse, B * NH * T);
+    assertCopy("out", outCopy, out, B * T * D);
 
     float[] dsum = poisoned(B * NH * T);
     SimtEmulator.launch((B * NH * T + FlashAttention.WARPS - 1) / FlashAttention.WARPS, THREADS,
         k -> FlashAttention.flashBackwardDot(k, dsum, OFF, dout, OFF, out, OFF, B, T, NH, HS));
     float[] dqkv = poisoned(B * T * 3 * D);
+    short[] dqkvCopy = bf16Copy(poisoned(B * T * 3 * D), B * T * 3 * D);
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, dqkv,
-        OFF, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+        OFF, dqkvCopy, OFF16, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k, dqkv,
-        OFF, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+        OFF, dqkvCopy, OFF16, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
     Bufs.assertPadsIntact("dqkv", dqkv, B * T * 3 * D);
+    assertCopy("dqkv", dqkvCopy, dqkv, B * T * 3 * D);
     for (int part = 0; part < 3; part++) {
       System.out.printf("  d%s %.2e%n", "qkv".charAt(part), relL2(part(dqkv, B, T, D, part), part(ref.dqkv, B, T, D,
           part)));
       assertThat(relL2(part(dqkv, B, T, D, part), part(ref.dqkv, B, T, D, part)))
           .as("d%s, %s", "qkv".charAt(part), tag).isLessThan(gradBound);
     }
+  }
+
+  /**
+   * The bf16 copy a kernel wrote beside its fp32 output (the next GEMM's operand): every element the bits
+   * {@link Bf16#encode} gives the fp32 value at the same place, the NaN-code frame intact.
+   */
+  static void assertCopy(String name, short[] copy, float[] values, int n) {
+    for (int i = 0; i < n; i++) {
+      assertThat(copy[OFF16 + i]).as("%s's copy at %d", name, i).isEqualTo(Bf16.encode(values[OFF + i]));
+    }
+    assertThat(copy[OFF16 - 1]).as("%s's copy, pad before", name).isEqualTo((short) 0x7FC0);
+    assertThat(copy[OFF16 + n]).as("%s's copy, pad after", name).isEqualTo((short) 0x7FC0);
   }
 
   /** Where a bf16 copy's elements start: a multiple of 8 (the kernels' 16-byte loads), after NaN pads. */
@@ -78,7 +95,7 @@ class FlashAttentionTest {
     short[] r = new short[OFF16 + n + 8];
     Arrays.fill(r, (short) 0x7FC0);
     for (int i = 0; i < n; i++) {
-      r[OFF16 + i] = dev.taco.kernels.Bf16.encode(x[OFF + i]);
+      r[OFF16 + i] = Bf16.encode(x[OFF + i]);
     }
     return r;
   }

@@ -2,6 +2,7 @@ package dev.taco.runtime.layers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.taco.kernels.Bf16;
 import dev.taco.kernels.cpu.SimtEmulator;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -40,23 +41,40 @@ class GpuKernelFormsTest {
       float[] out = new float[n], mean = new float[b * t], rstd = new float[b * t];
       float[] gOut = new float[n], gMean = new float[b * t], gRstd = new float[b * t];
       LayerNorm.layernormForward(out, 0, mean, 0, rstd, 0, inp, 0, w, 0, bias, 0, b, t, c);
-      SimtEmulator.launch(blocks(b * t), 32 * WARPS,
-          k -> LayerNorm.layernormForwardWarp(k, gOut, 0, gMean, 0, gRstd, 0, inp, 0, w, 0, bias, 0, b, t, c));
+      short[] outCopy = new short[n];
+      SimtEmulator.launch(blocks(b * t), 32 * WARPS, k -> LayerNorm.layernormForwardWarp(k, gOut, 0, outCopy, 0, 1,
+          gMean, 0, gRstd, 0, inp, 0, w, 0, bias, 0, b, t, c));
       assertThat(AttentionGemmFormTest.relL2(gOut, out)).as("%s: out", at).isLessThanOrEqualTo(TOL);
+      assertBf16Copy(outCopy, gOut, at + ": out");
+      float[] fp32Only = new float[n];
+      short[] untouched = new short[n];
+      SimtEmulator.launch(blocks(b * t), 32 * WARPS, k -> LayerNorm.layernormForwardWarp(k, fp32Only, 0, untouched, 0,
+          0, gMean, 0, gRstd, 0, inp, 0, w, 0, bias, 0, b, t, c));
+      assertThat(fp32Only).as("%s: out without a copy", at).isEqualTo(gOut);
+      assertThat(untouched).as("%s: copies = 0 writes no copy", at).containsOnly((short) 0);
       assertThat(AttentionGemmFormTest.relL2(gMean, mean)).as("%s: mean", at).isLessThanOrEqualTo(TOL);
       assertThat(AttentionGemmFormTest.relL2(gRstd, rstd)).as("%s: rstd", at).isLessThanOrEqualTo(TOL);
 
       float[] dout = random(r, n, 0, 1), dinp0 = random(r, n, 0, 1);
       float[] dinp = dinp0.clone(), gDinp = dinp0.clone();
       LayerNorm.layernormBackwardRows(dinp, 0, dout, 0, inp, 0, w, 0, mean, 0, rstd, 0, b, t, c);
-      SimtEmulator.launch(blocks(b * t), 32 * WARPS,
-          k -> LayerNorm.layernormBackwardRowsWarp(k, gDinp, 0, dout, 0, inp, 0, w, 0, mean, 0, rstd, 0, b, t, c));
+      short[] dinpCopy = new short[n];
+      SimtEmulator.launch(blocks(b * t), 32 * WARPS, k -> LayerNorm.layernormBackwardRowsWarp(k, gDinp, 0, dinpCopy, 0,
+          1, dout, 0, inp, 0, w, 0, mean, 0, rstd, 0, b, t, c));
+      assertBf16Copy(dinpCopy, gDinp, at + ": dinp");
       float[] want = new float[n], got = new float[n];
       for (int i = 0; i < n; i++) {
         want[i] = dinp[i] - dinp0[i];
         got[i] = gDinp[i] - dinp0[i];
       }
       assertThat(AttentionGemmFormTest.relL2(got, want)).as("%s: accumulated dinp", at).isLessThanOrEqualTo(TOL);
+    }
+  }
+
+  /** Every element of {@code copy} is the bf16 code of the fp32 value beside it (the GPU's bf16-mode operand). */
+  static void assertBf16Copy(short[] copy, float[] values, String what) {
+    for (int i = 0; i < values.length; i++) {
+      assertThat(copy[i]).as("%s's bf16 copy at %d", what, i).isEqualTo(Bf16.encode(values[i]));
     }
   }
 

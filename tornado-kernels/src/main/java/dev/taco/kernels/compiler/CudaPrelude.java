@@ -21,7 +21,8 @@ package dev.taco.kernels.compiler;
  *   <li>{@code j_round}: {@link Math#round(float)} (nearest, ties toward positive infinity, saturating, NaN to 0).
  *   <li>{@code j_float_to_int_bits}: {@link Float#floatToIntBits} (canonical NaN {@code 0x7fc00000}).
  *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8, j_load_bytes8, j_store_shorts8,
- *       j_load_short_pairs8, j_load_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as single
+ *       j_load_short_pairs8, j_load_short_pair, j_store_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as
+ *       single
  *       {@code uint4}/{@code float4}/{@code long long}/{@code int} accesses (little-endian, as the Java loops).
  *   <li>{@code j_exp2_approx}: {@code dev.taco.kernels.FastMath.exp2} as one {@code ex2.approx.ftz.f32}.
  *   <li>{@code j_warp_reduce_sum, j_warp_reduce_max}: the butterfly of {@code KernelContext.warpReduceSum/Max}
@@ -133,6 +134,7 @@ public final class CudaPrelude {
         v[at] = (int)u.x; v[at + 1] = (int)u.y; v[at + 2] = (int)u.z; v[at + 3] = (int)u.w;
       }
       JD int j_load_short_pair(const short* a, int i) { return *reinterpret_cast<const int*>(a + i); }
+      JD void j_store_short_pair(short* a, int i, int p) { *reinterpret_cast<int*>(a + i) = p; }
       JD void j_store_ints4(int* a, int i, const int* v, int at) {
         *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)v[at], (unsigned)v[at + 1], (unsigned)v[at + 2], (unsigned)v[at + 3]);
       }
@@ -271,13 +273,17 @@ public final class CudaPrelude {
       }
       JD int j_bf16x2(float lo, float hi) {
       #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-        if (lo == lo && hi == hi) {
-          unsigned r;
-          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-          return (int)r;
-        }
-      #endif
+        unsigned r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        // a NaN half gets Bf16.encode's quiet NaN (sign and top payload bits kept) instead of the canonical one; by
+        // selects, not a branch, which in the middle of an unrolled mma loop would split it into blocks
+        unsigned bl = (unsigned)__float_as_int(lo), bh = (unsigned)__float_as_int(hi);
+        r = lo != lo ? (r & 0xffff0000u) | (bl >> 16) | 0x40u : r;
+        r = hi != hi ? (r & 0x0000ffffu) | (bh & 0xffff0000u) | 0x400000u : r;
+        return (int)r;
+      #else
         return (int)(((unsigned)j_bf16_soft(lo) & 0xffffu) | ((unsigned)j_bf16_soft(hi) << 16));
+      #endif
       }
       // KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
       // c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).

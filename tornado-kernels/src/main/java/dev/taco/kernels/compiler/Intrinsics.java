@@ -112,6 +112,7 @@ final class Intrinsics {
       Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"),
       Map.entry("Vec16.loadShortPairs8(short[],int,int[],int)", "j_load_short_pairs8($0, $1, $2, $3)"),
       Map.entry("Vec16.loadShortPair(short[],int)", "j_load_short_pair($0, $1)"),
+      Map.entry("Vec16.storeShortPair(short[],int,int)", "j_store_short_pair($0, $1, $2)"),
       Map.entry("Vec16.storeInts4(int[],int,int[],int)", "j_store_ints4($0, $1, $2, $3)"),
       Map.entry("FastMath.exp2(float)", "j_exp2_approx($0)"));
 
