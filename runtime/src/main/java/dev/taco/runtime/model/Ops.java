@@ -57,15 +57,16 @@ public interface Ops<A> {
 
   /**
    * The MLP's first linear layer and its GELU: pre(B,T,OC) = inp(B,T,C) · w(C,OC) + bias(OC), out = GELU(pre) (both
-   * kept: the backward needs pre); {@link #matmulForward} then {@link #geluForward}, which a backend may fuse (the
-   * GPU's cuBLASLt GELU_AUX_BIAS epilogue).
+   * kept: the backward needs pre); {@link #matmulForward} then {@link #geluForward}, which a backend may fuse with what
+   * follows (the GPU's bf16 mode writes out's bf16 copy in the GELU pass).
    */
   void matmulGeluForward(View<A> out, View<A> pre, View<A> inp, View<A> w, View<A> bias, int B, int T, int C, int OC);
 
   /**
    * The backward of a linear layer whose input was {@code GELU(pre)}, through that GELU: dinp = (dout · w^T) ⊙
    * GELU'(pre) (overwritten), dw, dbias as {@link #matmulBackward}; {@code scratch} (B,T,C) may receive dout · w^T
-   * ({@link #matmulBackward} into it, then {@link #geluBackward}; the GPU fuses them in a cuBLASLt DGELU epilogue).
+   * ({@link #matmulBackward} into it, then {@link #geluBackward}; the GPU's bf16 mode writes dinp's bf16 copy in the
+   * GELU pass).
    */
   void matmulBackwardGelu(View<A> dinp, View<A> scratch, View<A> dw, View<A> dbias, View<A> dout, View<A> inp,
       View<A> w, View<A> pre, int B, int T, int C, int OC);
