@@ -1,5 +1,7 @@
 package dev.taco.kernels.simd;
 
+import static jdk.incubator.vector.VectorOperators.ROL;
+
 import dev.taco.kernels.Hadamard;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -12,14 +14,15 @@ import jdk.incubator.vector.VectorShuffle;
  * stage with {@code h} below the lane count pairs lane {@code i} with lane {@code i ^ h} of the same vector: with
  * {@code p} that partner, {@code p + v * sign}, sign +1 where bit h of the lane index is clear and -1 where it is set,
  * is {@code v + p} and {@code p - v} (one rounding each, as the reference's add and subtract; an FMA, since
- * {@code v * +-1} is exact). The wider stages pair whole vectors; the last one is fused with the scaling and the
- * absmax. A group at a time, so that each is loaded once from its source and then worked on in L1.
+ * {@code v * +-1} is exact). At h = 1 the partners are the vector's 64-bit lanes rotated by 32 bits, a cheaper
+ * instruction than the permute the other stages take. The wider stages pair whole vectors; the last one is fused
+ * with the scaling and the absmax. A group at a time, so that each is loaded once from its source and then worked on
+ * in L1 (a group of {@code 4 L} floats wholly in registers).
  */
 final class HadamardLanes {
   private HadamardLanes() {}
 
   private static final int L = Lanes.L;
-  private static final VectorShuffle<Float> SWAP1 = swap(1);
   private static final VectorShuffle<Float> SWAP2 = swap(2);
   private static final VectorShuffle<Float> SWAP4 = swap(4);
   private static final VectorShuffle<Float> SWAP8 = swap(8);
@@ -94,10 +97,10 @@ final class HadamardLanes {
     FloatVector v1 = FloatVector.fromArray(Lanes.F, src, srcOff + L).mul(f);
     FloatVector v2 = FloatVector.fromArray(Lanes.F, src, srcOff + 2 * L).mul(f);
     FloatVector v3 = FloatVector.fromArray(Lanes.F, src, srcOff + 3 * L).mul(f);
-    v0 = v0.fma(SIGN1, v0.rearrange(SWAP1));
-    v1 = v1.fma(SIGN1, v1.rearrange(SWAP1));
-    v2 = v2.fma(SIGN1, v2.rearrange(SWAP1));
-    v3 = v3.fma(SIGN1, v3.rearrange(SWAP1));
+    v0 = v0.fma(SIGN1, v0.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v1 = v1.fma(SIGN1, v1.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v2 = v2.fma(SIGN1, v2.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v3 = v3.fma(SIGN1, v3.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
     v0 = v0.fma(SIGN2, v0.rearrange(SWAP2));
     v1 = v1.fma(SIGN2, v1.rearrange(SWAP2));
     v2 = v2.fma(SIGN2, v2.rearrange(SWAP2));
@@ -133,7 +136,7 @@ final class HadamardLanes {
   private static void inVector(float[] src, int srcOff, float f, int n, float[] t) {
     for (int i = 0; i < n; i += L) {
       FloatVector v = FloatVector.fromArray(Lanes.F, src, srcOff + i).mul(f);
-      v = v.fma(SIGN1, v.rearrange(SWAP1));
+      v = v.fma(SIGN1, v.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
       v = v.fma(SIGN2, v.rearrange(SWAP2));
       v = v.fma(SIGN4, v.rearrange(SWAP4));
       if (L > 8) {
