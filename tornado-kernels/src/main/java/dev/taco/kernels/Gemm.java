@@ -3,6 +3,7 @@ package dev.taco.kernels;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
@@ -18,7 +19,10 @@ import jdk.incubator.vector.VectorSpecies;
  * accumulators and updates them with one FMA per (row, vector) per k, broadcasting A's elements and loading B's rows
  * as vectors. B is packed once per call into panels of {@link #NR} columns (row-interleaved, zero-padded; column
  * slabs of at most {@link #PACK_B_MAX} floats for very large B), shared by every thread of the call: for
- * {@link #matmulTransB} the packing is the transposition. A is read in place through a row and a column stride
+ * {@link #matmulTransB} the packing is the transposition. The panels of a column of tiles are packed by the first
+ * thread to reach one of its tiles, so the threads of a call pack B side by side, each just before it uses it (packed
+ * all at once by the calling thread, B kept the other core idle for 3 % of a 1024³ product). A is read in place
+ * through a row and a column stride
  * (only a last block of fewer than {@value #MR} rows is copied, zero-padded), except for {@link #matmulTransA}: there
  * each tile packs its rows of Aᵀ per K block into micro-panels, since in place a micro-panel's successive p lie m
  * floats apart and fall into a few L1 sets. C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
@@ -203,9 +207,10 @@ public final class Gemm {
             int slab = (int) Math.min(n, Math.max(NR, (long) PACK_B_MAX / k / NR * NR));
             for (int j0 = 0; j0 < n; j0 += slab) {
                 int ns = Math.min(slab, n - j0);
-                if (slot >= 0) wake(free); // before packing: a helper wakes up while B is packed
-                s.packB = packB(s.packB, b, bOff, brs, bcs, k, j0, ns);
-                int tiles = job.slab(s.packB, j0, ns, slot >= 0);
+                if (slot >= 0) wake(free);
+                int need = roundUp(ns, NR) * k;
+                if (s.packB.length < need) s.packB = new float[need];
+                int tiles = job.slab(s.packB, b, bOff, brs, bcs, j0, ns, slot >= 0);
                 runTiles(job, s, false);
                 job.await(tiles);
             }
@@ -355,13 +360,16 @@ public final class Gemm {
         /** Tiles of the current slab completed. */
         final AtomicInteger done = new AtomicInteger();
         volatile Throwable failure;
-        float[] a, pb, c;
-        int aOff, ars, acs, cOff, ldc, m, n, k;
+        float[] a, b, pb, c;
+        int aOff, ars, acs, bOff, brs, bcs, cOff, ldc, m, n, k;
         boolean accumulate;
         /** The slab: columns [j0, j0 + ns) of C, B packed in pb; tiles of mc rows × nc columns, tilesM per column. */
         int j0, ns, mc, nc, tilesM;
         /** Tiles of the slab, and the runs of them that the threads of a parallel call each work down (1 otherwise). */
         int tiles, parts;
+        /** Per column of tiles of the slab, its panels of B: {@link #UNPACKED}, {@link #PACKING} or {@link #PACKED}. */
+        AtomicIntegerArray panels = new AtomicIntegerArray(0);
+        static final int UNPACKED = 0, PACKING = 1, PACKED = 2;
 
         Job(Thread owner) {
             this.owner = owner;
@@ -384,15 +392,20 @@ public final class Gemm {
         }
 
         /**
-         * Starts the slab of columns [j0, j0 + ns) with op(B) packed in {@code pb}: picks the tiles and publishes
-         * them. Returns the number of tiles. A parallel call takes smaller ones until there are
+         * Starts the slab of columns [j0, j0 + ns) of op(B) (element (p, j) at b[bOff + p*brs + j*bcs]), to be packed
+         * into {@code pb} (large enough) as its tiles need it: picks the tiles and publishes them. Returns the number
+         * of tiles. A parallel call takes smaller ones until there are
          * {@link #TILES_PER_CORE} per core, fewer rows first, down to one micro-panel, and only then fewer columns:
          * threads on tiles side by side would write the same cache lines of C where the tiles meet (in every row),
          * and each micro-kernel call loads and stores its block of C (the first version split columns first and ran
          * two threads at the speed of one).
          */
-        int slab(float[] pb, int j0, int ns, boolean parallel) {
+        int slab(float[] pb, float[] b, int bOff, int brs, int bcs, int j0, int ns, boolean parallel) {
             this.pb = pb;
+            this.b = b;
+            this.bOff = bOff;
+            this.brs = brs;
+            this.bcs = bcs;
             this.j0 = j0;
             this.ns = ns;
             mc = Math.min(MC, roundUp(m, MR));
@@ -404,6 +417,9 @@ public final class Gemm {
             tilesM = tiles(mc, m);
             tiles = tilesM * tiles(nc, ns);
             parts = parallel ? Math.min(CORES, tiles) : 1;
+            int columns = tiles(nc, ns);
+            if (panels.length() < columns) panels = new AtomicIntegerArray(columns);
+            for (int i = 0; i < columns; i++) panels.set(i, UNPACKED);
             done.set(0);
             work.set((long) tiles << 32);
             return tiles;
@@ -454,6 +470,7 @@ public final class Gemm {
             // lie in one line but its p's lie m floats apart, at m = 128 to 1024 in a few L1 sets (the training's
             // weight gradients ran at 0.35-0.67 of OpenBLAS so, and at 0.35 when packed one micro-panel at a time)
             boolean packA = ars == 1 && acs != 1;
+            packed(u / tilesM, jt, jt1);
             for (int p0 = 0; p0 < k; p0 += KC) {
                 int kc = Math.min(KC, k - p0);
                 if (packA) {
@@ -487,6 +504,53 @@ public final class Gemm {
                             for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
                             kernel(ap, ai, rs, cs, pb, bi, kc, tt, 0, NR);
                             for (int r = 0; r < mr; r++) System.arraycopy(tt, r * NR, c, ci + r * ldc, nr);
+                        }
+                    }
+                }
+            }
+        }
+
+        /**
+         * Returns once the panels of B of columns [jt, jt1) of the slab, column of tiles {@code column}, are packed:
+         * packs them if no thread has begun to, else waits for the thread that has.
+         */
+        private void packed(int column, int jt, int jt1) {
+            if (panels.get(column) == PACKED) return;
+            if (panels.compareAndSet(column, UNPACKED, PACKING)) {
+                try {
+                    packB(jt, jt1);
+                } finally {
+                    panels.set(column, PACKED); // a failure is the tile's: rethrown by the call
+                }
+                return;
+            }
+            while (panels.get(column) != PACKED) Thread.yield();
+        }
+
+        /**
+         * Packs columns [jt, jt1) (jt a multiple of NR) of the slab's op(B), all k rows, into panels of NR columns:
+         * the slab's panel q holds (p, j) at pb[q*k*NR + p*NR + j], zero-padded past the slab's last column.
+         */
+        private void packB(int jt, int jt1) {
+            for (int jr = jt; jr < jt1; jr += NR) {
+                int base = jr * k, cols = Math.min(NR, ns - jr);
+                if (bcs == 1 && cols == NR) {
+                    for (int p = 0, src = bOff + j0 + jr; p < k; p++, src += brs) {
+                        FloatVector.fromArray(S, b, src).intoArray(pb, base + p * NR);
+                        FloatVector.fromArray(S, b, src + L).intoArray(pb, base + p * NR + L);
+                    }
+                } else {
+                    // one column of op(B) at a time (for Bᵀ, brs == 1, a contiguous row of the stored B), in blocks of
+                    // PACK_P rows of the panel, so that the block being written (PACK_P x NR floats) stays in L1
+                    for (int p0 = 0; p0 < k; p0 += PACK_P) {
+                        int p1 = Math.min(k, p0 + PACK_P);
+                        for (int j = 0; j < NR; j++) {
+                            int src = bOff + (j0 + jr + j) * bcs;
+                            if (j < cols) {
+                                for (int p = p0; p < p1; p++) pb[base + p * NR + j] = b[src + p * brs];
+                            } else {
+                                for (int p = p0; p < p1; p++) pb[base + p * NR + j] = 0f;
+                            }
                         }
                     }
                 }
@@ -529,40 +593,6 @@ public final class Gemm {
 
     private static int roundUp(int x, int multiple) {
         return (x + multiple - 1) / multiple * multiple;
-    }
-
-    /**
-     * Packs columns [j0, j0 + ns) of op(B) (element (p, j) at b[bOff + p*brs + j*bcs]), all k rows, into panels of
-     * NR columns: panel q holds (p, j) at q*k*NR + p*NR + j, zero-padded. Returns {@code dst}, or a larger array
-     * when it is too short.
-     */
-    private static float[] packB(float[] dst, float[] b, int bOff, int brs, int bcs, int k, int j0, int ns) {
-        int need = roundUp(ns, NR) * k;
-        if (dst.length < need) dst = new float[need];
-        for (int jr = 0; jr < ns; jr += NR) {
-            int base = jr * k, cols = Math.min(NR, ns - jr);
-            if (bcs == 1 && cols == NR) {
-                for (int p = 0, src = bOff + j0 + jr; p < k; p++, src += brs) {
-                    FloatVector.fromArray(S, b, src).intoArray(dst, base + p * NR);
-                    FloatVector.fromArray(S, b, src + L).intoArray(dst, base + p * NR + L);
-                }
-            } else {
-                // one column of op(B) at a time (for Bᵀ, brs == 1, a contiguous row of the stored B), in blocks of
-                // PACK_P rows of the panel, so that the block being written (PACK_P x NR floats) stays in L1
-                for (int p0 = 0; p0 < k; p0 += PACK_P) {
-                    int p1 = Math.min(k, p0 + PACK_P);
-                    for (int j = 0; j < NR; j++) {
-                        int src = bOff + (j0 + jr + j) * bcs;
-                        if (j < cols) {
-                            for (int p = p0; p < p1; p++) dst[base + p * NR + j] = b[src + p * brs];
-                        } else {
-                            for (int p = p0; p < p1; p++) dst[base + p * NR + j] = 0f;
-                        }
-                    }
-                }
-            }
-        }
-        return dst;
     }
 
     /**

@@ -2,7 +2,6 @@ package dev.taco.kernels.simd;
 
 import static jdk.incubator.vector.VectorOperators.B2I;
 import static jdk.incubator.vector.VectorOperators.EQ;
-import static jdk.incubator.vector.VectorOperators.GE;
 import static jdk.incubator.vector.VectorOperators.I2B;
 import static jdk.incubator.vector.VectorOperators.LSHL;
 import static jdk.incubator.vector.VectorOperators.LSHR;
@@ -17,13 +16,14 @@ import jdk.incubator.vector.VectorOperators;
  * OCP FP8 (E4M3, E5M2) on int lanes: {@link Fp8}'s encode and decode, bit for bit, over arrays (OCP 8-bit Floating
  * Point Specification rev. 1.0, with {@link Fp8}'s saturation).
  *
- * <p>Encode, per lane, on the float's bits as {@link Fp8#encode} does: in the target's normal range the 23-bit
- * mantissa is rounded to m bits, ties to even, by an integer add and shift; below it the value scaled by
- * {@code 2^(bias+m-1)} (exact: a power of two, the result below 2^m) is rounded to an integer by adding 2^23 in
- * float32 (one round-to-nearest-even add), which is the same integer {@link Fp8}'s shift gives; then saturation, NaN
- * and the sign are blended in. Decode places the code's exponent and mantissa fields in a float32's and multiplies
- * by {@code 2^(127-bias)}, exact for normals and subnormals alike. One code path for both formats, their constants
- * as scalars; whole vectors only (callers pad).
+ * <p>Encode, per lane, in float arithmetic: {@code a = min(|v|, max)} is rounded to the format's grid, ties to even,
+ * by one float32 add and one subtract of {@code 2^(e+23-m)}, where {@code e} is a's exponent or the target's smallest
+ * normal exponent {@code 1-bias}, whichever is larger (the ulp of that power is the grid's step at a, subnormal range
+ * included); the rounded value times {@code 2^(bias-127)} (exact: a float32 normal or subnormal) holds the code's
+ * exponent and mantissa fields at bit {@code 23-m}, which a shift takes; the sign is or-ed in. The same code as
+ * {@link Fp8}'s integer rounding, round to nearest even in both. Decode places the code's exponent and mantissa fields
+ * in a float32's and multiplies by {@code 2^(127-bias)}, exact for normals and subnormals alike. One code path for
+ * both formats, their constants as scalars; whole vectors only (callers pad).
  */
 final class Fp8Lanes {
   private Fp8Lanes() {}
@@ -40,8 +40,8 @@ final class Fp8Lanes {
    * floats (a multiple of {@link Lanes#L}) from {@code w[wOff]}, at {@code out[outOff ..]}:
    * {@link Fp8#encode}{@code (v * s, format)} for finite values and NaN ({@code 0x7F | sign}), {@code infCode | sign}
    * for +-Inf (the format's saturated code, 0x7E or 0x7B, gives {@link Fp8#encode}'s own behaviour). Saturation is the
-   * normal-range rounding of {@code min(|v|, max)}: the max is a code, so it rounds to itself. A group whose products
-   * reach past the max (saturated, NaN or Inf: rare) is then gone over in scalar code to count the saturated ones and
+   * rounding of {@code min(|v|, max)}: the max is on the grid, so it rounds to itself. When some product reaches past
+   * the max (saturated, NaN or Inf: rare) the groups are then gone over in scalar code to count the saturated ones and
    * code the NaN and Inf.
    *
    * @return how many products are finite and beyond the format's max (they saturated)
@@ -53,29 +53,29 @@ final class Fp8Lanes {
     int bias = e4m3 ? 7 : 15;
     float max = Fp8.maxValue(format);
     int maxBits = Float.floatToRawIntBits(max);
-    float down = e4m3 ? 0x1p9f : 0x1p16f; // 2^(bias+m-1): subnormal codes are rint(|v| * down)
+    int minNormal = (128 - bias) << 23; // the exponent field of the target's smallest normal
+    int quantum = (23 - m) << 23; // added to an exponent field: 2^(e+23-m), whose ulp is the grid's step at 2^e
+    float down = e4m3 ? 0x1p-120f : 0x1p-112f; // 2^(bias-127)
     int shift = 23 - m;
-    int round = (1 << (shift - 1)) - 1;
-    int rebias = (127 - bias) << m;
-    int minNormal = (128 - bias) << 23;
-    int magic = Float.floatToRawIntBits(0x1p23f);
-    int sat = 0;
+    IntVector top = IntVector.zero(Lanes.I);
     for (int g = 0; g < groups; g++) {
       float s = scale[g];
       int start = wOff + g * groupSize;
-      IntVector top = IntVector.zero(Lanes.I);
       for (int i = start; i < start + groupSize; i += L) {
         IntVector bits = FloatVector.fromArray(Lanes.F, w, i).mul(s).reinterpretAsInts();
         IntVector abs = bits.and(Lanes.ABS);
         top = top.max(abs);
         IntVector a = abs.min(maxBits);
-        IntVector normal = a.add(round).add(a.lanewise(LSHR, shift).and(1)).lanewise(LSHR, shift).sub(rebias);
-        IntVector subnormal = a.reinterpretAsFloats().mul(down).add(0x1p23f).reinterpretAsInts().sub(magic);
-        ((ByteVector) subnormal.blend(normal, a.compare(GE, minNormal)).or(bits.lanewise(LSHR, 24).and(0x80))
-            .convertShape(I2B, Lanes.B, 0)).intoArray(out, outOff + i - wOff);
+        FloatVector big = a.and(Lanes.INF).max(minNormal).add(quantum).reinterpretAsFloats();
+        ((ByteVector) a.reinterpretAsFloats().add(big).sub(big).mul(down).reinterpretAsInts().lanewise(LSHR, shift)
+            .or(bits.lanewise(LSHR, 24).and(0x80)).convertShape(I2B, Lanes.B, 0)).intoArray(out, outOff + i - wOff);
       }
-      if (top.reduceLanes(VectorOperators.MAX) > maxBits) { // saturated, NaN or Inf values: as the reference
-        for (int i = start; i < start + groupSize; i++) {
+    }
+    int sat = 0;
+    if (top.reduceLanes(VectorOperators.MAX) > maxBits) { // saturated, NaN or Inf values: as the reference
+      for (int g = 0; g < groups; g++) {
+        float s = scale[g];
+        for (int i = wOff + g * groupSize; i < wOff + (g + 1) * groupSize; i++) {
           float v = w[i] * s;
           sat += Math.abs(v) > max && Float.isFinite(v) ? 1 : 0;
           if (!Float.isFinite(v)) {

@@ -1,5 +1,7 @@
 package dev.taco.kernels.simd;
 
+import static jdk.incubator.vector.VectorOperators.ROL;
+
 import dev.taco.kernels.Hadamard;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -12,14 +14,15 @@ import jdk.incubator.vector.VectorShuffle;
  * stage with {@code h} below the lane count pairs lane {@code i} with lane {@code i ^ h} of the same vector: with
  * {@code p} that partner, {@code p + v * sign}, sign +1 where bit h of the lane index is clear and -1 where it is set,
  * is {@code v + p} and {@code p - v} (one rounding each, as the reference's add and subtract; an FMA, since
- * {@code v * +-1} is exact). The wider stages pair whole vectors; the last one is fused with the scaling and the
- * absmax. A group at a time, so that each is loaded once from its source and then worked on in L1.
+ * {@code v * +-1} is exact). At h = 1 the partners are the vector's 64-bit lanes rotated by 32 bits, a cheaper
+ * instruction than the permute the other stages take. The wider stages pair whole vectors; the last one is fused
+ * with the scaling and the absmax. A group at a time, so that each is loaded once from its source and then worked on
+ * in L1 (a group of {@code 4 L} floats wholly in registers).
  */
 final class HadamardLanes {
   private HadamardLanes() {}
 
   private static final int L = Lanes.L;
-  private static final VectorShuffle<Float> SWAP1 = swap(1);
   private static final VectorShuffle<Float> SWAP2 = swap(2);
   private static final VectorShuffle<Float> SWAP4 = swap(4);
   private static final VectorShuffle<Float> SWAP8 = swap(8);
@@ -47,8 +50,8 @@ final class HadamardLanes {
    * groups of {@code n} floats from {@code src[srcOff]} and {@code dst[dstOff]} ({@code dst} may be {@code src} at the
    * same offset; {@code factor} null means 1, which is exact); each transformed group's largest absolute-value bits
    * into {@code maxBits[g]}. A group at a time: its in-vector stages into a group of scratch, then the wider ones two
-   * at a time, four vectors in registers ({@link #radix4}; G = 64 with AVX-512, taco's default, is one such pass), the
-   * last into {@code dst}.
+   * at a time, four vectors in registers ({@link #radix4}), the last into {@code dst}; a group of {@code 4 L} (G = 64
+   * with AVX-512, taco's default) wholly in registers ({@link #inRegisters}).
    *
    * @param n a power of two; below {@code 2 L} the reference runs
    */
@@ -66,14 +69,13 @@ final class HadamardLanes {
       return;
     }
     float s = Hadamard.scale(n);
-    float[] t = Scratch.get().floats(Scratch.Slot.GROUP, n);
-    if (n == 4 * L) { // constant sizes, for C2 to fold radix4's loops into straight code
+    if (n == 4 * L) {
       for (int g = 0; g < count; g++) {
-        inVector(src, srcOff + g * 4 * L, factor == null ? 1f : factor[g], 4 * L, t);
-        maxBits[g] = radix4(t, 4 * L, L, s, dst, dstOff + g * 4 * L);
+        maxBits[g] = inRegisters(src, srcOff + g * n, factor == null ? 1f : factor[g], s, dst, dstOff + g * n);
       }
       return;
     }
+    float[] t = Scratch.get().floats(Scratch.Slot.GROUP, n);
     for (int g = 0; g < count; g++) {
       inVector(src, srcOff + g * n, factor == null ? 1f : factor[g], n, t);
       int h = L;
@@ -85,11 +87,56 @@ final class HadamardLanes {
     }
   }
 
+  /**
+   * The whole transform of one group of {@code 4 L} floats, {@code src[srcOff ..] * f}, in four vector registers: the
+   * stages of {@link #inVector} then those of {@link #radix4} with h = L, the results times {@code s} into
+   * {@code dst[dstOff ..]} (may be {@code src} at the same offset); returns their largest absolute-value bits.
+   */
+  private static int inRegisters(float[] src, int srcOff, float f, float s, float[] dst, int dstOff) {
+    FloatVector v0 = FloatVector.fromArray(Lanes.F, src, srcOff).mul(f);
+    FloatVector v1 = FloatVector.fromArray(Lanes.F, src, srcOff + L).mul(f);
+    FloatVector v2 = FloatVector.fromArray(Lanes.F, src, srcOff + 2 * L).mul(f);
+    FloatVector v3 = FloatVector.fromArray(Lanes.F, src, srcOff + 3 * L).mul(f);
+    v0 = v0.fma(SIGN1, v0.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v1 = v1.fma(SIGN1, v1.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v2 = v2.fma(SIGN1, v2.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v3 = v3.fma(SIGN1, v3.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
+    v0 = v0.fma(SIGN2, v0.rearrange(SWAP2));
+    v1 = v1.fma(SIGN2, v1.rearrange(SWAP2));
+    v2 = v2.fma(SIGN2, v2.rearrange(SWAP2));
+    v3 = v3.fma(SIGN2, v3.rearrange(SWAP2));
+    v0 = v0.fma(SIGN4, v0.rearrange(SWAP4));
+    v1 = v1.fma(SIGN4, v1.rearrange(SWAP4));
+    v2 = v2.fma(SIGN4, v2.rearrange(SWAP4));
+    v3 = v3.fma(SIGN4, v3.rearrange(SWAP4));
+    if (L > 8) {
+      v0 = v0.fma(SIGN8, v0.rearrange(SWAP8));
+      v1 = v1.fma(SIGN8, v1.rearrange(SWAP8));
+      v2 = v2.fma(SIGN8, v2.rearrange(SWAP8));
+      v3 = v3.fma(SIGN8, v3.rearrange(SWAP8));
+    }
+    FloatVector a0 = v0.add(v1); // stage L
+    FloatVector a1 = v0.sub(v1);
+    FloatVector a2 = v2.add(v3);
+    FloatVector a3 = v2.sub(v3);
+    v0 = a0.add(a2).mul(s); // stage 2 L
+    v1 = a1.add(a3).mul(s);
+    v2 = a0.sub(a2).mul(s);
+    v3 = a1.sub(a3).mul(s);
+    v0.intoArray(dst, dstOff);
+    v1.intoArray(dst, dstOff + L);
+    v2.intoArray(dst, dstOff + 2 * L);
+    v3.intoArray(dst, dstOff + 3 * L);
+    return v0.reinterpretAsInts().and(Lanes.ABS).max(v1.reinterpretAsInts().and(Lanes.ABS))
+        .max(v2.reinterpretAsInts().and(Lanes.ABS)).max(v3.reinterpretAsInts().and(Lanes.ABS))
+        .reduceLanes(VectorOperators.MAX);
+  }
+
   /** {@code t = } the stages h = 1 .. L/2 (L is 8 or 16) of each vector of {@code src[srcOff .. srcOff + n) * f}. */
   private static void inVector(float[] src, int srcOff, float f, int n, float[] t) {
     for (int i = 0; i < n; i += L) {
       FloatVector v = FloatVector.fromArray(Lanes.F, src, srcOff + i).mul(f);
-      v = v.fma(SIGN1, v.rearrange(SWAP1));
+      v = v.fma(SIGN1, v.reinterpretAsLongs().lanewise(ROL, 32).reinterpretAsFloats());
       v = v.fma(SIGN2, v.rearrange(SWAP2));
       v = v.fma(SIGN4, v.rearrange(SWAP4));
       if (L > 8) {
