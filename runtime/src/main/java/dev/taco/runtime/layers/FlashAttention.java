@@ -230,12 +230,13 @@ public final class FlashAttention {
 
   /**
    * SIMT kernel: dsum(B,NH,T) = the row sums of dO ∘ O per head (the softmax backward's rowsum(P ∘ dP), FlashAttention-2
-   * Algorithm 2 line 4), dO rounded to bf16 as the other two backward kernels read it ({@link Bf16#encode}), O and the
-   * sum fp32; one warp per row (b,h,t); blocks of whole warps. No checks.
+   * Algorithm 2 line 4), dO rounded to bf16 as the other two backward kernels read it ({@link Bf16#encode2}), O and the
+   * sum fp32; that bf16 dO is written to {@code doutCopy} (B,T,NH·HS) as well, the copy those kernels read. One warp per
+   * row (b,h,t), a lane per pair of columns; blocks of whole warps; HS even. No checks.
    */
   @Kernel
-  public static void flashBackwardDot(KernelContext ctx, float[] dsum, int dsumOff, float[] dout, int doutOff,
-      float[] out, int outOff, int B, int T, int NH, int HS) {
+  public static void flashBackwardDot(KernelContext ctx, float[] dsum, int dsumOff, short[] doutCopy, int doutCopyOff,
+      float[] dout, int doutOff, float[] out, int outOff, int B, int T, int NH, int HS) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return; // whole warps leave together
@@ -244,8 +245,11 @@ public final class FlashAttention {
     int bh = i / T;
     int row = (bh / NH * T + t) * NH * HS + bh % NH * HS;
     float sum = 0f;
-    for (int d = ctx.laneId(); d < HS; d += KernelContext.WARP_SIZE) {
-      sum += Bf16.decode(Bf16.encode(dout[doutOff + row + d])) * out[outOff + row + d]; // dO as dP sees it
+    for (int d = 2 * ctx.laneId(); d < HS; d += 2 * KernelContext.WARP_SIZE) {
+      int pair = Bf16.encode2(dout[doutOff + row + d], dout[doutOff + row + d + 1]);
+      Vec16.storeShortPair(doutCopy, doutCopyOff + row + d, pair);
+      sum += Float.intBitsToFloat(pair << 16) * out[outOff + row + d]; // dO as dP sees it
+      sum += Float.intBitsToFloat(pair & 0xFFFF0000) * out[outOff + row + d + 1];
     }
     sum = ctx.warpReduceSum(sum);
     if (ctx.laneId() == 0) {

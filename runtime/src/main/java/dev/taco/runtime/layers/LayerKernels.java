@@ -67,6 +67,7 @@ public final class LayerKernels {
         KernelRequest.of(Attention.class, "attentionValues"),
         KernelRequest.of(Residual.class, "residualForward"),
         KernelRequest.of(Residual.class, "residualBiasForward"),
+        KernelRequest.of(Residual.class, "residualBiasForward4"),
         KernelRequest.of(Gelu.class, "geluForward"),
         KernelRequest.of(CrossEntropy.class, "crossentropyForward"),
         KernelRequest.of(CrossEntropy.class, "crossentropyBackward"),

@@ -2,6 +2,7 @@ package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
+import dev.taco.kernels.Vec16;
 
 /**
  * The residual connection of a pre-LN block: {@code out = a + b}.
@@ -62,6 +63,28 @@ public final class Residual {
                                          float[] bias, int biasOff, int rows, int C) {
     for (@Parallel int i = 0; i < rows * C; i++) {
       out[outOff + i] = a[aOff + i] + (b[bOff + i] + bias[biasOff + i % C]);
+    }
+  }
+
+  /**
+   * Kernel: {@link #residualBiasForward} four elements per iteration with 16-byte loads and stores (the GPU's form; the
+   * same float operations, so the same bits): {@code groups} = rows·C / 4, C a multiple of 4, offsets multiples of 4.
+   * No checks.
+   */
+  @Kernel
+  public static void residualBiasForward4(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff,
+                                          float[] bias, int biasOff, int C, int groups) {
+    for (@Parallel int g = 0; g < groups; g++) {
+      float[] x = new float[4];
+      float[] y = new float[4];
+      float[] z = new float[4];
+      Vec16.loadFloat4(a, aOff + 4 * g, x);
+      Vec16.loadFloat4(b, bOff + 4 * g, y);
+      Vec16.loadFloat4(bias, biasOff + 4 * g % C, z);
+      for (int k = 0; k < 4; k++) {
+        x[k] = x[k] + (y[k] + z[k]);
+      }
+      Vec16.storeFloat4(out, outOff + 4 * g, x);
     }
   }
 

@@ -669,10 +669,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     if (flashAttention(HS)) { // dsum = rowsum(dO ∘ O) into scratch; then dK, dV per key rows and dQ per query rows
       long bht = (long) B * NH * T;
       Long pg = p("dqkv", dqkv, 3 * n), pl = p("att", att, bht), ps = p("scratch", scratch, bht);
-      launchWarps(FlashAttention.class, "flashBackwardDot", bht, ps, 0, p("dout", dout, n), 0, p("out", out, n), 0, B,
-          T, NH, HS);
-      Operand q = reused(qkv, 3 * n, ACTIVATION), y = operand(dout, n, GRADIENT); // the bf16 copies the kernels read
-      long pq = q.buf.pointer() + 2 * q.off, py = y.buf.pointer() + 2 * y.off;
+      DeviceBuffer y = gradientSlot(n); // dout's bf16 copy, written by the dot kernel
+      freshGradient = null;
+      launchWarps(FlashAttention.class, "flashBackwardDot", bht, ps, 0, y, 0, p("dout", dout, n), 0, p("out", out, n),
+          0, B, T, NH, HS);
+      Operand q = reused(qkv, 3 * n, ACTIVATION); // the bf16 copies the kernels read
+      long pq = q.buf.pointer() + 2 * q.off, py = y.pointer();
       DeviceBuffer copy = scratchSlot(DQKV, 3 * n);
       float scale = Attention.scale(HS);
       launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
@@ -864,6 +866,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   public void residualForward(View<DeviceBuffer> out, View<DeviceBuffer> a, View<DeviceBuffer> b,
       View<DeviceBuffer> bias, int rows, int C) {
     long n = (long) rows * C;
+    if (C % 4 == 0 && out.offset() % 4 == 0 && a.offset() % 4 == 0 && b.offset() % 4 == 0 && bias.offset() % 4 == 0) {
+      launch(Residual.class, "residualBiasForward4", n / 4, p("out", out, n), 0, p("a", a, n), 0, p("b", b, n), 0,
+          p("bias", bias, C), 0, C, (int) (n / 4));
+      return;
+    }
     launch(Residual.class, "residualBiasForward", n, p("out", out, n), 0, p("a", a, n), 0, p("b", b, n), 0,
         p("bias", bias, C), 0, rows, C);
   }

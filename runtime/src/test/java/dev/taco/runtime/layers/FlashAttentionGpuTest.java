@@ -59,18 +59,20 @@ class FlashAttentionGpuTest {
     float[] out = new float[OFF + B * T * D], lse = new float[OFF + bht], dqkv = new float[OFF + B * T * 3 * D];
     short[] outCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * D), B * T * D);
     short[] dqkvCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * 3 * D), B * T * 3 * D);
+    short[] doutCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * D), B * T * D);
     try (CudaStream stream = ctx.createStream();
          DeviceBuffer dQkv = upload(qkv16); DeviceBuffer dDout = upload(dout); DeviceBuffer dDout16 = upload(dout16);
          DeviceBuffer dOut = poisoned(out.length); DeviceBuffer dLse = poisoned(lse.length);
          DeviceBuffer dSum = poisoned(lse.length); DeviceBuffer dDqkv = poisoned(dqkv.length);
-         DeviceBuffer dOutCopy = upload(outCopy); DeviceBuffer dDqkvCopy = upload(dqkvCopy)) {
+         DeviceBuffer dOutCopy = upload(outCopy); DeviceBuffer dDqkvCopy = upload(dqkvCopy);
+         DeviceBuffer dDoutCopy = upload(doutCopy)) {
       long o = 4L * OFF, o16 = 2L * FlashAttentionTest.OFF16; // every tensor where it is on the JVM
       Dim3 grid = Dim3.of(FlashAttention.blocks(B, NH, T)), block = Dim3.of(THREADS);
       ctx.kernel(LayerKernels.flash("flashForward", HS)).launch(grid, block, 0, stream, dOut.pointer() + o, 0,
           dOutCopy.pointer() + o16, 0, dLse.pointer() + o, 0, dQkv.pointer() + o16, 0, B, T, NH, scale);
       ctx.kernel(dev.taco.kernels.compiler.KernelRequest.of(FlashAttention.class, "flashBackwardDot")).launch(
           Dim3.of((bht + FlashAttention.WARPS - 1) / FlashAttention.WARPS), block, 0, stream, dSum.pointer() + o, 0,
-          dDout.pointer() + o, 0, dOut.pointer() + o, 0, B, T, NH, HS);
+          dDoutCopy.pointer() + o16, 0, dDout.pointer() + o, 0, dOut.pointer() + o, 0, B, T, NH, HS);
       for (String k : new String[] {"flashBackwardKeyValue", "flashBackwardQuery"}) {
         ctx.kernel(LayerKernels.flash(k, HS)).launch(grid, block, 0, stream, dDqkv.pointer() + o, 0,
             dDqkvCopy.pointer() + o16, 0, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
@@ -82,7 +84,9 @@ class FlashAttentionGpuTest {
       dDqkv.copyTo(dqkv);
       dOutCopy.copyTo(outCopy);
       dDqkvCopy.copyTo(dqkvCopy);
+      dDoutCopy.copyTo(doutCopy);
     }
+    assertThat(doutCopy).as("the dot kernel's bf16 dO, %s", tag).isEqualTo(dout16);
     FlashAttentionTest.assertCopy("out", outCopy, out, B * T * D); // the hardware cvt, bit for bit Bf16.encode's
     FlashAttentionTest.assertCopy("dqkv", dqkvCopy, dqkv, B * T * 3 * D);
     FlashAttentionTest.Reference ref = FlashAttentionTest.reference(FlashAttentionTest.bf16(qkv),
@@ -107,7 +111,7 @@ class FlashAttentionGpuTest {
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS,
         k -> FlashAttention.flashForward(k, eo, OFF, outCopy, o16, el, OFF, qkv16, o16, B, T, NH, HS, scale));
     SimtEmulator.launch((bht + FlashAttention.WARPS - 1) / FlashAttention.WARPS, THREADS,
-        k -> FlashAttention.flashBackwardDot(k, es, OFF, dout, OFF, eo, OFF, B, T, NH, HS));
+        k -> FlashAttention.flashBackwardDot(k, es, OFF, doutCopy, o16, dout, OFF, eo, OFF, B, T, NH, HS));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, eg, OFF,
         dqkvCopy, o16, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k, eg, OFF,

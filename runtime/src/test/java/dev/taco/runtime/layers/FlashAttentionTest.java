@@ -54,8 +54,10 @@ class FlashAttentionTest {
     assertCopy("out", outCopy, out, B * T * D);
 
     float[] dsum = poisoned(B * NH * T);
+    short[] doutCopy = bf16Copy(poisoned(B * T * D), B * T * D);
     SimtEmulator.launch((B * NH * T + FlashAttention.WARPS - 1) / FlashAttention.WARPS, THREADS,
-        k -> FlashAttention.flashBackwardDot(k, dsum, OFF, dout, OFF, out, OFF, B, T, NH, HS));
+        k -> FlashAttention.flashBackwardDot(k, dsum, OFF, doutCopy, OFF16, dout, OFF, out, OFF, B, T, NH, HS));
+    assertThat(doutCopy).as("the dot kernel's bf16 dO, %s", tag).isEqualTo(dout16);
     float[] dqkv = poisoned(B * T * 3 * D);
     short[] dqkvCopy = bf16Copy(poisoned(B * T * 3 * D), B * T * 3 * D);
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, dqkv,

@@ -26,6 +26,31 @@ class ResidualTest {
   }
 
   @Test
+  void theFourWideGpuFormGivesTheSameBits() {
+    // residualBiasForward4 (CudaOps when C and the offsets are multiples of 4): bias column 4g % C, same operations
+    int rows = 7, c = 12, n = rows * c, at = 8; // offsets multiples of 4, NaN around the spans
+    float[] av = frame(n, at), bv = frame(n, at), bias = frame(c, 4);
+    for (int i = 0; i < n; i++) {
+      av[at + i] = (float) rnd.nextGaussian();
+      bv[at + i] = (float) rnd.nextGaussian();
+    }
+    for (int i = 0; i < c; i++) bias[4 + i] = (float) rnd.nextGaussian();
+    float[] want = frame(n, at), got = frame(n, at);
+    Residual.residualBiasForward(want, at, av, at, bv, at, bias, 4, rows, c);
+    Residual.residualBiasForward4(got, at, av, at, bv, at, bias, 4, c, n / 4);
+    assertThat(got).isEqualTo(want); // NaN frames equal too: nothing written outside
+    assertThat(want[at] != 0 && Float.isFinite(want[at + n - 1])).isTrue();
+  }
+
+  /** {@code n} zeros at {@code at} of an array framed by {@code at} NaNs on either side. */
+  private static float[] frame(int n, int at) {
+    float[] f = new float[n + 2 * at];
+    java.util.Arrays.fill(f, Float.NaN);
+    java.util.Arrays.fill(f, at, at + n, 0f);
+    return f;
+  }
+
+  @Test
   void forwardBiasIsAddBiasThenForwardBitForBitAndLeavesBUnchanged() {
     int rows = 2 * 5, c = N / rows;
     float[] bias = Bufs.input(c, rnd, 1.0), b0 = b.clone();
