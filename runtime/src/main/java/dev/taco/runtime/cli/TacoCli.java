@@ -531,8 +531,10 @@ public final class TacoCli {
 
   /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
   static void printTable(PrintWriter w, List<RunResult> runs, int logInterval) {
+    // the first column as wide as the longest codec name (taco-no-hadamard, taco:e5m2 ...), at least 12
+    String name = "%-" + Math.max(12, runs.stream().mapToInt(r -> r.compression().length()).max().orElse(0)) + "s";
     StringBuilder head = new StringBuilder(String.format("%6s", "step"));
-    for (RunResult r : runs) head.append(String.format(" | %-12s %8s %8s", r.compression(), "train", "val"));
+    for (RunResult r : runs) head.append(String.format(" | " + name + " %8s %8s", r.compression(), "train", "val"));
     w.println();
     w.println(head);
     int steps = runs.get(0).history().size();
@@ -543,35 +545,35 @@ public final class TacoCli {
       StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
       for (RunResult r : runs) {
         RunResult.StepRow row = r.history().get(i);
-        line.append(String.format(Locale.ROOT, " | %-12s %8s %8s", "", fmt(row.train_loss()), fmt(row.val_loss())));
+        line.append(String.format(Locale.ROOT, " | " + name + " %8s %8s", "", fmt(row.train_loss()), fmt(row.val_loss())));
       }
       w.println(line);
     }
     w.println();
     double base = runs.get(0).tp_bytes_per_step();
-    w.printf("%-12s %4s %10s %10s %9s %16s %9s %9s %10s%n", "compression", "tp", "val@0", "val@end", "drop",
+    w.printf(name + " %4s %10s %10s %9s %16s %9s %9s %10s%n", "compression", "tp", "val@0", "val@end", "drop",
         "TP bytes/step", "vs first", "wall s", "tokens/s");
     for (RunResult r : runs) {
       // with one rank nothing goes on the wire: there is no ratio to print
       String ratio = base > 0 ? String.format(Locale.ROOT, "%9.3f", r.tp_bytes_per_step() / base) : String.format("%9s", "-");
       // a resumed run has no evaluation before its first step: "-" for val@0 and the drop
       boolean start = !Double.isNaN(r.initial_val_loss());
-      w.printf(Locale.ROOT, "%-12s %4d %10s %10.4f %9s %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
+      w.printf(Locale.ROOT, name + " %4d %10s %10.4f %9s %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
           start ? String.format(Locale.ROOT, "%.4f", r.initial_val_loss()) : "-", r.final_val_loss(),
           start ? String.format(Locale.ROOT, "%.1f%%", 100 * (1 - r.final_val_loss() / r.initial_val_loss())) : "-",
           r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
     }
     for (RunResult r : runs) {
       if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
-        w.printf("%-12s note: sites calibrated in every step (--calibration-steps covers the run): the bytes are those"
+        w.printf(name + " note: sites calibrated in every step (--calibration-steps covers the run): the bytes are those"
             + " of the codec's default plan%n", r.compression());
       } else if (r.calibration_steps() > 0) {
-        w.printf("%-12s TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",
+        w.printf(name + " TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",
             r.compression(), r.steps() - r.calibration_steps(), r.calibration_steps(),
             r.calibration_steps() == 1 ? "" : "s");
       }
       if (r.sites_calibrating() > 0) {
-        w.printf("%-12s note: %d site(s) had not finished calibrating when the run ended; no plan is listed for them%n",
+        w.printf(name + " note: %d site(s) had not finished calibrating when the run ended; no plan is listed for them%n",
             r.compression(), r.sites_calibrating());
       }
     }
@@ -580,15 +582,15 @@ public final class TacoCli {
       StringBuilder kinds = new StringBuilder();
       r.bytes_per_step_by_kind().forEach((k, v) -> kinds.append(String.format(Locale.ROOT, "%s%s %.0f",
           kinds.isEmpty() ? "" : ", ", k, v)));
-      w.printf("%-12s bytes/step by kind: %s%n", r.compression(), kinds);
+      w.printf(name + " bytes/step by kind: %s%n", r.compression(), kinds);
     }
     if (runs.stream().anyMatch(r -> !r.codec_error().isEmpty())) {
       w.println();
-      w.printf("%-12s %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
+      w.printf(name + " %-5s %10s %9s %14s %10s %8s %8s%n", "codec", "site", "rel L2", "SNR dB", "zero collapse",
           "saturated", "B/elem", "tensors");
     }
     for (RunResult r : runs) {
-      r.codec_error().forEach((site, e) -> w.printf(Locale.ROOT, "%-12s %-5s %10.3e %9.2f %14.2e %10d %8.4f %8d%n",
+      r.codec_error().forEach((site, e) -> w.printf(Locale.ROOT, name + " %-5s %10.3e %9.2f %14.2e %10d %8.4f %8d%n",
           r.compression(), site, e.rel_l2(), e.snr_db(), e.zero_collapse_rate(), e.saturated(), e.bytes_per_element(),
           e.samples()));
     }
@@ -654,8 +656,9 @@ public final class TacoCli {
   public static int execute(String... args) {
     CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
-      System.err.println("taco: error: " + asTyped(ex.getCommandLine(), a, ex.getMessage()) + " (see: taco "
-          + (a.length > 0 ? a[0] + " " : "") + "--help)");
+      CommandLine at = ex.getCommandLine(); // the subcommand whose arguments failed, or taco itself (an unknown one)
+      System.err.println("taco: error: " + asTyped(at, a, ex.getMessage()) + " (see: taco "
+          + (at.getParent() != null ? at.getCommandName() + " " : "") + "--help)");
       return 2;
     });
     cl.setExecutionExceptionHandler((ex, c, parsed) -> {

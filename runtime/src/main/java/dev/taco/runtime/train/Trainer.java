@@ -364,7 +364,13 @@ public final class Trainer {
     ProgressBarBuilder b = new ProgressBarBuilder().setTaskName(task).setInitialMax(steps).setStyle(ProgressBarStyle.ASCII);
     java.io.Console console = System.console();
     if (console != null && console.isTerminal()) return b.setUpdateIntervalMillis(500).continuousUpdate().build();
-    return b.setConsumer(new DelegatingProgressBarConsumer(log::info)).setUpdateIntervalMillis(10_000).build();
+    // the bar's last refresh and its close both report the finished bar: log a line only when its progress or loss is
+    // new (the elapsed time in parentheses left out of the comparison)
+    java.util.concurrent.atomic.AtomicReference<String> last = new java.util.concurrent.atomic.AtomicReference<>();
+    return b.setConsumer(new DelegatingProgressBarConsumer(line -> {
+      String said = line.replaceAll("\\(\\d+:\\d\\d:\\d\\d / [^)]*\\)", "");
+      if (!said.equals(last.getAndSet(said))) log.info(line);
+    })).setUpdateIntervalMillis(10_000).build();
   }
 
   /**

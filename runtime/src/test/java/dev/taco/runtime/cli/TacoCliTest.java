@@ -55,6 +55,19 @@ public class TacoCliTest {
   }
 
   @Test
+  void theHelpHintNamesTheCommandThatFailed() {
+    // an unknown subcommand points at taco's own help (it once said "see: taco bogus --help"), a bad option at its
+    // subcommand's
+    Result unknown = run("bogus");
+    assertOneLineError(unknown, "bogus");
+    assertThat(unknown.status()).isEqualTo(2);
+    assertThat(unknown.err()).contains("(see: taco --help)");
+    Result badOption = run("train", "--no-such-option");
+    assertOneLineError(badOption, "--no-such-option");
+    assertThat(badOption.err()).contains("(see: taco train --help)");
+  }
+
+  @Test
   void missingDataFile() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.resolve("nope.txt").toString())), "data file not found");
   }
@@ -180,6 +193,24 @@ public class TacoCliTest {
     Path file = Files.writeString(tmp.resolve("afile"), "x");
     assertOneLineError(run(tiny(file)), "exists and is not a folder");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.toString())), "is a directory");
+  }
+
+  @Test
+  void aLongCodecNameWidensTheTablesFirstColumn() throws Exception {
+    // taco-no-hadamard (16 characters) once ran into the tp column of a 12-wide name column
+    Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
+    Result r = run(tiny(tmp.resolve("wide"), "--data", text.toString(), "--compression", "none,taco-no-hadamard",
+        "--hidden-size", "64"));
+    assertThat(r.status()).as(r.err()).isZero();
+    String head = r.out().lines().filter(l -> l.startsWith("compression ")).findFirst().orElseThrow();
+    for (String codec : new String[] {"none", "taco-no-hadamard"}) {
+      String row = r.out().lines().filter(l -> l.startsWith(codec + " ") && l.matches(".*\\s2\\s.*")).findFirst()
+          .orElseThrow();
+      int tp = head.indexOf(" tp ") + 2; // "tp" right-aligned over the rank count
+      assertThat(row.charAt(tp)).as("%s%n%s", head, row).isEqualTo('2');
+      assertThat(row.charAt(tp - 1)).isEqualTo(' ');
+      assertThat(row.substring(0, tp - 1).strip()).isEqualTo(codec);
+    }
   }
 
   @Test
