@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.zip.CRC32;
 
 /**
  * The shared skeleton of every codec: argument and finiteness checks, the {@link PayloadHeader}, checksums and
@@ -82,6 +83,24 @@ public abstract class AbstractCodec implements Codec {
 
   /** Checks a checksummed body; returns null if valid, else what is wrong. Must not write anything. */
   protected abstract String checkBody(PayloadHeader h, byte[] in, int bodyOff);
+
+  /**
+   * True when this codec checks its body a piece at a time with {@link #checkBodyPieces} (by default false: the
+   * checksum runs over the whole body, then {@link #checkBody}).
+   */
+  protected boolean checksPieces() {
+    return false;
+  }
+
+  /**
+   * The checksum and {@link #checkBody} in one pass: adds the whole body {@code in[bodyOff .. bodyOff + bodyLen)} to
+   * {@code crc} and returns what {@link #checkBody} would, a cache-sized piece at a time (each piece checked while it
+   * is still in cache from its checksum, instead of a second read of the body from memory). The answer counts only
+   * when the checksum matches (a mismatch is reported first, as with the default). Must not write anything.
+   */
+  protected String checkBodyPieces(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, CRC32 crc) {
+    throw new UnsupportedOperationException(name() + " checks its body whole");
+  }
 
   /** Decodes a validated body into (or adds it to) {@code out[outOff .. outOff + rows*cols)}. */
   protected abstract void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff,
@@ -279,12 +298,20 @@ public abstract class AbstractCodec implements Codec {
     }
     int bodyOff = inOff + PayloadHeader.SIZE;
     int stored = PayloadHeader.storedBodyCrc(in, inOff);
-    int actual = PayloadHeader.crc(in, bodyOff, len - PayloadHeader.SIZE);
+    boolean pieces = checksPieces();
+    CRC32 crc = new CRC32();
+    String why = pieces ? checkBodyPieces(h, in, bodyOff, len - PayloadHeader.SIZE, crc) : null;
+    if (!pieces) {
+      crc.update(in, bodyOff, len - PayloadHeader.SIZE);
+    }
+    int actual = (int) crc.getValue();
     if (stored != actual) {
       throw PayloadHeader.bad(name(), String.format("body checksum mismatch (stored 0x%08x, computed 0x%08x)",
           stored, actual));
     }
-    String why = checkBody(h, in, bodyOff);
+    if (!pieces) {
+      why = checkBody(h, in, bodyOff);
+    }
     if (why != null) {
       throw PayloadHeader.bad(name(), why);
     }

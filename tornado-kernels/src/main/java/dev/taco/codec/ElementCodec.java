@@ -2,6 +2,7 @@ package dev.taco.codec;
 
 import dev.taco.kernels.simd.ElementLanes;
 import dev.taco.kernels.simd.Simd;
+import java.util.zip.CRC32;
 
 /**
  * A codec that sends each element on its own, with no scales: {@code fp32} (exact) and {@code none} (bf16). Body:
@@ -63,6 +64,28 @@ abstract class ElementCodec extends AbstractCodec {
       if (!Float.isFinite(get(in, bodyOff + width() * i))) return "non-finite value at element " + i;
     }
     return null;
+  }
+
+  /** Body bytes a piece of {@link #checkBodyPieces} (in L2 between its checksum and its scan). */
+  private static final int PIECE = 1 << 16;
+
+  @Override
+  protected boolean checksPieces() {
+    return Simd.enabled();
+  }
+
+  @Override
+  protected String checkBodyPieces(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, CRC32 crc) {
+    int bad = -1;
+    for (int p = 0; p < bodyLen; p += PIECE) {
+      int n = Math.min(PIECE, bodyLen - p); // a multiple of width(): PIECE is, and so is the body
+      crc.update(in, bodyOff + p, n);
+      if (bad < 0 && !h.nonFinite()) {
+        int i = lanes().firstNonFinite(in, bodyOff + p, n / width());
+        bad = i < 0 ? -1 : p / width() + i;
+      }
+    }
+    return bad < 0 ? null : "non-finite value at element " + bad;
   }
 
   @Override

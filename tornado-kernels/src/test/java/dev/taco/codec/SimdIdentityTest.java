@@ -253,6 +253,35 @@ class SimdIdentityTest {
     assertThat(rejected).as("some corruptions must be caught by the body checks").isPositive();
   }
 
+  /**
+   * Bodies of many checking pieces (the SIMD path checksums and checks a piece at a time): NaN/Inf codes planted in
+   * any piece, with the checksum recomputed (the body check names the first) or not (the checksum mismatch wins).
+   */
+  @ParameterizedTest
+  @MethodSource("specs")
+  void largeCorruptedBodiesGetTheSameVerdict(String spec) {
+    SplittableRandom rnd = new SplittableRandom(seed ^ 37 * spec.hashCode());
+    AbstractCodec c = Codecs.byName(spec);
+    int rows = 130;
+    int cols = 1000;
+    byte[] clean = encode(c, input("heavy", rnd.nextLong(), rows, cols), 0, rows, cols).payload();
+    int body = 3 + PayloadHeader.SIZE;
+    for (int t = 0; t < 12; t++) {
+      byte[] p = clean.clone();
+      for (int k = rnd.nextInt(1, 4); k > 0; k--) { // 0xFF 0x7F: the top bytes of a NaN (fp32, bf16), an E4M3 NaN
+        int at = rnd.nextInt(body, p.length - 1);
+        p[at] = (byte) 0xFF;
+        p[at + 1] = (byte) 0x7F;
+      }
+      if (t % 3 != 0) {
+        Bytes.putInt(p, 3 + 24, PayloadHeader.crc(p, body, p.length - body));
+      }
+      float[] base = new float[rows * cols];
+      Object simd = decode(c, p, rows * cols, base);
+      assertThat(simd).as("seed %d %s t %d", seed, c, t).isEqualTo(reference(() -> decode(c, p, rows * cols, base)));
+    }
+  }
+
   @ParameterizedTest
   @MethodSource("specs")
   void rowBlocksOnSeveralThreadsGiveTheSameBytesAndFloats(String spec) {

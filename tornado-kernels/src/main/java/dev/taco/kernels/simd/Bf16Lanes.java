@@ -63,6 +63,17 @@ final class Bf16Lanes implements ElementLanes {
   @Override
   public int firstNonFinite(byte[] in, int inOff, int n) {
     int i = 0;
+    int w = Lanes.SCAN.length() / 2; // codes in a vector of the widest shape
+    for (; i <= n - 4 * w; i += 4 * w) { // four vectors a test, by the largest exponent field; the loop below finds it
+      ShortVector m = ByteVector.fromArray(Lanes.SCAN, in, inOff + 2 * i).reinterpretAsShorts().and((short) 0x7F80)
+          .max(ByteVector.fromArray(Lanes.SCAN, in, inOff + 2 * (i + w)).reinterpretAsShorts().and((short) 0x7F80))
+          .max(ByteVector.fromArray(Lanes.SCAN, in, inOff + 2 * (i + 2 * w)).reinterpretAsShorts().and((short) 0x7F80))
+          .max(ByteVector.fromArray(Lanes.SCAN, in, inOff + 2 * (i + 3 * w)).reinterpretAsShorts()
+              .and((short) 0x7F80));
+      if (m.compare(EQ, (short) 0x7F80).anyTrue()) {
+        break;
+      }
+    }
     for (; i <= n - L; i += L) {
       VectorMask<Short> bad = ByteVector.fromArray(SB, in, inOff + 2 * i).reinterpretAsShorts().and((short) 0x7F80)
           .compare(EQ, (short) 0x7F80);

@@ -42,6 +42,15 @@ final class Fp32Lanes implements ElementLanes {
   @Override
   public int firstNonFinite(byte[] in, int inOff, int n) {
     int i = 0;
+    for (; i <= n - 4 * L; i += 4 * L) { // four vectors a test; the loop below finds the vector
+      IntVector m = ByteVector.fromArray(Lanes.FB, in, inOff + 4 * i).reinterpretAsInts().and(Lanes.ABS)
+          .max(ByteVector.fromArray(Lanes.FB, in, inOff + 4 * (i + L)).reinterpretAsInts().and(Lanes.ABS))
+          .max(ByteVector.fromArray(Lanes.FB, in, inOff + 4 * (i + 2 * L)).reinterpretAsInts().and(Lanes.ABS))
+          .max(ByteVector.fromArray(Lanes.FB, in, inOff + 4 * (i + 3 * L)).reinterpretAsInts().and(Lanes.ABS));
+      if (m.compare(GE, Lanes.INF).anyTrue()) {
+        break;
+      }
+    }
     for (; i <= n - L; i += L) {
       VectorMask<Integer> bad = ByteVector.fromArray(Lanes.FB, in, inOff + 4 * i).reinterpretAsInts().and(Lanes.ABS)
           .compare(GE, Lanes.INF);

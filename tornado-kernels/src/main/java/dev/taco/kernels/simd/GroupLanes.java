@@ -340,6 +340,10 @@ public final class GroupLanes {
    */
   private static void integers(byte[] codes, int at, int c0, int c1, int groupSize, float[] a, float qm, boolean int4,
       float[] out, int dst, boolean accumulate) {
+    if (!int4 && Integer.bitCount(groupSize) == 1) {
+      int8s(codes, at, c0, c1, Integer.numberOfTrailingZeros(groupSize), a, qm, out, dst, accumulate);
+      return;
+    }
     int nan = Float.floatToRawIntBits(Float.NaN);
     int marker = int4 ? -8 : -128;
     for (int g = c0 / groupSize; g * groupSize < c1; g++) {
@@ -358,6 +362,31 @@ public final class GroupLanes {
           v.intoArray(out, dst + i);
         }
       }
+    }
+  }
+
+  /**
+   * {@link #integers} for int8 codes and groups of {@code 1 << log2G} values: one flat loop over the vectors, each
+   * taking its group's scale (a group is whole vectors), a loop for each of store and add. Measured (1024 x 1024,
+   * G = 128, one thread): about 30 % faster than the loop over groups and over each group's vectors, whose short inner
+   * loop C2 unrolls and leaves at every group, with the int4 and accumulate tests left inside.
+   */
+  private static void int8s(byte[] codes, int at, int c0, int c1, int log2G, float[] a, float qm, float[] out,
+      int dst, boolean accumulate) {
+    int nan = Float.floatToRawIntBits(Float.NaN);
+    if (accumulate) {
+      for (int i = c0; i < c1; i += L) {
+        IntVector q = (IntVector) ByteVector.fromArray(Lanes.B, codes, at + i).convertShape(B2I, Lanes.I, 0);
+        FloatVector v = ((FloatVector) q.convert(I2F, 0)).reinterpretAsInts().blend(nan, q.compare(EQ, -128))
+            .reinterpretAsFloats().div(qm).mul(a[i >>> log2G]);
+        FloatVector.fromArray(Lanes.F, out, dst + i).add(v).intoArray(out, dst + i);
+      }
+      return;
+    }
+    for (int i = c0; i < c1; i += L) {
+      IntVector q = (IntVector) ByteVector.fromArray(Lanes.B, codes, at + i).convertShape(B2I, Lanes.I, 0);
+      ((FloatVector) q.convert(I2F, 0)).reinterpretAsInts().blend(nan, q.compare(EQ, -128)).reinterpretAsFloats()
+          .div(qm).mul(a[i >>> log2G]).intoArray(out, dst + i);
     }
   }
 
@@ -406,6 +435,17 @@ public final class GroupLanes {
     byte v2 = int4 ? (byte) 0x80 : v1;
     int w = Lanes.SCAN.length();
     int i = 0;
+    if (kind == GroupKernels.INT8) { // the marker -128 is the smallest byte: four vectors a test, by their minimum
+      for (; i + 4 * w <= bytes; i += 4 * w) {
+        ByteVector b = ByteVector.fromArray(Lanes.SCAN, in, codeOff + i)
+            .min(ByteVector.fromArray(Lanes.SCAN, in, codeOff + i + w))
+            .min(ByteVector.fromArray(Lanes.SCAN, in, codeOff + i + 2 * w))
+            .min(ByteVector.fromArray(Lanes.SCAN, in, codeOff + i + 3 * w));
+        if (b.compare(EQ, (byte) -128).anyTrue()) {
+          break; // the loop below finds its vector
+        }
+      }
+    }
     for (; i + w <= bytes; i += w) {
       ByteVector b = ByteVector.fromArray(Lanes.SCAN, in, codeOff + i);
       if (b.and(m1).compare(EQ, v1).or(b.and(m2).compare(EQ, v2)).anyTrue()) {
