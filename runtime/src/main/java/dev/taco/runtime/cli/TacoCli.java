@@ -237,39 +237,62 @@ public final class TacoCli {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
         }
         if (sequenceParallel && tp == 1) log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
+        if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
+        for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
+        boolean fresh = out == null || !Files.exists(out);
         out = outputFolder(out, overwrite);
-        log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
-        log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
-            numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
-                ? Runtime.getRuntime().availableProcessors() + " cores"
-                : run.nccl() ? "GPUs 0.." + (tp - 1) + " through NCCL"
-                : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
-        List<RunResult> runs = new ArrayList<>();
-        if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
-        if (gpu != null && tp > 1 && codecErrorInterval > 0) {
-          log.info("codec-error samples every {} steps encode and decode every site's tensor on the CPU, which sets the"
-              + " pace of a long GPU run; --codec-error-interval 0 turns them off", codecErrorInterval);
+        try {
+          return train(cfg, opt, gpu, run, corpus, codecs);
+        } catch (Exception e) {
+          if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
+          throw e;
         }
-        StopSignal.install();
-        for (String c : codecs) {
-          runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
-          if (StopSignal.requested() != null) break; // the codecs after this one do not run
-        }
-        report(runs, corpus, cfg, run, opt);
-        if (StopSignal.requested() != null) {
-          System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
-              .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
-              + " partial" + (save != null ? ", the checkpoint is in " + perCodec(save, codecs, runs.getLast()
-              .compression()) : ""));
-          return StopSignal.exitCode();
-        }
+      }
+    }
+
+    /** The runs of every codec and their report into {@link #out}; the exit status. */
+    private int train(GptConfig cfg, Trainer.Options opt, CudaContext gpu, Trainer.Gpu run, Corpus corpus,
+        List<String> codecs) throws IOException {
+      log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
+      log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
+          numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
+              ? Runtime.getRuntime().availableProcessors() + " cores"
+              : run.nccl() ? "GPUs 0.." + (tp - 1) + " through NCCL"
+              : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
+      List<RunResult> runs = new ArrayList<>();
+      if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
+      if (gpu != null && tp > 1 && codecErrorInterval > 0) {
+        log.info("codec-error samples every {} steps encode and decode every site's tensor on the CPU, which sets the"
+            + " pace of a long GPU run; --codec-error-interval 0 turns them off", codecErrorInterval);
+      }
+      StopSignal.install();
+      for (String c : codecs) {
+        runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
+        if (StopSignal.requested() != null) break; // the codecs after this one do not run
+      }
+      report(runs, corpus, cfg, run, opt);
+      if (StopSignal.requested() != null) {
+        System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
+            .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
+            + " partial" + (save != null ? ", the checkpoint is in " + perCodec(save, codecs, runs.getLast()
+            .compression()) : ""));
+        return StopSignal.exitCode();
       }
       return 0;
     }
 
+    private static void deleteIfEmpty(Path folder) {
+      try (var entries = Files.list(folder)) {
+        if (entries.findAny().isEmpty()) Files.delete(folder);
+      } catch (IOException e) {
+        log.debug("could not remove the empty output folder {}", folder, e);
+      }
+    }
+
     /** The checkpoint folders of codec {@code c}'s run: --save/--load themselves, or their {@code <codec>/} child. */
     private Trainer.Checkpointing checkpointing(List<String> codecs, String c) {
-      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, loadFolder(codecs, c), exitInterval);
+      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, loadFolder(codecs, c, true),
+          exitInterval);
     }
 
     /**
@@ -280,7 +303,7 @@ public final class TacoCli {
      * @throws IllegalArgumentException for a --load that is a file, one checkpoint's own folder, or a one-codec
      *     checkpoint given to a several-codec run
      */
-    private Path loadFolder(List<String> codecs, String c) {
+    private Path loadFolder(List<String> codecs, String c, boolean say) {
       if (load == null) return null;
       if (Files.exists(load) && !Files.isDirectory(load)) {
         throw new IllegalArgumentException("--load " + load + " is not a folder (give the --save folder)");
@@ -293,7 +316,7 @@ public final class TacoCli {
       boolean single = Files.exists(load.resolve(dev.taco.runtime.train.Checkpoint.LATEST));
       if (codecs.size() == 1) {
         if (!single && Files.exists(child.resolve(dev.taco.runtime.train.Checkpoint.LATEST))) {
-          log.info("--load {}: resuming {} from {}", load, c, child);
+          if (say) log.info("--load {}: resuming {} from {}", load, c, child);
           return child;
         }
         return load;
@@ -303,7 +326,7 @@ public final class TacoCli {
             + " codecs each resumes from --load DIR/<codec>/ (run one codec, or --save into a folder per codec)");
       }
       if (Files.isDirectory(load) && !Files.isDirectory(child)) {
-        log.warn("--load {}: no checkpoint of {} ({} is missing), starting it from scratch", load, c, child);
+        if (say) log.warn("--load {}: no checkpoint of {} ({} is missing), starting it from scratch", load, c, child);
         return null;
       }
       return child;
@@ -582,7 +605,7 @@ public final class TacoCli {
       StringBuilder kinds = new StringBuilder();
       r.bytes_per_step_by_kind().forEach((k, v) -> kinds.append(String.format(Locale.ROOT, "%s%s %.0f",
           kinds.isEmpty() ? "" : ", ", k, v)));
-      w.printf(name + " bytes/step by kind: %s%n", r.compression(), kinds);
+      w.printf(name + " bytes/step by kind, over all %d steps: %s%n", r.compression(), r.steps(), kinds);
     }
     if (runs.stream().anyMatch(r -> !r.codec_error().isEmpty())) {
       w.println();
@@ -657,8 +680,13 @@ public final class TacoCli {
     CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
       CommandLine at = ex.getCommandLine(); // the subcommand whose arguments failed, or taco itself (an unknown one)
-      System.err.println("taco: error: " + asTyped(at, a, ex.getMessage()) + " (see: taco "
-          + (at.getParent() != null ? at.getCommandName() + " " : "") + "--help)");
+      String what = at.getParent() == null && ex instanceof CommandLine.UnmatchedArgumentException u
+          && !u.getUnmatched().isEmpty() && !u.getUnmatched().get(0).startsWith("-")
+          ? "unknown command '" + u.getUnmatched().get(0) + "': the commands are " + String.join(", ",
+              at.getSubcommands().keySet())
+          : asTyped(at, a, ex.getMessage());
+      System.err.println("taco: error: " + what + " (see: ./taco " + (at.getParent() != null ? at.getCommandName() + " "
+          : "") + "--help)");
       return 2;
     });
     cl.setExecutionExceptionHandler((ex, c, parsed) -> {

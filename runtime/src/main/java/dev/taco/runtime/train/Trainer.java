@@ -344,7 +344,7 @@ public final class Trainer {
     int ran = Math.max(1, end - first);
     double tokensPerSecond = (double) ran * opt.globalBatch() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
-        String.format("%.4f", initialVal), String.format("%.4f", finalVal));
+        Double.isNaN(initialVal) ? "- (resumed)" : String.format("%.4f", initialVal), String.format("%.4f", finalVal));
     Map<String, Double> perKind = null;
     if (gpu == null) {
       perKind = new LinkedHashMap<>();

@@ -59,12 +59,19 @@ public class TacoCliTest {
     // an unknown subcommand points at taco's own help (it once said "see: taco bogus --help"), a bad option at its
     // subcommand's
     Result unknown = run("bogus");
-    assertOneLineError(unknown, "bogus");
+    assertOneLineError(unknown, "unknown command 'bogus': the commands are ");
     assertThat(unknown.status()).isEqualTo(2);
-    assertThat(unknown.err()).contains("(see: taco --help)");
+    assertThat(unknown.err()).contains("train").contains("analyze").contains("(see: ./taco --help)");
     Result badOption = run("train", "--no-such-option");
     assertOneLineError(badOption, "--no-such-option");
-    assertThat(badOption.err()).contains("(see: taco train --help)");
+    assertThat(badOption.err()).contains("(see: ./taco train --help)");
+  }
+
+  @Test
+  void aSaveIntervalWithoutSaveIsRefusedBeforeAnOutputFolderIsMade() {
+    Path out = tmp.resolve("never");
+    assertOneLineError(run(tiny(out, "--save-interval", "2")), "--save-interval needs --save DIR");
+    assertThat(out).doesNotExist();
   }
 
   @Test

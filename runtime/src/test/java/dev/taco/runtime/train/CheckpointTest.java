@@ -216,6 +216,9 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x12"), "--steps", "1", "--save", model.toString()), "exists and is not a folder");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "7\n"); // names a checkpoint that is not there
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
+    for (int i = 1; i <= 12; i++) { // each failed before writing anything: no empty --out folder is left behind
+      assertThat(tmp.resolve("x" + i)).as("--out of a failed run").doesNotExist();
+    }
     // the intact checkpoint still loads
     Files.writeString(ck.resolve(Checkpoint.LATEST), "2\n");
     assertThat(train(tmp.resolve("ok"), resume).status()).isZero();
