@@ -33,8 +33,6 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
@@ -65,7 +63,6 @@ import org.slf4j.LoggerFactory;
  * <p>Not thread-safe: one thread per rank. Close it to free the device memory it allocated.
  */
 public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(CudaOps.class);
   /**
    * What the GEMMs multiply in (activations, weights and gradients are stored in fp32 in both modes; storing the
    * activations in bf16 is not done yet).
