@@ -214,3 +214,12 @@ torch_tp() { # OUT_FILE TP LINK SHAPE...
     --link "$link" --smoke "$S_SMOKE" --out "$f" "$@"
   grep -E "step .* ms" "${f%.json}.log" | head -8
 }
+
+finish() { # RESULTS_SCRIPT: the assemble step every staged script ends with (over $out), then the runs that failed or
+  # were skipped by the deadline; exit status 0 (a partial run still writes what it has)
+  echo "=== assemble at $(( $(date +%s) - T_START ))s"
+  python3 "$1" --command "$CMD" "$out"
+  [ -s "$out/failed.txt" ] && { echo "failed runs:"; cat "$out/failed.txt"; }
+  [ -s "$out/skipped.txt" ] && { echo "skipped (deadline):"; cat "$out/skipped.txt"; }
+  exit 0
+}

@@ -107,8 +107,4 @@ for stage in $STAGES; do
          "train2-nvlink train2-no-p2p assemble)" >&2 ;;
   esac
 done
-echo "=== assemble at $(( $(date +%s) - T_START ))s"
-python3 bench/gpu_scaling_results.py --command "$CMD" "$out"
-[ -s "$out/failed.txt" ] && { echo "failed runs:"; cat "$out/failed.txt"; }
-[ -s "$out/skipped.txt" ] && { echo "skipped (deadline):"; cat "$out/skipped.txt"; }
-exit 0
+finish bench/gpu_scaling_results.py

@@ -39,8 +39,7 @@ def assemble(roots, command=None):
     smoke = any(r["smoke"] for r in rows) or any(c["smoke"] for c in curves)
     return {"command": g.merged_command(metas, command), "issue": "H", "smoke": smoke,
             "note": "SMOKE: ranks sharing one GPU or tiny step counts; not a link measurement" if smoke else None,
-            "method": "step time = (wall(N2 steps) - wall(N1 steps)) / (N2 - N1) of two taco train runs per codec;"
-                      " tokens/s = global batch x seq / step time; ceiling = t / (t_nocomm + (t - t_nocomm) / 2)",
+            "method": g.METHOD,
             "collective_files": g.collective_files(roots), "results": rows, "curves": curves}
 
 

@@ -64,6 +64,11 @@ def ratio(a, b):
     return a / b if a is not None and b not in (None, 0) else None
 
 
+# How timing() and ceiling() turn runs into the figures, as the result files state it.
+METHOD = ("step time = (wall(N2 steps) - wall(N1 steps)) / (N2 - N1) of two taco train runs per codec;"
+          " tokens/s = global batch x seq / step time; ceiling = t / (t_nocomm + (t - t_nocomm) / 2)")
+
+
 def ceiling(t, t0):
     """t / (t0 + (t - t0) / 2): the step with its TP communication halved (a 2x compression, no overlap)."""
     if t is None or t0 is None:

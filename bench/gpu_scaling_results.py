@@ -45,8 +45,7 @@ def assemble(roots, command=None):
     smoke = any(r["smoke"] for r in rows)
     return {"command": g.merged_command([m for _, m in timed], command), "issue": "I", "smoke": smoke,
             "note": "SMOKE: ranks sharing one GPU or tiny step counts; not a scaling measurement" if smoke else None,
-            "method": "step time = (wall(N2 steps) - wall(N1 steps)) / (N2 - N1) of two taco train runs per codec;"
-                      " tokens/s = global batch x seq / step time; ceiling = t / (t_nocomm + (t - t_nocomm) / 2)",
+            "method": g.METHOD,
             "collective_files": g.collective_files(roots), "results": rows}
 
 
