@@ -243,6 +243,11 @@ JD int j_bf16x2(float lo, float hi) {
   return (int)(((unsigned)j_bf16_soft(lo) & 0xffffu) | ((unsigned)j_bf16_soft(hi) << 16));
 #endif
 }
+// Vec16.storeBf16x8: eight floats as four j_bf16x2 pairs in one 16-byte store
+JD void j_store_bf16x8(short* a, int i, const float* v) {
+  *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)j_bf16x2(v[0], v[1]), (unsigned)j_bf16x2(v[2], v[3]),
+      (unsigned)j_bf16x2(v[4], v[5]), (unsigned)j_bf16x2(v[6], v[7]));
+}
 // KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
 // c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).
 JD void j_mma_bf16(float* c, int o, int a0, int a1, int a2, int a3, int b0, int b1) {

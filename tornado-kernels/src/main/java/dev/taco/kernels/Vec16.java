@@ -78,6 +78,16 @@ public final class Vec16 {
   }
 
   /**
+   * {@code a[i + k] = Bf16.encode(v[k])} for k in 0..7: eight floats rounded to bf16 ({@link Bf16#encode2}, the
+   * hardware's {@code cvt.rn.bf16x2} on the GPU) in one 16-byte store ({@link #storeShortPairs8}). {@code i % 8 == 0}.
+   */
+  public static void storeBf16x8(short[] a, int i, float[] v) {
+    aligned(i, 8);
+    storeShortPairs8(a, i, Bf16.encode2(v[0], v[1]), Bf16.encode2(v[2], v[3]), Bf16.encode2(v[4], v[5]),
+        Bf16.encode2(v[6], v[7]));
+  }
+
+  /**
    * {@code v[at + q] = (a[i + 2q] & 0xFFFF) | a[i + 2q + 1] << 16} for q in 0..3: eight shorts as four packed pairs (as
    * {@link Bf16#encode2} packs them); one 16-byte load. {@code i % 8 == 0}.
    */

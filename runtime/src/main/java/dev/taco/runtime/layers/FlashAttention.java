@@ -212,10 +212,12 @@ public final class FlashAttention {
     int oB = oA + 8 * D;
     for (int j = 0; j < HS / 8; j++) {
       if (rA < T) {
-        storePair(out, outOff + oA + 8 * j, outCopy, outCopyOff + oA + 8 * j, o[4 * j] * iA, o[4 * j + 1] * iA);
+        storePair(1, out, outOff + oA + 8 * j, outCopy, outCopyOff + oA + 8 * j, o[4 * j] * iA,
+            o[4 * j + 1] * iA);
       }
       if (rB < T) {
-        storePair(out, outOff + oB + 8 * j, outCopy, outCopyOff + oB + 8 * j, o[4 * j + 2] * iB, o[4 * j + 3] * iB);
+        storePair(1, out, outOff + oB + 8 * j, outCopy, outCopyOff + oB + 8 * j, o[4 * j + 2] * iB,
+            o[4 * j + 3] * iB);
       }
     }
     if (t == 0) { // lse = ln(sum of e^(score·scale)) = (max + log2 l) · ln 2
@@ -260,15 +262,15 @@ public final class FlashAttention {
   /**
    * SIMT kernel: dK and dV of head (b,h), per key rows (a warp's 16 keys against every query that sees them, in tiles
    * of {@value #TILE}): Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse) (0 where query &lt; key), dPᵀ = V·dOᵀ,
-   * dSᵀ = Pᵀ ∘ (dPᵀ − dsum), dV = Pᵀ·dO, dK = scale·dSᵀ·Q; written (overwritten) into the k and v parts of dqkv (fp32)
-   * and of its bf16 copy {@code dqkvCopy} (the operand of the qkv projection's backward), from the bf16 copies of qkv
+   * dSᵀ = Pᵀ ∘ (dPᵀ − dsum), dV = Pᵀ·dO, dK = scale·dSᵀ·Q; written (overwritten) into the k and v parts of dqkv (fp32,
+   * where {@code fp32} is 1; 0: dqkv is not touched) and of its bf16 copy {@code dqkvCopy} (the operand of the qkv projection's backward), from the bf16 copies of qkv
    * and dO. Grid {@link #blocks}, block i takes head i / tiles and key tile i % tiles. Each
    * query tile's Q and dO are staged in shared memory by rows and transposed, with its lse and dsum, from registers
    * loaded while the previous tile was being computed. No checks.
    */
   @Kernel
   public static void flashBackwardKeyValue(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dqkvCopy,
-      int dqkvCopyOff, short[] dout, int doutOff,
+      int dqkvCopyOff, int fp32, short[] dout, int doutOff,
       short[] qkv, int qkvOff, float[] lse, int lseOff, float[] dsum, int dsumOff, int B, int T, int NH,
       @Constant int HS, float scale) {
     int[] sq = ctx.allocateIntLocalArray(TILE * (HS / 2 + PAD)); // the tile's Q rows, as bf16 pairs
@@ -405,13 +407,14 @@ public final class FlashAttention {
       int k = D + 8 * j;
       int v = 2 * D + 8 * j;
       if (kA < T) {
-        storePair(dqkv, dqkvOff + gA + k, dqkvCopy, dqkvCopyOff + gA + k, dk[4 * j] * scale, dk[4 * j + 1] * scale);
-        storePair(dqkv, dqkvOff + gA + v, dqkvCopy, dqkvCopyOff + gA + v, dv[4 * j], dv[4 * j + 1]);
+        storePair(fp32, dqkv, dqkvOff + gA + k, dqkvCopy, dqkvCopyOff + gA + k, dk[4 * j] * scale,
+            dk[4 * j + 1] * scale);
+        storePair(fp32, dqkv, dqkvOff + gA + v, dqkvCopy, dqkvCopyOff + gA + v, dv[4 * j], dv[4 * j + 1]);
       }
       if (kB < T) {
-        storePair(dqkv, dqkvOff + gB + k, dqkvCopy, dqkvCopyOff + gB + k, dk[4 * j + 2] * scale,
+        storePair(fp32, dqkv, dqkvOff + gB + k, dqkvCopy, dqkvCopyOff + gB + k, dk[4 * j + 2] * scale,
             dk[4 * j + 3] * scale);
-        storePair(dqkv, dqkvOff + gB + v, dqkvCopy, dqkvCopyOff + gB + v, dv[4 * j + 2], dv[4 * j + 3]);
+        storePair(fp32, dqkv, dqkvOff + gB + v, dqkvCopy, dqkvCopyOff + gB + v, dv[4 * j + 2], dv[4 * j + 3]);
       }
     }
   }
@@ -419,13 +422,14 @@ public final class FlashAttention {
   /**
    * SIMT kernel: dQ of head (b,h), per query rows (a warp's 16 queries against their keys, in tiles of {@value #TILE}):
    * S = Q·Kᵀ, P = exp(S·scale − lse) (0 where key &gt; query), dP = dO·Vᵀ, dS = P ∘ (dP − dsum), dQ = scale·dS·K;
-   * written (overwritten) into the q part of dqkv (fp32) and of its bf16 copy {@code dqkvCopy}, from the bf16 copies of
+   * written (overwritten) into the q part of dqkv (fp32, where {@code fp32} is 1; 0: dqkv is not touched) and of its
+   * bf16 copy {@code dqkvCopy}, from the bf16 copies of
    * qkv and dO. Grid {@link #blocks}, the last query tiles first. Each key tile's K (by rows and transposed) and V (by
    * rows) are staged in shared memory from registers loaded while the previous tile was being computed. No checks.
    */
   @Kernel
   public static void flashBackwardQuery(KernelContext ctx, float[] dqkv, int dqkvOff, short[] dqkvCopy,
-      int dqkvCopyOff, short[] dout, int doutOff,
+      int dqkvCopyOff, int fp32, short[] dout, int doutOff,
       short[] qkv, int qkvOff, float[] lse, int lseOff, float[] dsum, int dsumOff, int B, int T, int NH,
       @Constant int HS, float scale) {
     int[] sk = ctx.allocateIntLocalArray(TILE * (HS / 2 + PAD)); // the tile's K rows, as bf16 pairs
@@ -539,11 +543,11 @@ public final class FlashAttention {
     int gB = gA + 8 * C3;
     for (int j = 0; j < HS / 8; j++) {
       if (rA < T) {
-        storePair(dqkv, dqkvOff + gA + 8 * j, dqkvCopy, dqkvCopyOff + gA + 8 * j, dq[4 * j] * scale,
+        storePair(fp32, dqkv, dqkvOff + gA + 8 * j, dqkvCopy, dqkvCopyOff + gA + 8 * j, dq[4 * j] * scale,
             dq[4 * j + 1] * scale);
       }
       if (rB < T) {
-        storePair(dqkv, dqkvOff + gB + 8 * j, dqkvCopy, dqkvCopyOff + gB + 8 * j, dq[4 * j + 2] * scale,
+        storePair(fp32, dqkv, dqkvOff + gB + 8 * j, dqkvCopy, dqkvCopyOff + gB + 8 * j, dq[4 * j + 2] * scale,
             dq[4 * j + 3] * scale);
       }
     }
@@ -558,12 +562,15 @@ public final class FlashAttention {
   static final float LN2 = 0.693147181f;
 
   /**
-   * {@code a[i] = x, a[i + 1] = y} and their bf16 copy {@code copy[j], copy[j + 1]} ({@link Bf16#encode2}: the bits
-   * {@link Matmul#roundToBf16x8} of a would give), which the next GEMM multiplies; {@code j} even.
+   * {@code a[i] = x, a[i + 1] = y} (where {@code fp32} is 1; 0: a is not touched) and their bf16 copy
+   * {@code copy[j], copy[j + 1]} ({@link Bf16#encode2}: the bits {@link Matmul#roundToBf16x8} of a would give), which
+   * the next GEMM multiplies; {@code j} even.
    */
-  static void storePair(float[] a, int i, short[] copy, int j, float x, float y) {
-    a[i] = x;
-    a[i + 1] = y;
+  static void storePair(int fp32, float[] a, int i, short[] copy, int j, float x, float y) {
+    if (fp32 != 0) {
+      a[i] = x;
+      a[i + 1] = y;
+    }
     Vec16.storeShortPair(copy, j, Bf16.encode2(x, y));
   }
 

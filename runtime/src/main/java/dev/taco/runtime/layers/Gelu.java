@@ -1,6 +1,5 @@
 package dev.taco.runtime.layers;
 
-import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 import dev.taco.kernels.Vec16;
@@ -46,27 +45,19 @@ public final class Gelu {
   }
 
   /**
-   * Kernel: the GPU's bf16-mode GELU forward, eight elements per iteration: {@code out = gelu(pre)} (fp32, as
-   * {@link #geluForward}) and {@code copy}, out rounded to bf16 ({@link Bf16#encode2}: the bits
-   * {@link Matmul#roundToBf16x8} of out would give), the operand the next linear layer multiplies; 16-byte loads and
-   * stores. {@code groups} = N / 8; offsets multiples of 8 elements. No checks.
+   * Kernel: the GPU's bf16-mode GELU forward, eight elements per iteration: {@code out = bf16(gelu(pre))} from the bf16
+   * pre-activation the fc GEMM wrote (PyTorch's bf16 autocast stores both in bf16 too); 16-byte loads and stores.
+   * {@code groups} = N / 8; offsets multiples of 8 elements. No checks.
    */
   @Kernel
-  public static void geluForwardBf16x8(float[] out, int outOff, short[] copy, int copyOff, float[] pre, int preOff,
-                                       int groups) {
+  public static void geluForwardBf16(short[] out, int outOff, short[] pre, int preOff, int groups) {
     for (@Parallel int g = 0; g < groups; g++) {
-      float[] lo = new float[4];
-      float[] hi = new float[4];
-      Vec16.loadFloat4(pre, preOff + 8 * g, lo);
-      Vec16.loadFloat4(pre, preOff + 8 * g + 4, hi);
-      for (int k = 0; k < 4; k++) {
-        lo[k] = gelu(lo[k]);
-        hi[k] = gelu(hi[k]);
+      float[] v = new float[8];
+      Vec16.loadBf16x8(pre, preOff + 8 * g, v);
+      for (int k = 0; k < 8; k++) {
+        v[k] = gelu(v[k]);
       }
-      Vec16.storeFloat4(out, outOff + 8 * g, lo);
-      Vec16.storeFloat4(out, outOff + 8 * g + 4, hi);
-      Vec16.storeShortPairs8(copy, copyOff + 8 * g, Bf16.encode2(lo[0], lo[1]), Bf16.encode2(lo[2], lo[3]),
-          Bf16.encode2(hi[0], hi[1]), Bf16.encode2(hi[2], hi[3]));
+      Vec16.storeBf16x8(out, outOff + 8 * g, v);
     }
   }
 
@@ -109,31 +100,23 @@ public final class Gelu {
   }
 
   /**
-   * Kernel: the GPU's bf16-mode GELU backward, eight elements per iteration: {@code dinp = GELU'(pre) · dout}
-   * (fp32, overwritten, as {@link #geluBackwardInto}) and {@code copy}, dinp rounded to bf16 ({@link Bf16#encode2}),
-   * the operand the previous linear layer's backward multiplies; 16-byte loads and stores. {@code groups} = N / 8;
-   * offsets multiples of 8 elements. No checks.
+   * Kernel: the GPU's bf16-mode GELU backward, eight elements per iteration: {@code dinp = bf16(GELU'(pre) · dout)},
+   * overwritten, all three bf16 (dout as the dX GEMM wrote it, pre as {@link #geluForwardBf16} read it): the operand the
+   * previous linear layer's backward multiplies and sums for its bias gradient; 16-byte loads and stores.
+   * {@code groups} = N / 8; offsets multiples of 8 elements. No checks.
    */
   @Kernel
-  public static void geluBackwardBf16x8(float[] dinp, int dinpOff, short[] copy, int copyOff, float[] dout,
-                                        int doutOff, float[] pre, int preOff, int groups) {
+  public static void geluBackwardBf16(short[] dinp, int dinpOff, short[] dout, int doutOff, short[] pre, int preOff,
+                                      int groups) {
     for (@Parallel int g = 0; g < groups; g++) {
-      float[] lo = new float[4];
-      float[] hi = new float[4];
-      float[] xlo = new float[4];
-      float[] xhi = new float[4];
-      Vec16.loadFloat4(dout, doutOff + 8 * g, lo);
-      Vec16.loadFloat4(dout, doutOff + 8 * g + 4, hi);
-      Vec16.loadFloat4(pre, preOff + 8 * g, xlo);
-      Vec16.loadFloat4(pre, preOff + 8 * g + 4, xhi);
-      for (int k = 0; k < 4; k++) {
-        lo[k] = grad(xlo[k]) * lo[k];
-        hi[k] = grad(xhi[k]) * hi[k];
+      float[] d = new float[8];
+      float[] x = new float[8];
+      Vec16.loadBf16x8(dout, doutOff + 8 * g, d);
+      Vec16.loadBf16x8(pre, preOff + 8 * g, x);
+      for (int k = 0; k < 8; k++) {
+        d[k] = grad(x[k]) * d[k];
       }
-      Vec16.storeFloat4(dinp, dinpOff + 8 * g, lo);
-      Vec16.storeFloat4(dinp, dinpOff + 8 * g + 4, hi);
-      Vec16.storeShortPairs8(copy, copyOff + 8 * g, Bf16.encode2(lo[0], lo[1]), Bf16.encode2(lo[2], lo[3]),
-          Bf16.encode2(hi[0], hi[1]), Bf16.encode2(hi[2], hi[3]));
+      Vec16.storeBf16x8(dinp, dinpOff + 8 * g, d);
     }
   }
 

@@ -115,6 +115,13 @@ public final class CpuOps implements Ops<float[]> {
   }
 
   @Override
+  public void matmulAttentionForward(View<float[]> out, View<float[]> att, View<float[]> qkv, View<float[]> inp,
+      View<float[]> w, View<float[]> bias, int B, int T, int C, int NH, int HS) {
+    matmulForward(qkv, inp, w, bias, B, T, C, 3 * NH * HS);
+    attentionForward(out, att, qkv, B, T, NH, HS);
+  }
+
+  @Override
   public void matmulGeluForward(View<float[]> out, View<float[]> pre, View<float[]> inp, View<float[]> w,
       View<float[]> bias, int B, int T, int C, int OC) {
     matmulForward(pre, inp, w, bias, B, T, C, OC);

@@ -38,7 +38,7 @@ import java.util.Map;
  * The GPU backend of {@link Ops} (issue E, DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
  * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
  * see {@link Precision}; in bf16 mode the forward's GEMM inputs are rounded once and kept for the backward,
- * {@link #kept}, and the MLP's GELU kernels write their output's bf16 copy as they write it, {@link #matmulGeluForward});
+ * {@link #kept}, or written in bf16 by their producer, {@link #matmulGeluForward}, {@link #matmulAttentionForward});
  * attention in bf16 mode as
  * {@link FlashAttention} (tensor-core kernels in Java, no (B,NH,T,T) matrices: {@link #flashAttention(int)}), else as
  * per-head strided-batched GEMMs reading q, k, v in place from the qkv tensor, around the causal softmax kernels, as
@@ -64,8 +64,11 @@ import java.util.Map;
  */
 public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /**
-   * What the GEMMs multiply in (activations, weights and gradients are stored in fp32 in both modes; storing the
-   * activations in bf16 is not done yet).
+   * What the GEMMs multiply in. Weights, their gradients and the AdamW moments are fp32 in both modes; so are the
+   * activations in fp32 mode. In bf16 mode the activations that only GEMMs and their own layer read are stored in
+   * bf16 only, as PyTorch's autocast stores them (qkv with flash attention, the MLP's pre-activation and GELU output,
+   * the GELU's input gradient, dqkv: {@link #bf16Only}); the others (the residual stream, LayerNorm outputs, attention
+   * output, the row-parallel outputs that are all-reduced) in fp32 with a bf16 copy beside them where a GEMM reads them.
    */
   public enum Precision {
     /** Exact fp32 products ({@code CUBLAS_COMPUTE_32F}): the testing mode, within 1e-4 of the CPU. */
@@ -73,8 +76,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     /**
      * GEMM inputs rounded to bf16, fp32 accumulation, the arithmetic of PyTorch's bf16 autocast for the matrix
      * products: the linear layers and the LM head multiply bf16 copies of their operands ({@link Matmul#roundToBf16},
-     * made at each use) on tensor cores; attention's GEMMs and the column sums let cuBLAS round their fp32 operands
-     * ({@code CUBLAS_COMPUTE_32F_FAST_16BF}, which may also pick TF32); every other layer stays fp32.
+     * or written by their producer) on tensor cores, and their bias gradients sum the bf16 output gradient; the
+     * MLP's GELU reads and writes bf16; the GEMM form of attention lets cuBLAS round its fp32 operands
+     * ({@code CUBLAS_COMPUTE_32F_FAST_16BF}, which may also pick TF32); every other layer computes in fp32.
      */
     BF16(Cublas.Fp32Math.BF16);
 
@@ -126,7 +130,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private PinnedBuffer staging;
   private DeviceBuffer normPartials;
   private DeviceBuffer columns;
-  private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[4];
+  private final DeviceBuffer[] bf16Scratch = new DeviceBuffer[5];
   /** bf16 copies of the forward's GEMM inputs, for the backward ({@link #kept}). */
   private final Map<CopyKey, DeviceBuffer> forwardCopies = new HashMap<>();
   /**
@@ -142,9 +146,17 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
    */
   private Fresh freshGradient;
 
+  /**
+   * Views whose producer writes only their bf16 copy in bf16 mode (the MLP's pre-activation, GELU output and GELU
+   * input gradient): {@link #roundInto} refuses them, since their fp32 regions hold no values.
+   */
+  private final java.util.Set<CopyKey> bf16Only = new java.util.HashSet<>();
+
   /** A bf16 copy of the {@code n} elements of a view ({@link CopyKey}) that its producer wrote. */
   private record Fresh(CopyKey key, DeviceBuffer copy) {}
   private DeviceBuffer ones;
+  /** {@link #columnSums}' bf16 ones. */
+  private DeviceBuffer onesBf16;
   private boolean closed;
   private boolean capturing;
   private Object graphKey;
@@ -415,60 +427,123 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     check("dinp", dinp, (long) n * C);
     blas.matmulTransB(stream, d.type, DataType.F32, d.buf, d.off, b.buf, b.off, dinp.arena(), dinp.offset(), n, C, OC,
         false);
-    paramGrads(d, dw, dbias, dout, inp, n, C, OC);
+    paramGrads(d, dw, dbias, inp, n, C, OC);
   }
 
-  /** dw += inp^T · dout and dbias += column sums of dout, {@code d} being dout as a GEMM operand. */
-  private void paramGrads(Operand d, View<DeviceBuffer> dw, View<DeviceBuffer> dbias, View<DeviceBuffer> dout,
-      View<DeviceBuffer> inp, int n, int C, int OC) {
+  /**
+   * dw += inp^T · dout and dbias += column sums of dout, {@code d} being dout as a GEMM operand: in bf16 mode the bias
+   * gradient sums the bf16 dout the GEMMs multiply (fp32 accumulation), as under PyTorch's autocast, half the bytes
+   * of the fp32 dout.
+   */
+  private void paramGrads(Operand d, View<DeviceBuffer> dw, View<DeviceBuffer> dbias, View<DeviceBuffer> inp, int n,
+      int C, int OC) {
     check("dw", dw, (long) C * OC);
     Operand a = reused(inp, (long) n * C, ACTIVATION);
     blas.matmulTransA(stream, a.type, DataType.F32, a.buf, a.off, d.buf, d.off, dw.arena(), dw.offset(), C, OC, n,
         true);
-    if (dbias != null) columnSums(dbias, dout, n, OC);
+    if (dbias != null) columnSums(dbias, d, n, OC);
   }
 
   /**
-   * {@link #matmulForward} into pre (in bf16 mode with cuBLASLt the bias in the GEMM's epilogue), then GELU; in bf16
-   * mode one kernel ({@link Gelu#geluForwardBf16x8}) writes out and its bf16 copy, which the next linear layer's
-   * {@link #kept} takes instead of rounding out again. (cuBLASLt's GELU_AUX_BIAS epilogue with fp32 output ran as a
-   * separate epilogue kernel on the H200, 78 µs at 8192 x 3072 against this kernel's read of pre and writes of out
-   * and the copy.)
+   * {@link #matmulForward} into pre, then GELU. In bf16 mode ({@link #bf16Mlp}) pre and out are stored in bf16 only,
+   * as PyTorch's bf16 autocast stores them: cuBLASLt writes pre (bias in its epilogue, rounded to bf16 as autocast
+   * rounds it) into pre's kept copy, {@link Gelu#geluForwardBf16} reads it and writes out's, which the next linear
+   * layer's {@link #kept} takes; their fp32 arena regions are not written ({@link #bf16Only}). Against fp32 pre and out
+   * with a bf16 copy of out, this moves 200 of 450 MB per layer at D=768, T=1024, B=8. (cuBLASLt's GELU_AUX_BIAS
+   * epilogue with fp32 output ran as a separate epilogue kernel on the H200, 78 µs at 8192 x 3072.)
    */
   @Override
   public void matmulGeluForward(View<DeviceBuffer> out, View<DeviceBuffer> pre, View<DeviceBuffer> inp,
       View<DeviceBuffer> w, View<DeviceBuffer> bias, int B, int T, int C, int OC) {
     long n = (long) B * T * OC;
-    matmulForward(pre, inp, w, bias, B, T, C, OC);
-    if (precision == Precision.FP32 || !eightAligned(out, n) || !eightAligned(pre, n)) {
+    if (!bf16Mlp(out, pre, n)) {
+      matmulForward(pre, inp, w, bias, B, T, C, OC);
       geluForward(out, pre, (int) n);
       return;
     }
-    DeviceBuffer copy = forwardCopy(out, n);
-    launch(Gelu.class, "geluForwardBf16x8", n / 8, p("out", out, n), 0, copy, 0, p("pre", pre, n), 0, (int) (n / 8));
+    DeviceBuffer preCopy = matmulIntoCopy(pre, inp, w, bias, B * T, C, OC), outCopy = forwardCopy(out, n);
+    launch(Gelu.class, "geluForwardBf16", n / 8, outCopy, 0, preCopy, 0, (int) (n / 8));
+    bf16Only.add(key(out, n));
     freshCopy = key(out, n);
   }
 
   /**
-   * {@link #matmulBackward} into scratch (dout · w^T), then dinp = scratch ⊙ GELU'(pre); in bf16 mode one kernel
-   * ({@link Gelu#geluBackwardBf16x8}) writes dinp and its bf16 copy into the gradient slot, which the previous linear
-   * layer's backward ({@link #operand}) takes instead of rounding dinp again. (cuBLASLt's DGELU epilogue with fp32
-   * output ran as a separate epilogue kernel on the H200, 195 µs at 8192 x 3072.)
+   * bf16 mode: out(N,OC) = inp(N,C) · w(C,OC) + bias (bias rounded to bf16, as PyTorch's autocast rounds it) written by
+   * cuBLASLt in bf16 only, into out's kept copy ({@link #forwardCopy}), which it returns; out's fp32 region is not
+   * written ({@link #bf16Only}).
+   */
+  private DeviceBuffer matmulIntoCopy(View<DeviceBuffer> out, View<DeviceBuffer> inp, View<DeviceBuffer> w,
+      View<DeviceBuffer> bias, int N, int C, int OC) {
+    long n = (long) N * OC;
+    Operand a = kept(inp, (long) N * C), b = kept(w, (long) C * OC);
+    DeviceBuffer copy = forwardCopy(out, n);
+    if (bias == null) {
+      blas.matmul(stream, DataType.BF16, DataType.BF16, a.buf, a.off, b.buf, b.off, copy, 0, N, OC, C, false);
+    } else {
+      Operand bb = kept(bias, OC);
+      lt.matmul(stream, CublasLt.Epilogue.BIAS, false, false, N, OC, C, a.buf, a.off, b.buf, b.off, bb.buf, bb.off,
+          DataType.BF16, copy, 0);
+    }
+    bf16Only.add(key(out, n));
+    return copy;
+  }
+
+  /**
+   * {@link #matmulForward} into qkv, then {@link #attentionForward}; in bf16 mode with flash attention and cuBLASLt,
+   * qkv is stored in bf16 only ({@link #matmulIntoCopy}), the copy flash attention reads forward and backward (against
+   * an fp32 qkv rounded into its copy, 150 of 225 MB per layer fewer at D=768, T=1024, B=8).
+   */
+  @Override
+  public void matmulAttentionForward(View<DeviceBuffer> out, View<DeviceBuffer> att, View<DeviceBuffer> qkv,
+      View<DeviceBuffer> inp, View<DeviceBuffer> w, View<DeviceBuffer> bias, int B, int T, int C, int NH, int HS) {
+    int oc = 3 * NH * HS;
+    if (precision == Precision.BF16 && lt != null && flashAttention(HS)) {
+      matmulIntoCopy(qkv, inp, w, bias, B * T, C, oc);
+      freshCopy = key(qkv, (long) B * T * oc);
+    } else {
+      matmulForward(qkv, inp, w, bias, B, T, C, oc);
+    }
+    attentionForward(out, att, qkv, B, T, NH, HS);
+  }
+
+  /**
+   * {@link #matmulBackward} into scratch (dout · w^T), then dinp = scratch ⊙ GELU'(pre). In bf16 mode
+   * ({@link #bf16Mlp}) all three in bf16, as under PyTorch's autocast: cuBLAS writes dout · w^T in bf16 into a work
+   * slot, {@link Gelu#geluBackwardBf16} reads it and pre's kept copy and writes dinp's bf16 copy into the gradient slot,
+   * which the previous linear layer's backward takes ({@link #operand}) for its GEMMs and its bias gradient; dinp's and
+   * scratch's fp32 regions are not written. (cuBLASLt's DGELU epilogue with fp32 output ran as a separate epilogue
+   * kernel on the H200, 195 µs at 8192 x 3072.)
    */
   @Override
   public void matmulBackwardGelu(View<DeviceBuffer> dinp, View<DeviceBuffer> scratch, View<DeviceBuffer> dw,
       View<DeviceBuffer> dbias, View<DeviceBuffer> dout, View<DeviceBuffer> inp, View<DeviceBuffer> w,
       View<DeviceBuffer> pre, int B, int T, int C, int OC) {
     long n = (long) B * T * C;
-    matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
-    if (precision == Precision.FP32 || !eightAligned(dinp, n) || !eightAligned(scratch, n) || !eightAligned(pre, n)) {
+    if (!bf16Mlp(inp, pre, n)) {
+      matmulBackward(scratch, dw, dbias, dout, inp, w, B, T, C, OC);
       geluBackward(dinp, scratch, pre, (int) n);
       return;
     }
-    DeviceBuffer copy = gradientSlot(n);
-    launch(Gelu.class, "geluBackwardBf16x8", n / 8, p("dinp", dinp, n), 0, copy, 0, p("dout", scratch, n), 0,
-        p("pre", pre, n), 0, (int) (n / 8));
+    DeviceBuffer preCopy = forwardCopies.get(key(pre, n));
+    if (preCopy == null) throw new IllegalStateException("matmulBackwardGelu: no bf16 pre-activation from a forward");
+    int rows = B * T;
+    Operand d = operand(dout, (long) rows * OC, GRADIENT), b = reused(w, (long) C * OC, WEIGHT);
+    DeviceBuffer dh = scratchSlot(GELU_INPUT, n);
+    blas.matmulTransB(stream, d.type, DataType.BF16, d.buf, d.off, b.buf, b.off, dh, 0, rows, C, OC, false);
+    paramGrads(d, dw, dbias, inp, rows, C, OC);
+    DeviceBuffer copy = gradientSlot(n); // d's slot: the GEMMs that read d are ahead of this kernel on the stream
+    launch(Gelu.class, "geluBackwardBf16", n / 8, copy, 0, dh, 0, preCopy, 0, (int) (n / 8));
+    bf16Only.add(key(dinp, n));
     freshGradient = new Fresh(key(dinp, n), copy);
+  }
+
+  /**
+   * Whether the MLP's GELU runs in bf16 ({@link #matmulGeluForward}, {@link #matmulBackwardGelu}): bf16 mode with
+   * cuBLASLt, and {@code n} elements of both views in 16-byte-aligned groups of eight. The same answer forward and
+   * backward (the backward asks with the forward's out, its inp).
+   */
+  private boolean bf16Mlp(View<DeviceBuffer> out, View<DeviceBuffer> pre, long n) {
+    return precision == Precision.BF16 && lt != null && eightAligned(out, n) && eightAligned(pre, n);
   }
 
   /** Whether {@code n} elements of {@code v} go eight to a 16-byte-aligned group. */
@@ -501,10 +576,11 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private record Operand(DeviceBuffer buf, long off, DataType type) {}
 
   /**
-   * Work-space slots of the bf16 operands: an activation, a weight, an output gradient (a GEMM reads two at once), and
-   * dqkv's copy, which flash attention's backward writes while it reads dout's in the gradient slot.
+   * Work-space slots of the bf16 operands: an activation, a weight, an output gradient (a GEMM reads two at once),
+   * dqkv's copy, which flash attention's backward writes while it reads dout's in the gradient slot, and the bf16
+   * dout · w^T that the GELU backward reads ({@link #matmulBackwardGelu}).
    */
-  private static final int ACTIVATION = 0, WEIGHT = 1, GRADIENT = 2, DQKV = 3;
+  private static final int ACTIVATION = 0, WEIGHT = 1, GRADIENT = 2, DQKV = 3, GELU_INPUT = 4;
 
   /**
    * The {@code n} elements of {@code v} as a GEMM operand: in place (fp32) in {@link Precision#FP32} mode; in
@@ -581,11 +657,12 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   /**
    * Bytes of the bf16 forward copies ({@link #kept}) of R ranks for a micro-batch of B sequences: every linear layer's
-   * input and weight, the attention's qkv and the LM head's input and weight, 2 bytes per element.
+   * input and weight, the attention's qkv, the MLP's pre-activation and the LM head's input and weight, 2 bytes per
+   * element.
    */
   public static double forwardCopyBytes(GptConfig cfg, int microBatch) {
     double bt = (double) microBatch * cfg.seqLength(), c = cfg.hiddenSize(), cr = cfg.localHidden();
-    double ff = cfg.localFfn(), perLayer = bt * (2 * c + 4 * cr + ff);
+    double ff = cfg.localFfn(), perLayer = bt * (2 * c + 4 * cr + 2 * ff);
     double weights = cfg.parameterCount() / cfg.tp() + (double) cfg.vocabSize() * c;
     return 2.0 * cfg.tp() * (cfg.numLayers() * perLayer + bt * c + weights);
   }
@@ -600,6 +677,10 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   /** Rounds the {@code n} elements of {@code v} to bf16 into {@code s}, eight per thread where aligned. */
   private Operand roundInto(DeviceBuffer s, View<DeviceBuffer> v, long n) {
+    if (bf16Only.contains(key(v, n))) {
+      throw new IllegalStateException("a GEMM operand of " + n + " elements at offset " + v.offset() + " is stored in "
+          + "bf16 only, and its copy is not the one its producer wrote last");
+    }
     if (v.offset() % 4 == 0 && n % 8 == 0) { // 16-byte aligned: eight elements per thread
       launch(Matmul.class, "roundToBf16x8", n / 8, s, 0, p("operand", v, n), 0, (int) (n / 8));
     } else {
@@ -674,8 +755,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       long pq = q.buf.pointer() + 2 * q.off, py = y.pointer();
       DeviceBuffer copy = scratchSlot(DQKV, 3 * n);
       float scale = Attention.scale(HS);
-      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
-      launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, copy, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, copy, 0, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      bf16Only.add(key(dqkv, 3 * n)); // the kernels write dqkv's copy only (fp32 flag 0)
       freshGradient = new Fresh(key(dqkv, 3 * n), copy);
       return;
     }
@@ -815,20 +897,27 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * sums(C) += the column sums of x(rows, C), as the GEMM ones(1,rows)·x (the column-sum kernels of the CPU give one
-   * thread per 16 columns, too few for a GPU).
+   * sums(C) += the column sums of x(rows, C), as the GEMM ones(1,rows)·x with fp32 accumulation, x fp32 or bf16 (the
+   * column-sum kernels of the CPU give one thread per 16 columns, too few for a GPU).
    */
-  private void columnSums(View<DeviceBuffer> sums, View<DeviceBuffer> x, int rows, int C) {
+  private void columnSums(View<DeviceBuffer> sums, Operand x, int rows, int C) {
     check("column sums", sums, C);
-    check("column-sum input", x, (long) rows * C);
-    if (ones == null || ones.bytes() < 4L * rows) {
-      float[] host = new float[rows];
-      java.util.Arrays.fill(host, 1f);
-      release(ones);
-      ones = fromHost(host);
+    boolean bf16 = x.type == DataType.BF16;
+    if (!bf16) check("column-sum input", new View<>(x.buf, x.off), (long) rows * C);
+    DeviceBuffer o = bf16 ? onesBf16 : ones;
+    if (o == null || o.bytes() < (bf16 ? 2L : 4L) * rows) {
+      float[] host = new float[bf16 ? (rows + 1) / 2 : rows];
+      java.util.Arrays.fill(host, bf16 ? Float.intBitsToFloat(0x3F803F80) : 1f); // bf16: two 1.0 (0x3F80) a word
+      release(o);
+      o = fromHost(host);
+      if (bf16) onesBf16 = o;
+      else ones = o;
     }
-    exact.matmul(stream, DataType.F32, DataType.F32, ones, 0, x.arena(), x.offset(), sums.arena(), sums.offset(), 1, C,
-        rows, true);
+    exact.matmul(stream, x.type, DataType.F32, o, 0, x.buf, x.off, sums.arena(), sums.offset(), 1, C, rows, true);
+  }
+
+  private void columnSums(View<DeviceBuffer> sums, View<DeviceBuffer> x, int rows, int C) {
+    columnSums(sums, new Operand(x.arena(), x.offset(), DataType.F32), rows, C);
   }
 
   /** Frees a work-space arena being replaced by a larger one, once the stream no longer uses it. */

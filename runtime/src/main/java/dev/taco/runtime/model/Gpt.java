@@ -277,8 +277,8 @@ public final class Gpt<A> {
     View<A> x = av(a.encoded + rowStart);
     for (int l = 0; l < cfg.numLayers(); l++) {
       normAll(av(a.ln1[l]), av(a.ln1Mean[l]), av(a.ln1Rstd[l]), x, pv(p.ln1w[l]), pv(p.ln1b[l]), attnGatherFwd[l]);
-      ops.matmulForward(av(a.qkv[l]), av(a.ln1[l]), pv(p.qkvw[l]), pv(p.qkvb[l]), b, t, c, 3 * cr);
-      ops.attentionForward(av(a.atty[l]), av(a.att[l]), av(a.qkv[l]), b, t, nh, hs);
+      ops.matmulAttentionForward(av(a.atty[l]), av(a.att[l]), av(a.qkv[l]), av(a.ln1[l]), pv(p.qkvw[l]),
+          pv(p.qkvb[l]), b, t, c, nh, hs);
       ops.matmulForward(av(a.attproj[l]), av(a.atty[l]), pv(p.attprojw[l]), null, b, t, cr, c);
       View<A> y = reduceRows(attnFwd[l], av(a.attproj[l]));
       ops.residualForward(av(a.residual2[l]), x, y, pv(p.attprojb[l]), rows, c);

@@ -15,7 +15,8 @@ import java.util.Map;
  * A per-step time breakdown of the GPU backend by CUDA events (issue E part 4): {@link #ops} gives an {@link Ops} that
  * records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and {@link #collect}
  * (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and the LM head, their
- * bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention}, {@code
+ * bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention} (with the QKV
+ * projection, which {@link Ops#matmulAttentionForward} runs in the same call), {@code
  * tp_collectives} (the all-reduces' exchanges and waits), {@code compression} (the all-reduces' own kernels: quantise,
  * reduce, dequantise, by the device collectives' per-task events, split off {@code tp_collectives}; 0 at TP = 1, and
  * left inside {@code tp_collectives} where the collectives run as CUDA graphs, NCCL, which record no per-task times),
@@ -61,7 +62,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
     return switch (method) {
       case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward"
           -> "gemm";
-      case "attentionForward", "attentionBackward" -> "attention";
+      case "matmulAttentionForward", "attentionForward", "attentionBackward" -> "attention";
       case "allReduce", "allGather", "reduceScatter", "allReduceExact" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";
       case "alloc", "fromHost", "toHost", "copyToDevice", "bytesSent", "replay", "attentionStateSize" -> null;

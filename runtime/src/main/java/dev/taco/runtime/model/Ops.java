@@ -57,16 +57,16 @@ public interface Ops<A> {
 
   /**
    * The MLP's first linear layer and its GELU: pre(B,T,OC) = inp(B,T,C) · w(C,OC) + bias(OC), out = GELU(pre) (both
-   * kept: the backward needs pre); {@link #matmulForward} then {@link #geluForward}, which a backend may fuse with what
-   * follows (the GPU's bf16 mode writes out's bf16 copy in the GELU pass).
+   * kept: the backward needs pre); {@link #matmulForward} then {@link #geluForward}, which a backend may fuse (the
+   * GPU's bf16 mode stores pre and out in bf16 only).
    */
   void matmulGeluForward(View<A> out, View<A> pre, View<A> inp, View<A> w, View<A> bias, int B, int T, int C, int OC);
 
   /**
    * The backward of a linear layer whose input was {@code GELU(pre)}, through that GELU: dinp = (dout · w^T) ⊙
    * GELU'(pre) (overwritten), dw, dbias as {@link #matmulBackward}; {@code scratch} (B,T,C) may receive dout · w^T
-   * ({@link #matmulBackward} into it, then {@link #geluBackward}; the GPU's bf16 mode writes dinp's bf16 copy in the
-   * GELU pass).
+   * ({@link #matmulBackward} into it, then {@link #geluBackward}; the GPU's bf16 mode computes it in bf16 and stores
+   * dinp in bf16 only).
    */
   void matmulBackwardGelu(View<A> dinp, View<A> scratch, View<A> dw, View<A> dbias, View<A> dout, View<A> inp,
       View<A> w, View<A> pre, int B, int T, int C, int OC);
@@ -92,6 +92,15 @@ public interface Ops<A> {
    * backend's row log-sum-exps (B,NH,T).
    */
   void attentionForward(View<A> out, View<A> att, View<A> qkv, int B, int T, int NH, int HS);
+
+  /**
+   * The attention's QKV projection and the attention: qkv(B,T,3·NH·HS) = inp(B,T,C) · w(C,3·NH·HS) + bias (kept: the
+   * backward needs it), then out, att as {@link #attentionForward}; {@link #matmulForward} then
+   * {@link #attentionForward}, which a backend may fuse (the GPU's bf16 mode with flash attention stores qkv in bf16
+   * only, as the attention reads it).
+   */
+  void matmulAttentionForward(View<A> out, View<A> att, View<A> qkv, View<A> inp, View<A> w, View<A> bias, int B,
+      int T, int C, int NH, int HS);
 
   /**
    * dqkv = attention's gradients (overwritten, as {@link #matmulBackward}'s dinp), from dout, the forward's qkv, its

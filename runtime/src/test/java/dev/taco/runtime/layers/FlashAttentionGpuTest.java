@@ -75,7 +75,7 @@ class FlashAttentionGpuTest {
           dDoutCopy.pointer() + o16, 0, dDout.pointer() + o, 0, dOut.pointer() + o, 0, B, T, NH, HS);
       for (String k : new String[] {"flashBackwardKeyValue", "flashBackwardQuery"}) {
         ctx.kernel(LayerKernels.flash(k, HS)).launch(grid, block, 0, stream, dDqkv.pointer() + o, 0,
-            dDqkvCopy.pointer() + o16, 0, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
+            dDqkvCopy.pointer() + o16, 0, 1, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
             NH, scale);
       }
       stream.synchronize();
@@ -113,9 +113,9 @@ class FlashAttentionGpuTest {
     SimtEmulator.launch((bht + FlashAttention.WARPS - 1) / FlashAttention.WARPS, THREADS,
         k -> FlashAttention.flashBackwardDot(k, es, OFF, doutCopy, o16, dout, OFF, eo, OFF, B, T, NH, HS));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, eg, OFF,
-        dqkvCopy, o16, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
+        dqkvCopy, o16, 1, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k, eg, OFF,
-        dqkvCopy, o16, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
+        dqkvCopy, o16, 1, dout16, o16, qkv16, o16, el, OFF, es, OFF, B, T, NH, HS, scale));
     double dOut = relDiff(out, eo, B * T * D), dGrad = relDiff(dqkv, eg, B * T * 3 * D);
     System.out.printf("  GPU vs emulator: out %.2e, dqkv %.2e%n", dOut, dGrad);
     assertThat(dOut).as("out, GPU vs emulator, %s", tag).isLessThan(1e-3);

@@ -61,11 +61,19 @@ class FlashAttentionTest {
     float[] dqkv = poisoned(B * T * 3 * D);
     short[] dqkvCopy = bf16Copy(poisoned(B * T * 3 * D), B * T * 3 * D);
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k, dqkv,
-        OFF, dqkvCopy, OFF16, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+        OFF, dqkvCopy, OFF16, 1, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
     SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k, dqkv,
-        OFF, dqkvCopy, OFF16, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+        OFF, dqkvCopy, OFF16, 1, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
     Bufs.assertPadsIntact("dqkv", dqkv, B * T * 3 * D);
     assertCopy("dqkv", dqkvCopy, dqkv, B * T * 3 * D);
+    float[] untouched = poisoned(B * T * 3 * D); // CudaOps' form: the copy only (fp32 flag 0), the same copy
+    short[] copyOnly = bf16Copy(poisoned(B * T * 3 * D), B * T * 3 * D);
+    SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardKeyValue(k,
+        untouched, OFF, copyOnly, OFF16, 0, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+    SimtEmulator.launch(FlashAttention.blocks(B, NH, T), THREADS, k -> FlashAttention.flashBackwardQuery(k,
+        untouched, OFF, copyOnly, OFF16, 0, dout16, OFF16, qkv16, OFF16, lse, OFF, dsum, OFF, B, T, NH, HS, scale));
+    assertThat(copyOnly).as("dqkv's copy without its fp32 values, %s", tag).isEqualTo(dqkvCopy);
+    assertThat(untouched).as("dqkv not written with fp32 = 0, %s", tag).isEqualTo(poisoned(B * T * 3 * D));
     for (int part = 0; part < 3; part++) {
       System.out.printf("  d%s %.2e%n", "qkv".charAt(part), relL2(part(dqkv, B, T, D, part), part(ref.dqkv, B, T, D,
           part)));

@@ -84,42 +84,60 @@ class GeluTest {
   }
 
   @Test
-  void theBf16FormsWriteTheFp32KernelsValuesAndTheirRoundedCopies() {
-    // CudaOps' bf16 mode: one pass writes the fp32 result and the bf16 copy the next GEMM multiplies (16-byte
-    // groups: the arrays here start their N elements at 8, NaN around them)
+  void theBf16FormsComputeTheFp32FormulasOnBf16ValuesAndRoundOnce() {
+    // CudaOps' bf16 mode: pre, out, dout and dinp all in bf16 (16-byte groups: the arrays here start their N elements
+    // at 8, sentinels around them); each result is the fp32 kernel's value on the decoded inputs, rounded once, and
+    // within bf16's half-ulp (2^-9 relative) of the float64 formula on those inputs
     int at = 8;
-    float[] x = aligned(Arrays.copyOfRange(inp, OFF, OFF + N));
-    float[] dout = aligned(Arrays.copyOfRange(Bufs.asDout(Bufs.weights(N, rnd)), OFF, OFF + N));
-    float[] fwd = aligned(new float[N]);
-    Gelu.geluForward(fwd, at, x, at, N);
-    float[] bwd = aligned(new float[N]);
-    Gelu.geluBackwardInto(bwd, at, dout, at, x, at, N);
-    float[] out8 = aligned(Arrays.copyOf(x, N)); // stale values that must not survive
-    float[] din8 = aligned(Arrays.copyOf(x, N));
-    short[] outCopy = new short[N + 2 * at];
-    short[] dinCopy = new short[N + 2 * at];
-    Arrays.fill(outCopy, (short) 0x7fc1);
-    Arrays.fill(dinCopy, (short) 0x7fc1);
-    Gelu.geluForwardBf16x8(out8, at, outCopy, at, x, at, N / 8);
-    Gelu.geluBackwardBf16x8(din8, at, dinCopy, at, dout, at, x, at, N / 8);
-    for (int i = at; i < at + N; i++) {
-      assertThat(out8[i]).as("out %d", i).isEqualTo(fwd[i]);
-      assertThat(din8[i]).as("dinp %d", i).isEqualTo(bwd[i]);
-      assertThat(outCopy[i]).as("out's copy %d", i).isEqualTo(Bf16.encode(fwd[i]));
-      assertThat(dinCopy[i]).as("dinp's copy %d", i).isEqualTo(Bf16.encode(bwd[i]));
-      assertThat(Float.isFinite(out8[i]) && Float.isFinite(din8[i])).isTrue();
+    float[] dout = Arrays.copyOfRange(Bufs.asDout(Bufs.weights(N, rnd)), OFF, OFF + N);
+    short[] pre = bf16Padded(Arrays.copyOfRange(inp, OFF, OFF + N), at);
+    short[] dh = bf16Padded(dout, at);
+    float[] x = new float[N];
+    float[] d = new float[N];
+    for (int i = 0; i < N; i++) {
+      x[i] = Bf16.decode(pre[at + i]);
+      d[i] = Bf16.decode(dh[at + i]);
     }
-    assertThat(outCopy[at - 1]).isEqualTo((short) 0x7fc1); // nothing written outside the groups
-    assertThat(dinCopy[at + N]).isEqualTo((short) 0x7fc1);
-    assertThat(out8[at + N]).as("pad after").isNaN();
-    assertThat(fwd[at] != 0 && bwd[at] != 0).as("non-trivial values").isTrue();
+    float[] fwd = new float[N];
+    Gelu.geluForward(fwd, 0, x, 0, N);
+    float[] bwd = new float[N];
+    Gelu.geluBackwardInto(bwd, 0, d, 0, x, 0, N);
+    short[] out = sentinels(N + 2 * at);
+    short[] din = sentinels(N + 2 * at);
+    Gelu.geluForwardBf16(out, at, pre, at, N / 8);
+    Gelu.geluBackwardBf16(din, at, dh, at, pre, at, N / 8);
+    int nonZero = 0;
+    for (int i = 0; i < N; i++) {
+      assertThat(out[at + i]).as("out %d", i).isEqualTo(Bf16.encode(fwd[i]));
+      assertThat(din[at + i]).as("dinp %d", i).isEqualTo(Bf16.encode(bwd[i]));
+      double xi = x[i];
+      double u = Math.sqrt(2 / Math.PI) * (xi + 0.044715 * xi * xi * xi);
+      double g = 0.5 * xi * (1 + Math.tanh(u));
+      double dg = (0.5 * (1 + Math.tanh(u)) + 0.5 * xi * (1 - Math.tanh(u) * Math.tanh(u)) * Math.sqrt(2 / Math.PI)
+          * (1 + 3 * 0.044715 * xi * xi)) * d[i];
+      assertThat((double) Bf16.decode(out[at + i])).as("out %d", i).isCloseTo(g, within(1e-5 + Math.abs(g) / 256));
+      assertThat((double) Bf16.decode(din[at + i])).as("dinp %d", i).isCloseTo(dg, within(1e-5 + Math.abs(dg) / 256));
+      nonZero += g != 0 && dg != 0 ? 1 : 0;
+    }
+    assertThat(nonZero).as("non-trivial values").isGreaterThan(N / 2);
+    for (short[] a : new short[][] {out, din}) { // nothing written outside the groups
+      assertThat(a[at - 1]).isEqualTo((short) 0x7fc1);
+      assertThat(a[at + N]).isEqualTo((short) 0x7fc1);
+    }
   }
 
-  /** {@code v} at offset 8 of an array with 8 NaNs on either side. */
-  private static float[] aligned(float[] v) {
-    float[] a = new float[v.length + 16];
-    Arrays.fill(a, Float.NaN);
-    System.arraycopy(v, 0, a, 8, v.length);
+  /** {@code v} rounded to bf16 at offset {@code at} of an array with {@code at} sentinels on either side. */
+  private static short[] bf16Padded(float[] v, int at) {
+    short[] a = sentinels(v.length + 2 * at);
+    for (int i = 0; i < v.length; i++) {
+      a[at + i] = Bf16.encode(v[i]);
+    }
+    return a;
+  }
+
+  private static short[] sentinels(int n) {
+    short[] a = new short[n];
+    Arrays.fill(a, (short) 0x7fc1);
     return a;
   }
 
