@@ -115,7 +115,8 @@ public final class TacoCli {
     @Option(names = "--seq-length", description = "Context length T in bytes. Default: ${DEFAULT-VALUE}.")
     int seqLength = 128;
 
-    @Option(names = "--micro-batch-size", description = "Sequences per step. Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--micro-batch-size", description = "Sequences per micro-batch of each data-parallel replica (a step"
+        + " takes --global-batch-size / (this x --data-parallel-size) of them). Default: ${DEFAULT-VALUE}.")
     int microBatch = 8;
 
     @Option(names = "--lr", description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
@@ -170,8 +171,8 @@ public final class TacoCli {
 
     @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
         + " in: bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, as PyTorch's bf16 autocast; the"
-        + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and activations are stored in"
-        + " fp32 either way. The CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
+        + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and the residual stream are fp32"
+        + " either way; bf16 stores the activations that only matrix products read in bf16, as autocast does. The CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
         + " a warning).")
     String precision;
 
@@ -208,7 +209,8 @@ public final class TacoCli {
         + " (refused otherwise).")
     boolean overwrite;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and loss-diff.png. Default: runs/<timestamp>.")
+    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and (with several codecs) loss-diff.png. Default:"
+        + " runs/<timestamp>.")
     Path out;
 
     @Override
@@ -239,12 +241,13 @@ public final class TacoCli {
         if (sequenceParallel && tp == 1) log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
         if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
-        boolean fresh = out == null || !Files.exists(out);
+        boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         out = outputFolder(out, overwrite);
         try {
           return train(cfg, opt, gpu, run, corpus, codecs);
         } catch (Exception e) {
           if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
+          if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
           throw e;
         }
       }
@@ -305,6 +308,7 @@ public final class TacoCli {
      */
     private Path loadFolder(List<String> codecs, String c, boolean say) {
       if (load == null) return null;
+      if (!Files.exists(load)) throw new IllegalArgumentException("--load " + load + ": no such folder");
       if (Files.exists(load) && !Files.isDirectory(load)) {
         throw new IllegalArgumentException("--load " + load + " is not a folder (give the --save folder)");
       }
@@ -437,7 +441,10 @@ public final class TacoCli {
       case "cpu":
         return null;
       case "cuda":
-        if (!Cuda.available()) throw new IllegalArgumentException("--device cuda: " + Cuda.unavailableReason());
+        if (!Cuda.available()) {
+          throw new IllegalArgumentException("--device cuda: no NVIDIA driver on this machine (" + Cuda.unavailableReason()
+              + "); --device cpu or auto trains on the CPU");
+        }
         if (Cuda.deviceCount() == 0) throw new IllegalArgumentException("--device cuda: the CUDA driver sees no GPU");
         if (!Cublas.available()) throw new IllegalArgumentException("--device cuda: " + Cublas.unavailableReason());
         return CudaContext.open(0);
@@ -560,15 +567,18 @@ public final class TacoCli {
     for (RunResult r : runs) head.append(String.format(" | " + name + " %8s %8s", r.compression(), "train", "val"));
     w.println();
     w.println(head);
-    int steps = runs.get(0).history().size();
-    for (int i = 0; i < steps; i++) {
-      RunResult.StepRow first = runs.get(0).history().get(i);
+    // a run stopped by a signal has fewer rows than the runs before it: its cells stay empty after its last step
+    List<RunResult.StepRow> longest = runs.stream().map(RunResult::history).max(java.util.Comparator.comparingInt(
+        List::size)).orElseThrow();
+    for (int i = 0; i < longest.size(); i++) {
+      RunResult.StepRow first = longest.get(i);
       boolean evalRow = first.val_loss() != null;
       if (!evalRow && i % logInterval != 0) continue;
       StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
       for (RunResult r : runs) {
-        RunResult.StepRow row = r.history().get(i);
-        line.append(String.format(Locale.ROOT, " | " + name + " %8s %8s", "", fmt(row.train_loss()), fmt(row.val_loss())));
+        RunResult.StepRow row = i < r.history().size() ? r.history().get(i) : null;
+        line.append(String.format(Locale.ROOT, " | " + name + " %8s %8s", "", row == null ? "" : fmt(row.train_loss()),
+            row == null ? "" : fmt(row.val_loss())));
       }
       w.println(line);
     }
@@ -634,8 +644,11 @@ public final class TacoCli {
     if (runs.size() > 1) {
       for (int i = 1; i < runs.size(); i++) {
         RunResult r = runs.get(i);
-        w.printf(Locale.ROOT, "%s vs %s: final validation loss %+.2f%%, %s%n", r.compression(),
+        int end = r.first_step() + r.steps(), baseEnd = runs.get(0).first_step() + runs.get(0).steps();
+        w.printf(Locale.ROOT, "%s vs %s: final validation loss %+.2f%%%s, %s%n", r.compression(),
             runs.get(0).compression(), 100 * (r.final_val_loss() / runs.get(0).final_val_loss() - 1),
+            end == baseEnd ? "" : String.format(Locale.ROOT, " (at step %d against step %d: not comparable)", end,
+                baseEnd),
             base > 0 ? String.format(Locale.ROOT, "TP bytes per step x%.3f", r.tp_bytes_per_step() / base)
                 : "no TP bytes on the wire (one rank)");
       }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import dev.taco.runtime.analyze.TestFiles;
+import dev.taco.runtime.train.RunResult;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -200,6 +201,38 @@ public class TacoCliTest {
     Path file = Files.writeString(tmp.resolve("afile"), "x");
     assertOneLineError(run(tiny(file)), "exists and is not a folder");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.toString())), "is a directory");
+  }
+
+  @Test
+  void aRunStoppedEarlyLeavesItsTableCellsEmptyAfterItsLastStep() {
+    // SIGTERM during the second codec's run: its history is shorter than the first's (the table once indexed past it)
+    java.util.List<RunResult.StepRow> full = new java.util.ArrayList<>(), cut = new java.util.ArrayList<>();
+    for (int s = 0; s <= 10; s++) {
+      full.add(new RunResult.StepRow(s, 3.0 - 0.1 * s, s % 5 == 0 ? 3.5 - 0.1 * s : null, 1e-3));
+      if (s <= 3) cut.add(new RunResult.StepRow(s, 3.05 - 0.1 * s, s == 0 || s == 3 ? 3.55 - 0.1 * s : null, 1e-3));
+    }
+    java.io.StringWriter text = new java.io.StringWriter();
+    TacoCli.printTable(new java.io.PrintWriter(text), java.util.List.of(result("none", 10, full), result("taco", 3,
+        cut)), 1);
+    String table = text.toString();
+    String row10 = table.lines().filter(l -> l.startsWith("    10 |")).findFirst().orElseThrow();
+    assertThat(row10).contains("2.0000").doesNotContain("2.05");
+    assertThat(row10.substring(row10.lastIndexOf('|') + 1).strip()).as(row10).isEmpty();
+    assertThat(table.lines().filter(l -> l.startsWith("     3 |")).findFirst().orElseThrow()).contains("2.7500");
+    assertThat(table).contains("taco vs none: final validation loss +0.00% (at step 3 against step 10: not comparable)");
+  }
+
+  private static RunResult result(String codec, int steps, java.util.List<RunResult.StepRow> history) {
+    return new RunResult(codec, 2, steps, 0, steps < 10 ? "signal" : null, 3.5, 3.0, 1e6, 0, 0, java.util.Map.of(),
+        1.0, 1000.0, history, java.util.Map.of(), java.util.Map.of(), null);
+  }
+
+  @Test
+  void aMissingLoadFolderIsNamedBeforeAnOutputFolderIsMade() {
+    Path out = tmp.resolve("never");
+    assertOneLineError(run(tiny(out, "--compression", "none,taco", "--load", tmp.resolve("missing").toString())),
+        "--load " + tmp.resolve("missing") + ": no such folder");
+    assertThat(out).doesNotExist();
   }
 
   @Test
