@@ -25,7 +25,7 @@ final class LanesAssert {
 
   /** A new seed, printed so that a failure can be replayed. */
   static long seed(String test) {
-    long seed = System.nanoTime();
+    long seed = Long.getLong("taco.seed", System.nanoTime()); // -Dtaco.seed=N replays a printed seed
     System.out.println(test + ": seed " + seed);
     return seed;
   }
