@@ -147,8 +147,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private Fresh freshGradient;
 
   /**
-   * Views whose producer writes only their bf16 copy in bf16 mode (the MLP's pre-activation, GELU output and GELU
-   * input gradient): {@link #roundInto} refuses them, since their fp32 regions hold no values.
+   * Views whose producer writes only their bf16 copy in bf16 mode (qkv, the MLP's pre-activation, GELU output and GELU
+   * input gradient, dqkv): {@link #roundInto} refuses them, since their fp32 regions hold no values.
    */
   private final java.util.Set<CopyKey> bf16Only = new java.util.HashSet<>();
 
