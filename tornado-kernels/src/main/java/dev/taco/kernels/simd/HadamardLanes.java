@@ -90,7 +90,9 @@ final class HadamardLanes {
   /**
    * The whole transform of one group of {@code 4 L} floats, {@code src[srcOff ..] * f}, in four vector registers: the
    * stages of {@link #inVector} then those of {@link #radix4} with h = L, the results times {@code s} into
-   * {@code dst[dstOff ..]} (may be {@code src} at the same offset); returns their largest absolute-value bits.
+   * {@code dst[dstOff ..]} (may be {@code src} at the same offset); returns their largest absolute-value bits. The
+   * stages are written out for each register, not called: with them in a helper shared with {@link #inVector}, C2 left
+   * the helper's vectors boxed and {@code taco} ran at 0.2 GB/s instead of 8 (bench/run-codec.sh, 2026-12-02).
    */
   private static int inRegisters(float[] src, int srcOff, float f, float s, float[] dst, int dstOff) {
     FloatVector v0 = FloatVector.fromArray(Lanes.F, src, srcOff).mul(f);
