@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import java.util.zip.CRC32;
 
 /**
  * The shared skeleton of every codec: argument and finiteness checks, the {@link PayloadHeader}, checksums and
@@ -85,21 +84,20 @@ public abstract class AbstractCodec implements Codec {
   protected abstract String checkBody(PayloadHeader h, byte[] in, int bodyOff);
 
   /**
-   * True when this codec checks its body a piece at a time with {@link #checkBodyPieces} (by default false: the
-   * checksum runs over the whole body, then {@link #checkBody}).
+   * Validates a body of {@code bodyLen} bytes at {@code in[bodyOff]}: its CRC-32 against {@code stored}, then
+   * {@link #checkBody}; returns null if valid, else what is wrong, a checksum mismatch before anything the body check
+   * finds. A codec may do both in one pass ({@link ElementCodec}: a cache-sized piece at a time). Must not write
+   * anything.
    */
-  protected boolean checksPieces() {
-    return false;
+  protected String checkChecksummedBody(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, int stored) {
+    String mismatch = checksumMismatch(stored, PayloadHeader.crc(in, bodyOff, bodyLen));
+    return mismatch != null ? mismatch : checkBody(h, in, bodyOff);
   }
 
-  /**
-   * The checksum and {@link #checkBody} in one pass: adds the whole body {@code in[bodyOff .. bodyOff + bodyLen)} to
-   * {@code crc} and returns what {@link #checkBody} would, a cache-sized piece at a time (each piece checked while it
-   * is still in cache from its checksum, instead of a second read of the body from memory). The answer counts only
-   * when the checksum matches (a mismatch is reported first, as with the default). Must not write anything.
-   */
-  protected String checkBodyPieces(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, CRC32 crc) {
-    throw new UnsupportedOperationException(name() + " checks its body whole");
+  /** What is wrong when a body's checksum {@code actual} is not the {@code stored} one, or null when they agree. */
+  protected static String checksumMismatch(int stored, int actual) {
+    return stored == actual ? null
+        : String.format("body checksum mismatch (stored 0x%08x, computed 0x%08x)", stored, actual);
   }
 
   /** Decodes a validated body into (or adds it to) {@code out[outOff .. outOff + rows*cols)}. */
@@ -296,22 +294,8 @@ public abstract class AbstractCodec implements Codec {
       throw PayloadHeader.bad(name(), (len < expected ? "truncated" : "too long") + ": " + len
           + " bytes, the header (" + h.rows() + " x " + h.cols() + ", G " + h.groupSize() + ") implies " + expected);
     }
-    int bodyOff = inOff + PayloadHeader.SIZE;
-    int stored = PayloadHeader.storedBodyCrc(in, inOff);
-    boolean pieces = checksPieces();
-    CRC32 crc = new CRC32();
-    String why = pieces ? checkBodyPieces(h, in, bodyOff, len - PayloadHeader.SIZE, crc) : null;
-    if (!pieces) {
-      crc.update(in, bodyOff, len - PayloadHeader.SIZE);
-    }
-    int actual = (int) crc.getValue();
-    if (stored != actual) {
-      throw PayloadHeader.bad(name(), String.format("body checksum mismatch (stored 0x%08x, computed 0x%08x)",
-          stored, actual));
-    }
-    if (!pieces) {
-      why = checkBody(h, in, bodyOff);
-    }
+    String why = checkChecksummedBody(h, in, inOff + PayloadHeader.SIZE, len - PayloadHeader.SIZE,
+        PayloadHeader.storedBodyCrc(in, inOff));
     if (why != null) {
       throw PayloadHeader.bad(name(), why);
     }

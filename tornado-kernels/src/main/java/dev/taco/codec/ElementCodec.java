@@ -66,16 +66,20 @@ abstract class ElementCodec extends AbstractCodec {
     return null;
   }
 
-  /** Body bytes a piece of {@link #checkBodyPieces} (in L2 between its checksum and its scan). */
+  /** Body bytes a piece of {@link #checkChecksummedBody} (in L2 between its checksum and its scan). */
   private static final int PIECE = 1 << 16;
 
+  /**
+   * With SIMD, the checksum and {@link #checkBody}'s scan in one pass, a piece at a time (each piece scanned while it
+   * is still in cache from its checksum, instead of a second read of the body from memory); the scan's answer counts
+   * only when the checksum matches.
+   */
   @Override
-  protected boolean checksPieces() {
-    return Simd.enabled();
-  }
-
-  @Override
-  protected String checkBodyPieces(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, CRC32 crc) {
+  protected String checkChecksummedBody(PayloadHeader h, byte[] in, int bodyOff, int bodyLen, int stored) {
+    if (!Simd.enabled()) {
+      return super.checkChecksummedBody(h, in, bodyOff, bodyLen, stored);
+    }
+    CRC32 crc = new CRC32();
     int bad = -1;
     for (int p = 0; p < bodyLen; p += PIECE) {
       int n = Math.min(PIECE, bodyLen - p); // a multiple of width(): PIECE is, and so is the body
@@ -85,7 +89,8 @@ abstract class ElementCodec extends AbstractCodec {
         bad = i < 0 ? -1 : p / width() + i;
       }
     }
-    return bad < 0 ? null : "non-finite value at element " + bad;
+    String mismatch = checksumMismatch(stored, (int) crc.getValue());
+    return mismatch != null ? mismatch : bad < 0 ? null : "non-finite value at element " + bad;
   }
 
   @Override
