@@ -245,8 +245,7 @@ JD int j_bf16x2(float lo, float hi) {
 }
 // Vec16.storeBf16x8: eight floats as four j_bf16x2 pairs in one 16-byte store
 JD void j_store_bf16x8(short* a, int i, const float* v) {
-  *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)j_bf16x2(v[0], v[1]), (unsigned)j_bf16x2(v[2], v[3]),
-      (unsigned)j_bf16x2(v[4], v[5]), (unsigned)j_bf16x2(v[6], v[7]));
+  j_store_short_pairs8(a, i, j_bf16x2(v[0], v[1]), j_bf16x2(v[2], v[3]), j_bf16x2(v[4], v[5]), j_bf16x2(v[6], v[7]));
 }
 // KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
 // c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).

@@ -172,7 +172,8 @@ public final class TacoCli {
     @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
         + " in: bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, as PyTorch's bf16 autocast; the"
         + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and the residual stream are fp32"
-        + " either way; bf16 stores the activations that only matrix products read in bf16, as autocast does. The CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
+        + " either way; bf16 stores the activations that only matrix products read in bf16, as autocast does. The"
+        + " CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
         + " a warning).")
     String precision;
 

@@ -81,8 +81,9 @@ public final class FlashAttention {
 
   /**
    * SIMT kernel: out(B,T,NH·HS), its bf16 copy {@code outCopy} (the operand of the projection that follows) and
-   * lse(B,NH,T) (the natural log of each causal score row's sum of exp(scale·q·k)), from qkv's bf16 copy. Grid {@link #blocks}, {@value #THREADS} threads; block i takes head i / tiles and, of its query
-   * tiles, the last ones first (they have the most keys). Each key tile is staged in shared memory as bf16 pairs, K by
+   * lse(B,NH,T) (the natural log of each causal score row's sum of exp(scale·q·k)), from qkv's bf16 copy. Grid
+   * {@link #blocks}, {@value #THREADS} threads; block i takes head i / tiles and, of its query tiles, the last ones
+   * first (they have the most keys). Each key tile is staged in shared memory as bf16 pairs, K by
    * rows and V transposed, from registers loaded while the previous tile was being computed. No checks.
    */
   @Kernel
@@ -250,8 +251,8 @@ public final class FlashAttention {
     for (int d = 2 * ctx.laneId(); d < HS; d += 2 * KernelContext.WARP_SIZE) {
       int pair = Bf16.encode2(dout[doutOff + row + d], dout[doutOff + row + d + 1]);
       Vec16.storeShortPair(doutCopy, doutCopyOff + row + d, pair);
-      sum += Float.intBitsToFloat(pair << 16) * out[outOff + row + d]; // dO as dP sees it
-      sum += Float.intBitsToFloat(pair & 0xFFFF0000) * out[outOff + row + d + 1];
+      sum += Bf16.decode((short) pair) * out[outOff + row + d]; // dO as dP sees it
+      sum += Bf16.decode((short) (pair >>> 16)) * out[outOff + row + d + 1];
     }
     sum = ctx.warpReduceSum(sum);
     if (ctx.laneId() == 0) {
@@ -263,8 +264,9 @@ public final class FlashAttention {
    * SIMT kernel: dK and dV of head (b,h), per key rows (a warp's 16 keys against every query that sees them, in tiles
    * of {@value #TILE}): Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse) (0 where query &lt; key), dPᵀ = V·dOᵀ,
    * dSᵀ = Pᵀ ∘ (dPᵀ − dsum), dV = Pᵀ·dO, dK = scale·dSᵀ·Q; written (overwritten) into the k and v parts of dqkv (fp32,
-   * where {@code fp32} is 1; 0: dqkv is not touched) and of its bf16 copy {@code dqkvCopy} (the operand of the qkv projection's backward), from the bf16 copies of qkv
-   * and dO. Grid {@link #blocks}, block i takes head i / tiles and key tile i % tiles. Each
+   * where {@code fp32} is 1; 0: dqkv is not touched) and of its bf16 copy {@code dqkvCopy} (the operand of the qkv
+   * projection's backward), from the bf16 copies of qkv and dO. Grid {@link #blocks}, block i takes head i / tiles and
+   * key tile i % tiles. Each
    * query tile's Q and dO are staged in shared memory by rows and transposed, with its lse and dsum, from registers
    * loaded while the previous tile was being computed. No checks.
    */
@@ -423,8 +425,7 @@ public final class FlashAttention {
    * SIMT kernel: dQ of head (b,h), per query rows (a warp's 16 queries against their keys, in tiles of {@value #TILE}):
    * S = Q·Kᵀ, P = exp(S·scale − lse) (0 where key &gt; query), dP = dO·Vᵀ, dS = P ∘ (dP − dsum), dQ = scale·dS·K;
    * written (overwritten) into the q part of dqkv (fp32, where {@code fp32} is 1; 0: dqkv is not touched) and of its
-   * bf16 copy {@code dqkvCopy}, from the bf16 copies of
-   * qkv and dO. Grid {@link #blocks}, the last query tiles first. Each key tile's K (by rows and transposed) and V (by
+   * bf16 copy {@code dqkvCopy}, from the bf16 copies of qkv and dO. Grid {@link #blocks}, the last query tiles first. Each key tile's K (by rows and transposed) and V (by
    * rows) are staged in shared memory from registers loaded while the previous tile was being computed. No checks.
    */
   @Kernel

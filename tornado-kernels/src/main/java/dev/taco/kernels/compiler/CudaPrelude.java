@@ -24,7 +24,8 @@ package dev.taco.kernels.compiler;
  *       j_load_short_pairs8, j_load_short_pair, j_store_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as
  *       single
  *       {@code uint4}/{@code float4}/{@code long long}/{@code int} accesses (little-endian, as the Java loops).
- *   <li>{@code j_store_bf16x8}: {@code Vec16.storeBf16x8}, four {@code j_bf16x2} pairs in one {@code uint4} store.
+ *   <li>{@code j_store_bf16x8}: {@code Vec16.storeBf16x8}, four {@code j_bf16x2} pairs through
+ *       {@code j_store_short_pairs8}, as the Java method.
  *   <li>{@code j_exp2_approx}: {@code dev.taco.kernels.FastMath.exp2} as one {@code ex2.approx.ftz.f32}.
  *   <li>{@code j_warp_reduce_sum, j_warp_reduce_max}: the butterfly of {@code KernelContext.warpReduceSum/Max}
  *       with {@code __shfl_xor_sync} (CUDA C++ Programming Guide, "Warp Shuffle Functions").
@@ -288,8 +289,7 @@ public final class CudaPrelude {
       }
       // Vec16.storeBf16x8: eight floats as four j_bf16x2 pairs in one 16-byte store
       JD void j_store_bf16x8(short* a, int i, const float* v) {
-        *reinterpret_cast<uint4*>(a + i) = make_uint4((unsigned)j_bf16x2(v[0], v[1]), (unsigned)j_bf16x2(v[2], v[3]),
-            (unsigned)j_bf16x2(v[4], v[5]), (unsigned)j_bf16x2(v[6], v[7]));
+        j_store_short_pairs8(a, i, j_bf16x2(v[0], v[1]), j_bf16x2(v[2], v[3]), j_bf16x2(v[4], v[5]), j_bf16x2(v[6], v[7]));
       }
       // KernelContext.mmaBf16: one tensor-core mma.sync m16n8k16 (bf16 in, fp32 accumulate), D = A.B + C in place in
       // c[o..o+3]; sm_80+ (a SIMT kernel compiled for an older GPU traps; the host shim has no warps).
