@@ -20,7 +20,7 @@ import java.util.Random;
 import java.util.function.IntConsumer;
 
 /**
- * GPU check and benchmark of the fused TACO kernels (issue C part 7, DESIGN §5, §7). Run on the GPU machine by
+ * GPU check and benchmark of the fused TACO kernels (DESIGN §5, §7). Run on the GPU machine by
  * {@code bench/gpu-codec.sh}: {@code java -cp "$CP" dev.taco.bench.GpuCodecBench --out FILE [--command TEXT]}.
  *
  * <ol>
@@ -36,7 +36,8 @@ import java.util.function.IntConsumer;
  *       sample times {@code 64/MiB} (at most 16) back-to-back launches and divides, so launch gaps do not count.
  *       Effective bandwidth = (bytes read + bytes written) / time; its fraction of {@code copy_gbps}.
  * </ol>
- * Prints a table, writes the JSON of issue C ({@code {"device", "command", "sizes": [...]}}), exits 1 if a check failed.
+ * Prints a table, writes bench/results/gpu-codec.json ({@code {"device", "command", "sizes": [...]}}), exits 1 if a
+ * check failed.
  */
 public final class GpuCodecBench {
   private GpuCodecBench() {}

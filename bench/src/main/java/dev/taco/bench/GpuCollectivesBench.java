@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * The device collectives' per-rank GPU time on ONE GPU (DESIGN §4, §7; issue D part 7):
+ * The device collectives' per-rank GPU time on ONE GPU (DESIGN §4, §7):
  * {@code java -cp "$CP" dev.taco.bench.GpuCollectivesBench --out FILE [--command TEXT] [--links 270,29,50]}.
  *
  * <p>For bf16 tensors of 1, 4, 16, 64 and 256 MiB ({@code rows x 4096}) and R = 2, 4, 8, with the default TACO plan
@@ -35,7 +35,7 @@ import java.util.SplittableRandom;
  * {@code moves_ms} (back-to-back device-to-device copies of the same sizes). Beside each: the HBM
  * traffic floor of the kernel sequence at the device-to-device copy bandwidth measured in the same run, and a labelled
  * projection ({@link LinkProjection}) of TACO's collective against NCCL's bf16 one over links of the given bus
- * bandwidths. Prints an nccl-tests-style table and writes the JSON of issue D.
+ * bandwidths. Prints an nccl-tests-style table and writes bench/results/gpu-collectives-1gpu.json's form.
  */
 public final class GpuCollectivesBench {
   private GpuCollectivesBench() {}

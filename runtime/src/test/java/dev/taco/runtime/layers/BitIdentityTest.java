@@ -73,7 +73,7 @@ class BitIdentityTest {
    * float it rounds that to, and those ({@code .gradSquaredNorm.float}) are still the bits from before the split.
    *
    * <p>A second one: the four {@code matmul.backward} entries, re-recorded when {@link dev.taco.kernels.Gemm} began to
-   * sum each element as one in-order chain of fused multiply-adds that starts from C's value (issue G part 3; before,
+   * sum each element as one in-order chain of fused multiply-adds that starts from C's value (DESIGN §5; before,
    * each K block of 256 was summed from zero and then added to C). Their gradient buffers start random, so C's value
    * now enters the chain first; where C starts at zero and k <= 256, as in every other entry here, the bits are equal.
    */

@@ -10,7 +10,7 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.Dim3;
 
 /**
- * The TACO codec on the GPU (issue C part 6, DESIGN §3-§5): {@link TacoGpuKernels} specialised
+ * The TACO codec on the GPU (DESIGN §3-§5): {@link TacoGpuKernels} specialised
  * ({@link TacoCudaSources}) and loaded at first use of each specialisation by {@link CudaContext#kernel} (CUDA C
  * from {@code KernelSources}, NVRTC through the PTX cache, modules cached by the context). Every method only enqueues
  * work on the given stream: no host synchronisation inside.

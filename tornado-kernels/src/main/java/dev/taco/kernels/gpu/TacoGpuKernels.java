@@ -11,7 +11,7 @@ import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.Vec16;
 
 /**
- * The fused TACO kernels of issue C part 6, as SIMT kernels of the Java kernel model (DESIGN §3, §5): the same
+ * The fused TACO kernels, as SIMT kernels of the Java kernel model (DESIGN §3, §5): the same
  * numerics as the CPU reference {@link TacoKernels} (whose helpers they call), so the body bytes are identical.
  *
  * <h2>Thread mapping</h2>

@@ -6,7 +6,7 @@ import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
- * Semantics corpus (issue C part 4/5): small {@code @Parallel} kernels whose CPU results the GPU must reproduce bit
+ * Semantics corpus (DESIGN §5): small {@code @Parallel} kernels whose CPU results the GPU must reproduce bit
  * for bit (or within the ulp bound of {@link #transcendental}). Convention for the harness generator: every array
  * parameter has {@code n} elements and is filled with test values before the call; the last parameter is {@code n}.
  */
