@@ -75,8 +75,7 @@ public class CodecBench {
   public static class CodecState {
     /** A spec accepted by {@link Codecs#byName}; the default list is {@link Codecs#names()}. */
     @Param({"fp32", "none", "fp8-tensor", "fp8-group", "int8-group", "int4-group", "hadamard-int8", "taco",
-        "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard"})
-    public String codec;
+        "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard"}) public String codec;
 
     AbstractCodec c;
     byte[] payload;
@@ -179,7 +178,8 @@ public class CodecBench {
       double copyUs = copy.getPrimaryResult().getScore();
       // a decoder that checks the whole body before writing reads it once (at least the checksum's time) and then
       // writes the output (at least a copy's time): the highest decode / copy fraction it can reach
-      t.append(String.format(Locale.ROOT, "| %s | %.3f | %.3f | %.4f | %.4f | %.0f ± %.0f | %.0f ± %.0f | %.0f | %.3f |%n",
+      t.append(String.format(Locale.ROOT,
+          "| %s | %.3f | %.3f | %.4f | %.4f | %.0f ± %.0f | %.0f ± %.0f | %.0f | %.3f |%n",
           c, gbs(e), gbs(d), gbs(e) / copyGbs, gbs(d) / copyGbs, e.getPrimaryResult().getScore(),
           e.getPrimaryResult().getScoreError(), d.getPrimaryResult().getScore(), d.getPrimaryResult().getScoreError(),
           crcUs, copyUs / (copyUs + crcUs)));

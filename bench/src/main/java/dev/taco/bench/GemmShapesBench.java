@@ -48,8 +48,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 public class GemmShapesBench {
   /** A {@link Shape#key()}; main passes the list. */
-  @Param({"default:1024x128x192:AB:set"})
-  public String shape;
+  @Param({"default:1024x128x192:AB:set"}) public String shape;
 
   private Shape s;
   private float[] a, b, c;
@@ -67,7 +66,7 @@ public class GemmShapesBench {
     // read 212-311 GFLOP/s over six runs, 286-311 with 5 s of warmup); 2 s of this shape's own product
     float[] x = random(r, 96 * 96);
     for (int i = 0; i < 300; i++) Gemm.matmul(x, 0, x, 0, new float[96 * 96], 0, 96, 96, 96, false);
-    for (long end = System.nanoTime() + 2_000_000_000L; System.nanoTime() < end; ) gemm();
+    for (long end = System.nanoTime() + 2_000_000_000L; System.nanoTime() < end;) gemm();
   }
 
   private static float[] random(Random r, int n) {

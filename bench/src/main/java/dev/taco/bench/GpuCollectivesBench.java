@@ -88,7 +88,8 @@ public final class GpuCollectivesBench {
       String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"" + command.replace("\"", "'")
           + "\", \"copy_gbps\": " + String.format(Locale.ROOT, "%.1f", copyGbps) + ", \"plan\": \"" + plan.describe()
           + "\", \"cols\": " + COLS + ", \"piece_bytes\": " + DeviceCollectives.DEFAULT_PIECE_BYTES
-          + ", \"note\": \"kernel_ms: GPU time of one rank's kernel sequence (median of " + SAMPLES + ", CUDA events around"
+          + ", \"note\": \"kernel_ms: GPU time of one rank's kernel sequence (median of " + SAMPLES
+          + ", CUDA events around"
           + " it; kernel_sum_ms: the sum of each kernel's own events); moves_ms: the"
           + " device-local copies of its exchanges, apart; floor_ms: the kernels' HBM bytes at copy_gbps; projected: NOT"
           + " measured, bytes per rank over the link's bus bandwidth (nccl-tests definition), TACO serial (kernels +"
@@ -195,9 +196,11 @@ public final class GpuCollectivesBench {
       }
       System.out.println(line);
       if (op.equals("all-reduce") && world == 2 && mib == 64 && pieceBytes == DeviceCollectives.DEFAULT_PIECE_BYTES) {
-        System.out.printf(Locale.ROOT, "acceptance: all-reduce kernels at 64 MiB, R = 2: %.4f ms per rank (target <= 0.15;"
-            + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f, decompress-reduce-recompress %.4f,"
-            + " decompress %.4f%n", k, floor, kernelSum, median(kinds[0]), median(kinds[1]), median(kinds[2]));
+        System.out.printf(Locale.ROOT,
+            "acceptance: all-reduce kernels at 64 MiB, R = 2: %.4f ms per rank (target <= 0.15;"
+                + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f, decompress-reduce-recompress %.4f,"
+                + " decompress %.4f%n",
+            k, floor, kernelSum, median(kinds[0]), median(kinds[1]), median(kinds[2]));
       }
       return String.format(Locale.ROOT, "{\"op\": \"%s\", \"ranks\": %d, \"mib\": %d, \"piece_bytes\": %s, "
           + "\"rows\": %d, \"cols\": %d, "
@@ -205,9 +208,11 @@ public final class GpuCollectivesBench {
           + "\"decompress_ms\": %.5f, "
           + "\"floor_ms\": %.5f, \"moves_ms\": %.5f, \"wire_bytes_per_rank\": %d, "
           + "\"nccl_bf16_bytes_per_rank\": %d, \"projected\": [%s]}", op, world, mib,
-          pieceBytes == Long.MAX_VALUE ? "null" : String.valueOf(pieceBytes), rows, COLS, k, kernelSum, median(kinds[0]),
+          pieceBytes == Long.MAX_VALUE ? "null" : String.valueOf(pieceBytes), rows, COLS, k, kernelSum,
+          median(kinds[0]),
           median(kinds[1]), median(kinds[2]), floor, median(moves), wire, LinkProjection.ncclBytesPerRank(op, world,
-          tensor), String.join(", ", proj));
+              tensor),
+          String.join(", ", proj));
     } finally {
       buffers.forEach(DeviceBuffer::close);
     }

@@ -33,11 +33,11 @@ public final class GpuGemmShapes {
     try (CudaContext ctx = CudaContext.open(0)) {
       long maxA = (long) n * 4 * d, maxW = 4L * d * d;
       try (DeviceBuffer ws = ctx.alloc(Cublas.WORKSPACE_BYTES); Cublas blas = Cublas.create(ctx, ws);
-           DeviceBuffer a = ctx.alloc(2 * maxA); DeviceBuffer w = ctx.alloc(2 * maxW);
-           DeviceBuffer g = ctx.alloc(2 * maxA); DeviceBuffer c = ctx.alloc(4 * maxA);
-           DeviceBuffer dw = ctx.alloc(4 * maxW);
-           CudaOps bf16 = new CudaOps(ctx, CudaOps.Precision.BF16); CudaOps fp32 = new CudaOps(ctx);
-           CudaEvent e0 = ctx.createEvent(); CudaEvent e1 = ctx.createEvent()) {
+          DeviceBuffer a = ctx.alloc(2 * maxA); DeviceBuffer w = ctx.alloc(2 * maxW);
+          DeviceBuffer g = ctx.alloc(2 * maxA); DeviceBuffer c = ctx.alloc(4 * maxA);
+          DeviceBuffer dw = ctx.alloc(4 * maxW);
+          CudaOps bf16 = new CudaOps(ctx, CudaOps.Precision.BF16); CudaOps fp32 = new CudaOps(ctx);
+          CudaEvent e0 = ctx.createEvent(); CudaEvent e1 = ctx.createEvent()) {
         var s = bf16.stream();
         for (DeviceBuffer x : new DeviceBuffer[] {a, w, g, c, dw}) x.memsetAsync((byte) 0, s);
         System.out.printf(Locale.ROOT, "D=%d T=%d B=%d: rows %d%n", d, t, b, n);

@@ -100,7 +100,8 @@ public final class GpuNcclCollectivesBench {
     }
     for (NcclCommunicator c : comms) c.close();
     for (CudaContext c : ctxs) c.close();
-    String json = "{\"device\": \"" + n + " x " + ctxs.get(0).name() + "\", \"command\": \"" + command.replace("\"", "'")
+    String json = "{\"device\": \"" + n + " x " + ctxs.get(0).name() + "\", \"command\": \""
+        + command.replace("\"", "'")
         + "\", \"results\": [\n  " + String.join(",\n  ", rows) + "\n]}\n";
     if (out != null) {
       Path p = Path.of(out);
@@ -126,8 +127,10 @@ public final class GpuNcclCollectivesBench {
       xf[i] = Bf16.decode(x[i]);
     }
     ctx.makeCurrent();
-    try (DeviceBuffer in = ctx.alloc(2 * n); DeviceBuffer work = ctx.alloc(2 * n); DeviceBuffer out = ctx.alloc(2 * outN);
-        DeviceBuffer inF = ctx.alloc(4 * n); DeviceBuffer outF = ctx.alloc(4 * outN); CudaStream ns = ctx.createStream();
+    try (DeviceBuffer in = ctx.alloc(2 * n); DeviceBuffer work = ctx.alloc(2 * n);
+        DeviceBuffer out = ctx.alloc(2 * outN);
+        DeviceBuffer inF = ctx.alloc(4 * n); DeviceBuffer outF = ctx.alloc(4 * outN);
+        CudaStream ns = ctx.createStream();
         CudaEvent a = ctx.createEvent(); CudaEvent b = ctx.createEvent();
         DeviceCollectives dc = new DeviceCollectives(new NcclTransport(comm))) {
       in.copyFromHost(x, 0, x.length, 0);

@@ -105,7 +105,7 @@ public final class GpuTrainStep {
       tgt[i] = rng.nextInt(256);
     }
     try (CudaOps backend = new CudaOps(ctx, precision); CudaEvent start = ctx.createEvent();
-         CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
+        CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
       if (causalBlockMin > 0) backend.causalBlockMinimum(causalBlockMin);
       if (noFlash) backend.flashAttention(false);
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? backend : timer.ops(), 0, b, 1);

@@ -56,7 +56,7 @@ public final class LayerBench {
     System.out.printf(Locale.ROOT, "%-22s %12s %12s %8s%n", "layer (one rank)", "scalar us*", "lanes us*", "speed-up");
     for (Pair p : pairs) {
       if (!p.name.contains(only)) continue;
-      for (long end = System.nanoTime() + 2_500_000_000L; System.nanoTime() < end; ) { // warm-up: C2 on both
+      for (long end = System.nanoTime() + 2_500_000_000L; System.nanoTime() < end;) { // warm-up: C2 on both
         p.scalar.run();
         p.lanes.run();
       }

@@ -73,7 +73,7 @@ public final class TrainStepProfile {
     double mean = Arrays.stream(sorted).average().orElse(0) / 1e6;
     System.out.printf(Locale.ROOT, "# load before: %s; after: %s%n", loadBefore, loadAfter);
     System.out.printf(Locale.ROOT, "step (TP=2, B=%d, T=%d, L=%d, C=%d): median %.2f ms, mean %.2f ms, min %.2f ms"
-            + " over %d steps after %d warm-up; last loss %.4f%n", MICRO_BATCH, CONFIG.seqLength(), CONFIG.numLayers(),
+        + " over %d steps after %d warm-up; last loss %.4f%n", MICRO_BATCH, CONFIG.seqLength(), CONFIG.numLayers(),
         CONFIG.hiddenSize(), sorted[steps / 2] / 1e6, mean, sorted[0] / 1e6, steps, warmup, r0.loss);
     double total = 0;
     for (long[] v : r0.times.values()) total += Arrays.stream(v).sum();

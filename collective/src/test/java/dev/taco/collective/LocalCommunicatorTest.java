@@ -33,7 +33,8 @@ class LocalCommunicatorTest {
             // float32 sum of R terms in rank order: error <= (R-1) * 2^-24 * sum|x|
             double tol = world * 0x1p-24 * want[1][j];
             assertThat((double) got[j]).as(where + " element " + j).isCloseTo(want[0][j], offset(tol));
-            assertThat(got[j]).as(where + " element " + j + " = the owner's float32 sum: peers in rank order, then its own")
+            assertThat(got[j])
+                .as(where + " element " + j + " = the owner's float32 sum: peers in rank order, then its own")
                 .isEqualTo((float) want[2][j]);
           }
           if (op.replicated()) {

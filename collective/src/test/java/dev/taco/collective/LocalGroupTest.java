@@ -125,8 +125,8 @@ class LocalGroupTest {
       comm.barrier();
       return null;
     })).hasMessageContaining("timed out after 0.5 s")
-        .satisfies(e -> assertThat(e.getSuppressed()).anySatisfy(s ->
-            assertThat(s).hasMessageContaining("rank 1 did not finish within 0.5 s")));
+        .satisfies(e -> assertThat(e.getSuppressed())
+            .anySatisfy(s -> assertThat(s).hasMessageContaining("rank 1 did not finish within 0.5 s")));
     assertThat((System.nanoTime() - t0) / 1e9).isLessThan(5);
   }
 }

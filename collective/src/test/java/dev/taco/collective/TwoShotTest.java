@@ -131,11 +131,13 @@ class TwoShotTest {
             err2 += (got[j] - ref[0][j]) * (got[j] - ref[0][j]);
             scale2 += ref[1][j] * ref[1][j];
           }
-          assertThat(Math.sqrt(err2)).as(where + ": L2 error").isLessThanOrEqualTo(c.bound() * Math.sqrt(scale2) + 1e-30);
+          assertThat(Math.sqrt(err2)).as(where + ": L2 error")
+              .isLessThanOrEqualTo(c.bound() * Math.sqrt(scale2) + 1e-30);
           if (op != Op.REDUCE_SCATTER) {
             assertThat(got).as(where + ": same bits as rank 0").isEqualTo((float[]) res.get(0)[0]);
           }
-          assertThat((long) res.get(r)[1]).as(where + ": bytes sent").isEqualTo(expectedBytes(op, c.plan(), world, rows, cols));
+          assertThat((long) res.get(r)[1]).as(where + ": bytes sent")
+              .isEqualTo(expectedBytes(op, c.plan(), world, rows, cols));
         }
       }
     }
@@ -197,7 +199,8 @@ class TwoShotTest {
 
   @Test
   void reduceScatterNeedsRowsDivisibleByTheRanks() {
-    assertThatThrownBy(() -> run(Op.REDUCE_SCATTER, Plan.EXACT, 3, 1, 7, 4)).isInstanceOf(IllegalArgumentException.class)
+    assertThatThrownBy(() -> run(Op.REDUCE_SCATTER, Plan.EXACT, 3, 1, 7, 4))
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("7 rows do not split over 3 ranks");
   }
 
@@ -257,11 +260,13 @@ class TwoShotTest {
     Plan taco = Plan.of(Codecs.byName("taco"));
     try (LocalCommunicator comm = LocalGroup.create(1).get(0)) {
       HostWire w = new HostWire(comm);
-      assertThatThrownBy(() -> TwoShot.allReduce(w, taco, new float[10], 4, 4)).isInstanceOf(IllegalArgumentException.class)
+      assertThatThrownBy(() -> TwoShot.allReduce(w, taco, new float[10], 4, 4))
+          .isInstanceOf(IllegalArgumentException.class)
           .hasMessage("all-reduce: the tensor holds 10 values, the shape needs 16");
       assertThatThrownBy(() -> TwoShot.allGather(w, taco, new float[16], 4, 4, new float[15]))
           .hasMessage("all-gather: the output holds 15 values, the shape needs 16");
-      assertThatThrownBy(() -> HostWire.payloadBytes(Plan.EXACT, 1 << 29, 2)).isInstanceOf(IllegalArgumentException.class)
+      assertThatThrownBy(() -> HostWire.payloadBytes(Plan.EXACT, 1 << 29, 2))
+          .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("over 2^31-1");
     }
   }
@@ -297,16 +302,26 @@ class TwoShotTest {
 
   /** Delegates to a real communicator; when {@code corrupt}, flips one body byte of every payload it receives. */
   private record CorruptingCommunicator(Communicator inner, boolean corrupt) implements Communicator {
-    @Override public int rank() { return inner.rank(); }
-    @Override public int worldSize() { return inner.worldSize(); }
-    @Override public void allReduce(float[] buf, int off, int n) { inner.allReduce(buf, off, n); }
-    @Override public void allGather(float[] s, int so, int n, float[] r, int ro) { inner.allGather(s, so, n, r, ro); }
-    @Override public void reduceScatter(float[] s, int so, int n, float[] r, int ro) { inner.reduceScatter(s, so, n, r, ro); }
-    @Override public void allToAll(float[] s, int so, int n, float[] r, int ro) { inner.allToAll(s, so, n, r, ro); }
-    @Override public byte[][] allToAllControl(byte[][] send) { return inner.allToAllControl(send); }
-    @Override public void barrier() { inner.barrier(); }
-    @Override public long bytesSent() { return inner.bytesSent(); }
-    @Override public void close() { inner.close(); }
+    @Override
+    public int rank() { return inner.rank(); }
+    @Override
+    public int worldSize() { return inner.worldSize(); }
+    @Override
+    public void allReduce(float[] buf, int off, int n) { inner.allReduce(buf, off, n); }
+    @Override
+    public void allGather(float[] s, int so, int n, float[] r, int ro) { inner.allGather(s, so, n, r, ro); }
+    @Override
+    public void reduceScatter(float[] s, int so, int n, float[] r, int ro) { inner.reduceScatter(s, so, n, r, ro); }
+    @Override
+    public void allToAll(float[] s, int so, int n, float[] r, int ro) { inner.allToAll(s, so, n, r, ro); }
+    @Override
+    public byte[][] allToAllControl(byte[][] send) { return inner.allToAllControl(send); }
+    @Override
+    public void barrier() { inner.barrier(); }
+    @Override
+    public long bytesSent() { return inner.bytesSent(); }
+    @Override
+    public void close() { inner.close(); }
 
     @Override
     public byte[][] allToAllBytes(byte[][] send) {

@@ -176,8 +176,7 @@ public final class TacoCodec extends AbstractCodec {
     if (h.format() != Fp8Format.E4M3.code() && h.format() != Fp8Format.E5M2.code()) {
       throw PayloadHeader.bad(name(), "fp8 format " + h.format() + ", expected 1 (E4M3) or 2 (E5M2)");
     }
-    if ((h.flags() & ~(PayloadHeader.FLAG_HADAMARD | PayloadHeader.FLAG_ASH | PayloadHeader.FLAG_SINGLE_SCALE))
-        != 0) {
+    if ((h.flags() & ~(PayloadHeader.FLAG_HADAMARD | PayloadHeader.FLAG_ASH | PayloadHeader.FLAG_SINGLE_SCALE)) != 0) {
       throw PayloadHeader.bad(name(), "unknown flag bits 0x" + Integer.toHexString(h.flags()));
     }
     if (!PayloadHeader.validGroupSize(h.groupSize())) {

@@ -20,4 +20,5 @@ import java.lang.annotation.Target;
 @Documented
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.METHOD)
-public @interface Kernel {}
+public @interface Kernel {
+}

@@ -18,4 +18,5 @@ import java.lang.annotation.Target;
 @Documented
 @Retention(RetentionPolicy.SOURCE)
 @Target({ElementType.LOCAL_VARIABLE, ElementType.PARAMETER})
-public @interface Parallel {}
+public @interface Parallel {
+}

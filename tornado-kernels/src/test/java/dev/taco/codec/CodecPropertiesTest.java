@@ -55,21 +55,21 @@ class CodecPropertiesTest {
       }
     }
     switch (spec) {
-      case "fp32":
+      case "fp32" :
         for (int i = 0; i < x.length; i++) {
           if (Float.floatToRawIntBits(x[i]) != Float.floatToRawIntBits(y[i]) && !(x[i] == 0 && y[i] == 0)) {
             return "fp32 not exact at " + i;
           }
         }
         return null;
-      case "none":
+      case "none" :
         for (int i = 0; i < x.length; i++) {
           if (Math.abs((double) y[i] - x[i]) > 0x1p-8 * Math.abs(x[i]) + 0x1p-134) {
             return "bf16 error at " + i + ": " + x[i] + " -> " + y[i];
           }
         }
         return null;
-      case "taco", "taco:e5m2", "hadamard-int8":
+      case "taco", "taco:e5m2", "hadamard-int8" :
         for (int r = 0; r < rows; r++) {
           for (int c0 = 0; c0 < cols; c0 += g) {
             double xx = 0;
@@ -90,7 +90,7 @@ class CodecPropertiesTest {
           }
         }
         return null;
-      case "taco-no-ds":
+      case "taco-no-ds" :
         for (int r = 0; r < rows; r++) {
           double xx = 0;
           double ee = 0;
@@ -110,7 +110,7 @@ class CodecPropertiesTest {
           }
         }
         return null;
-      default:
+      default :
         break;
     }
     // per-value bounds with the group's (or tensor's) absmax
@@ -162,7 +162,8 @@ class CodecPropertiesTest {
   }
 
   @Property(tries = 400)
-  void errorBoundHoldsAcrossMagnitudesAndShapes(@ForAll("specs") String spec, @ForAll @IntRange(min = 1, max = 5) int rows,
+  void errorBoundHoldsAcrossMagnitudesAndShapes(@ForAll("specs") String spec,
+      @ForAll @IntRange(min = 1, max = 5) int rows,
       @ForAll @IntRange(min = 1, max = 300) int cols, @ForAll @IntRange(min = -100, max = 100) int exp,
       @ForAll long seed) {
     AbstractCodec c = Codecs.byName(spec);

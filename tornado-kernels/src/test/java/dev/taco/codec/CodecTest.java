@@ -120,7 +120,8 @@ class CodecTest {
     for (String spec : new String[] {"taco", "taco:e5m2", "taco-no-hadamard"}) {
       float[] y = roundTrip(Codecs.byName(spec), x, rows, cols);
       assertThat(CodecStats.collapsedGroups(x, y, rows, cols, 64)).as(spec).isZero();
-      assertThat(Inputs.worstGroupRelErr(x, y, rows, cols, 64)).as(spec).isLessThan(spec.contains("e5m2") ? 0.12 : 0.06);
+      assertThat(Inputs.worstGroupRelErr(x, y, rows, cols, 64)).as(spec)
+          .isLessThan(spec.contains("e5m2") ? 0.12 : 0.06);
     }
     float[] z = roundTrip(Codecs.byName("taco-no-ds"), x, rows, cols);
     assertThat(CodecStats.collapsedGroups(x, z, rows, cols, 64)).isEqualTo(rows * 7L); // every quiet group

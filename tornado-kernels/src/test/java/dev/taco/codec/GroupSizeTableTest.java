@@ -20,7 +20,8 @@ class GroupSizeTableTest {
     StringBuilder t = new StringBuilder(String.format("%n%-28s %18s %18s %18s %18s %8s%n", "codec (64x4096)",
         names[0], names[1], names[2], "(bulk, |x|<5)", "B/el"));
     String[] specs = {"taco:g=32", "taco:g=64", "taco:g=128", "taco:g=256", "taco:e5m2,g=32", "taco:e5m2,g=64",
-        "taco:e5m2,g=128", "taco:e5m2,g=256", "taco:g=64,hadamard=off", "taco:g=128,hadamard=off", "taco:e5m2,g=64,hadamard=off",
+        "taco:e5m2,g=128", "taco:e5m2,g=256", "taco:g=64,hadamard=off", "taco:g=128,hadamard=off",
+        "taco:e5m2,g=64,hadamard=off",
         "int8-group:g=64", "int8-group:g=128", "none", "fp32"};
     for (String spec : specs) {
       AbstractCodec c = Codecs.byName(spec);

@@ -71,7 +71,7 @@ class SimdIdentityTest {
         case "ties" -> x[i] = (float) Math.scalb(r.nextInt(-512, 513) / 16.0 + (r.nextBoolean() ? 1 / 32.0 : 0),
             r.nextInt(-3, 4));
         case "huge" -> x[i] = r.nextInt(50) == 0 ? Math.copySign(Float.MAX_VALUE, x[i]) : x[i];
-        default -> { }
+        default -> {}
       }
     }
     if (kind.equals("nonfinite") || kind.equals("nanRows")) {

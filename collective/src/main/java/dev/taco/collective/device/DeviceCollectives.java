@@ -250,7 +250,8 @@ public final class DeviceCollectives implements AutoCloseable {
     }
     String why = unsupported(key.plan());
     if (why != null) {
-      throw new IllegalArgumentException(key.op() + " with " + key.plan().describe() + " cannot run on the GPU: " + why);
+      throw new IllegalArgumentException(
+          key.op() + " with " + key.plan().describe() + " cannot run on the GPU: " + why);
     }
     if (checkCalls || transport.cheapAgreement()) {
       String what = key.op() + " " + key.plan().describe() + " " + key.rows() + " x " + key.cols() + " "

@@ -77,7 +77,8 @@ public final class NcclTransport implements DeviceTransport {
       for (int q = 0; q < world; q++) {
         if (all[q] != fingerprint) {
           throw new dev.taco.collective.CollectiveException("nccl: rank " + q + " called a different collective than"
-              + " rank " + rank() + " (" + what + "): the ranks disagree on the operation, plan, shape or element type");
+              + " rank " + rank() + " (" + what
+              + "): the ranks disagree on the operation, plan, shape or element type");
         }
       }
     }

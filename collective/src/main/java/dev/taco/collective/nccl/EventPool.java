@@ -41,7 +41,7 @@ final class EventPool implements AutoCloseable {
   @Override
   public void close() {
     free.clear();
-    for (CudaEvent e; (e = all.poll()) != null; ) {
+    for (CudaEvent e; (e = all.poll()) != null;) {
       try {
         e.close();
       } catch (RuntimeException ex) {

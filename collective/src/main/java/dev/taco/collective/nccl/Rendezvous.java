@@ -251,8 +251,9 @@ public final class Rendezvous implements AutoCloseable {
     if (link.rank < 0 || link.rank >= env.worldSize()) {
       return where + ": a peer has RANK=" + link.rank + ", outside [1, WORLD_SIZE=" + env.worldSize() + ")";
     }
-    if (peers[link.rank] != null) return where + ": duplicate rank " + link.rank + " (two processes have RANK="
-        + link.rank + ")";
+    if (peers[link.rank] != null)
+      return where + ": duplicate rank " + link.rank + " (two processes have RANK="
+          + link.rank + ")";
     return null;
   }
 

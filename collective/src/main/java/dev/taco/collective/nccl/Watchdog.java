@@ -242,7 +242,7 @@ public final class Watchdog implements AutoCloseable {
       LockSupport.parkNanos(this, pollNanos);
     }
     abortOnce();
-    for (Work w; (w = pending.poll()) != null; ) retire(w);
+    for (Work w; (w = pending.poll()) != null;) retire(w);
   }
 
   private void poll() {
@@ -257,7 +257,7 @@ public final class Watchdog implements AutoCloseable {
       return;
     }
     long now = System.nanoTime();
-    for (var it = pending.iterator(); it.hasNext(); ) {
+    for (var it = pending.iterator(); it.hasNext();) {
       Work w = it.next();
       boolean done;
       try {

@@ -116,7 +116,8 @@ class DeviceCollectivesGpuTest {
       case REDUCE_SCATTER -> TwoShot.reduceScatter(hw, plan, x, rows, cols, host);
     }
     DeviceTensor dx = upload(x, bf16, 0);
-    DeviceTensor dout = op == Op.ALL_REDUCE ? dx : new DeviceTensor(ctx.alloc((long) outRows * cols * (bf16 ? 2 : 4)), bf16);
+    DeviceTensor dout = op == Op.ALL_REDUCE ? dx
+        : new DeviceTensor(ctx.alloc((long) outRows * cols * (bf16 ? 2 : 4)), bf16);
     try {
       switch (op) {
         case ALL_REDUCE -> dc.allReduce(plan, dx, rows, cols);
@@ -151,7 +152,8 @@ class DeviceCollectivesGpuTest {
           long pieceBytes = codec.startsWith("fp8-tensor") ? Long.MAX_VALUE : 64 << 10;
           int rows = op == Op.REDUCE_SCATTER ? shape[0] * world : shape[0];
           int cols = shape[1];
-          String where = plan.describe() + " " + op + " R=" + world + " " + rows + "x" + cols + (bf16 ? " bf16" : " fp32")
+          String where = plan.describe() + " " + op + " R=" + world + " " + rows + "x" + cols
+              + (bf16 ? " bf16" : " fp32")
               + " seed " + SEED;
           List<float[][]> res = LocalGroup.run(world, comm -> {
             try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
@@ -166,7 +168,8 @@ class DeviceCollectivesGpuTest {
         }
       }
     }
-    System.out.println("device-local R=" + world + ": " + checked.size() + " collectives bit-identical to the host path");
+    System.out
+        .println("device-local R=" + world + ": " + checked.size() + " collectives bit-identical to the host path");
   }
 
   @Test
@@ -203,13 +206,15 @@ class DeviceCollectivesGpuTest {
     for (int j = 0; j < perm.length; j++) perm[j] = (j * 601) % perm.length;
     Plan taco = Plan.of(Codecs.byName("taco"));
     record Case(Plan plan, int rows, int cols, boolean bf16) {}
-    List<Case> cases = List.of(new Case(taco.permuted(perm), 24, 1000, true), new Case(taco.tokenAxis(), 40, 1000, false),
+    List<Case> cases = List.of(new Case(taco.permuted(perm), 24, 1000, true),
+        new Case(taco.tokenAxis(), 40, 1000, false),
         // 256 MiB of bf16, 32768 x 4096: the largest size of the benchmark
         new Case(taco, 32768, 4096, true), new Case(Plan.EXACT, 32768, 4096, true));
     for (Case c : cases) {
       String where = c.plan().describe() + " " + c.rows() + "x" + c.cols() + " seed " + SEED;
       List<float[][]> res = LocalGroup.run(2, comm -> {
-        try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
+        try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+            DeviceCollectives dc = new DeviceCollectives(t)) {
           return both(comm, dc, Op.ALL_REDUCE, c.plan(), c.rows(), c.cols(), c.bf16(), SEED);
         }
       });
@@ -252,9 +257,12 @@ class DeviceCollectivesGpuTest {
       dev.taco.kernels.cuda.TaskGraph g = new dev.taco.kernels.cuda.TaskGraph("nccl-capture")
           .transferToDevice(dev.taco.kernels.cuda.DataTransferMode.EVERY_EXECUTION, in, send)
           .step(new dev.taco.kernels.cuda.TaskGraph.Step() {
-            @Override public String name() { return "nccl-all-gather"; }
-            @Override public boolean capturable() { return true; }
-            @Override public void enqueue(dev.taco.kernels.cuda.CudaStream st, boolean first) {
+            @Override
+            public String name() { return "nccl-all-gather"; }
+            @Override
+            public boolean capturable() { return true; }
+            @Override
+            public void enqueue(dev.taco.kernels.cuda.CudaStream st, boolean first) {
               nccl.allGather(send, recv, n, dev.taco.collective.nccl.NcclDataType.FLOAT32, st);
             }
           })
@@ -281,12 +289,13 @@ class DeviceCollectivesGpuTest {
     Plan taco = Plan.of(Codecs.byName("taco"));
     assertThatThrownBy(() -> LocalGroup.run(4, comm -> {
       if (comm.rank() == 2) throw new IllegalStateException("rank 2 broke on purpose");
-      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
+      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+          DeviceCollectives dc = new DeviceCollectives(t)) {
         return both(comm, dc, Op.ALL_REDUCE, taco, 8, 256, true, SEED);
       }
     })).hasMessageContaining("rank 2 broke on purpose")
-        .satisfies(e -> assertThat(e.getSuppressed()).isNotEmpty().allSatisfy(s ->
-            assertThat(s).isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 failed")));
+        .satisfies(e -> assertThat(e.getSuppressed()).isNotEmpty().allSatisfy(
+            s -> assertThat(s).isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 failed")));
     long[] failedAfter = new long[1];
     long t0 = System.nanoTime();
     assertThatThrownBy(() -> LocalGroup.run(2, Duration.ofSeconds(2), comm -> {
@@ -294,7 +303,8 @@ class DeviceCollectivesGpuTest {
         Thread.sleep(4000); // stops: never enters the collective
         return null;
       }
-      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
+      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+          DeviceCollectives dc = new DeviceCollectives(t)) {
         DeviceTensor dx = upload(input(SEED, 0, 8, 256), true, 0);
         dc.allReduce(taco, dx, 8, 256);
         return null;
@@ -337,7 +347,8 @@ class DeviceCollectivesGpuTest {
       java.util.Arrays.fill(clean, bad * cols, (bad + 1) * cols, 0f);
       float[] host = clean.clone();
       TwoShot.allReduce(new HostWire(comm), taco, host, rows, cols);
-      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
+      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+          DeviceCollectives dc = new DeviceCollectives(t)) {
         DeviceTensor dx = upload(x, false, 0);
         dc.allReduce(taco, dx, rows, cols);
         dc.synchronize();
@@ -363,7 +374,8 @@ class DeviceCollectivesGpuTest {
     DeviceBuffer hog = ctx.alloc(Math.max(1L << 20, free - (2L << 30) - (512L << 20)));
     try {
       assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
-        try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm); DeviceCollectives dc = new DeviceCollectives(t)) {
+        try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm);
+            DeviceCollectives dc = new DeviceCollectives(t)) {
           dc.allReduce(Plan.EXACT, x, 1 << 16, 1 << 14);
           return null;
         }

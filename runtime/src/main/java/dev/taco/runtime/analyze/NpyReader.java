@@ -204,7 +204,6 @@ public final class NpyReader {
     return b.append(shape.length == 1 ? ",)" : ")").toString();
   }
 
-
   /**
    * Parses the header: a Python dict literal whose values are strings, {@code True}/{@code False} or tuples/lists
    * of such values and integers, followed only by whitespace.
@@ -222,8 +221,7 @@ public final class NpyReader {
     if (!(v instanceof Map<?, ?> m)) {
       throw p.error("the header is not a dict");
     }
-    @SuppressWarnings("unchecked")
-    Map<String, Object> dict = (Map<String, Object>) m;
+    @SuppressWarnings("unchecked") Map<String, Object> dict = (Map<String, Object>) m;
     return dict;
   }
 

@@ -144,7 +144,8 @@ public final class TensorAnalysis {
 
   /** Prints one row of the table (numbers, or the row's message in their place). */
   public static void printRow(PrintWriter w, int width, Row r) {
-    String head = String.format("%-" + width + "s %-12s %-6s %-24s", r.label(), NamedTensor.shapeString(r.shape()), r.dtype(),
+    String head = String.format("%-" + width + "s %-12s %-6s %-24s", r.label(), NamedTensor.shapeString(r.shape()),
+        r.dtype(),
         r.codec());
     CodecStats s = r.stats();
     if (s == null) {

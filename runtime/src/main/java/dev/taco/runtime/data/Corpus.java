@@ -57,14 +57,16 @@ public final class Corpus {
    *     invalid UTF-8 sequence; the message gives the byte offset)
    */
   public static Corpus fromFile(Path file, double valFraction) {
-    if (Files.isDirectory(file)) throw new IllegalArgumentException("data file " + file.toAbsolutePath() + " is a directory");
+    if (Files.isDirectory(file))
+      throw new IllegalArgumentException("data file " + file.toAbsolutePath() + " is a directory");
     byte[] text;
     try {
       text = Files.readAllBytes(file);
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("data file not found: " + file.toAbsolutePath());
     } catch (OutOfMemoryError e) {
-      throw new IllegalArgumentException("data file " + file + " is too large for the heap (" + (Runtime.getRuntime().maxMemory() >> 20) + " MiB)");
+      throw new IllegalArgumentException(
+          "data file " + file + " is too large for the heap (" + (Runtime.getRuntime().maxMemory() >> 20) + " MiB)");
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read data file " + file + ": " + e.getMessage());
     }
@@ -73,10 +75,12 @@ public final class Corpus {
 
   /** Wraps text bytes after validating them (see {@link #fromFile}). */
   public static Corpus of(String name, byte[] text, double valFraction) {
-    if (!(valFraction > 0 && valFraction < 0.5)) throw new IllegalArgumentException("validation fraction must be in (0, 0.5), got " + valFraction);
+    if (!(valFraction > 0 && valFraction < 0.5))
+      throw new IllegalArgumentException("validation fraction must be in (0, 0.5), got " + valFraction);
     if (text.length == 0) throw new IllegalArgumentException("data file " + name + " is empty");
     for (int i = 0; i < text.length; i++) {
-      if (text[i] == 0) throw new IllegalArgumentException("data file " + name + " is binary, not text (NUL byte at offset " + i + ")");
+      if (text[i] == 0)
+        throw new IllegalArgumentException("data file " + name + " is binary, not text (NUL byte at offset " + i + ")");
     }
     ByteBuffer in = ByteBuffer.wrap(text);
     CharBuffer chars = CharBuffer.allocate(1 << 16);
@@ -112,8 +116,10 @@ public final class Corpus {
    */
   public void requireWindow(int seqLength) {
     if (train.length < seqLength + 1L || val.length < seqLength + 1L) {
-      throw new IllegalArgumentException("data " + name + " is too short for --seq-length " + seqLength + ": train split "
-          + train.length + " bytes, validation split " + val.length + " bytes, each needs at least " + (seqLength + 1L));
+      throw new IllegalArgumentException(
+          "data " + name + " is too short for --seq-length " + seqLength + ": train split "
+              + train.length + " bytes, validation split " + val.length + " bytes, each needs at least "
+              + (seqLength + 1L));
     }
   }
 

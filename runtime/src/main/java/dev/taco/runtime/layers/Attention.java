@@ -46,7 +46,7 @@ public final class Attention {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void forward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
-                             int B, int T, int NH, int HS) {
+      int B, int T, int NH, int HS) {
     checkForward(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
     attentionScores(att, attOff, qkv, qkvOff, B, T, NH, HS);
     softmaxForward(att, attOff, att, attOff, B, NH, T, scale(HS));
@@ -55,7 +55,7 @@ public final class Attention {
 
   /** The checks of {@link #forward} (and of {@link AttentionLanes#forward}). */
   static void checkForward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
-                           int B, int T, int NH, int HS) {
+      int B, int T, int NH, int HS) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("NH", NH);
@@ -71,7 +71,7 @@ public final class Attention {
    */
   @Kernel
   public static void attentionScores(float[] preatt, int preattOff, float[] qkv, int qkvOff,
-                                     int B, int T, int NH, int HS) {
+      int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {
@@ -100,7 +100,7 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxForward(float[] probs, int probsOff, float[] preatt, int preattOff,
-                                    int B, int NH, int T, float scale) {
+      int B, int NH, int T, float scale) {
     for (@Parallel int i = 0; i < B * NH * T; i++) {
       int t = i % T;
       int p = preattOff + i * T;
@@ -131,7 +131,7 @@ public final class Attention {
   /** Kernel: out[b,t,h] = sum over t2 &lt;= t of att[b,h,t,t2] · v[b,t2,h]; one iteration per query row. No checks. */
   @Kernel
   public static void attentionValues(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
-                                     int B, int T, int NH, int HS) {
+      int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {
@@ -170,8 +170,8 @@ public final class Attention {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void backward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff,
-                              float[] dout, int doutOff, float[] qkv, int qkvOff, float[] att, int attOff,
-                              int B, int T, int NH, int HS) {
+      float[] dout, int doutOff, float[] qkv, int qkvOff, float[] att, int attOff,
+      int B, int T, int NH, int HS) {
     checkBackward(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff, B, T, NH, HS);
     attentionBackwardProbs(scratch, scratchOff, dout, doutOff, qkv, qkvOff, B, T, NH, HS);
     softmaxBackward(scratch, scratchOff, scratch, scratchOff, att, attOff, B, NH, T, scale(HS));
@@ -182,7 +182,7 @@ public final class Attention {
 
   /** The checks of {@link #backward} (and of {@link AttentionLanes#backward}). */
   static void checkBackward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff, float[] dout, int doutOff,
-                            float[] qkv, int qkvOff, float[] att, int attOff, int B, int T, int NH, int HS) {
+      float[] qkv, int qkvOff, float[] att, int attOff, int B, int T, int NH, int HS) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("NH", NH);
@@ -200,7 +200,7 @@ public final class Attention {
    */
   @Kernel
   public static void attentionBackwardProbs(float[] dprobs, int dprobsOff, float[] dout, int doutOff,
-                                            float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
+      float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {
@@ -226,7 +226,7 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxForwardWarp(KernelContext ctx, float[] probs, int probsOff, float[] preatt, int preattOff,
-                                        int B, int NH, int T, float scale, int causalBlock) {
+      int B, int NH, int T, float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return; // whole warps leave together
@@ -264,7 +264,7 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxForwardWarpBf16(KernelContext ctx, short[] probs, int probsOff, short[] preatt,
-                                            int preattOff, int B, int NH, int T, float scale, int causalBlock) {
+      int preattOff, int B, int NH, int T, float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return; // whole warps leave together
@@ -301,7 +301,7 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxBackward(float[] dpreatt, int dpreattOff, float[] dprobs, int dprobsOff,
-                                     float[] probs, int probsOff, int B, int NH, int T, float scale) {
+      float[] probs, int probsOff, int B, int NH, int T, float scale) {
     for (@Parallel int i = 0; i < B * NH * T; i++) {
       int t = i % T;
       int a = probsOff + i * T;
@@ -328,8 +328,8 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxBackwardWarp(KernelContext ctx, float[] dpreatt, int dpreattOff, float[] dprobs,
-                                         int dprobsOff, float[] probs, int probsOff, int B, int NH, int T,
-                                         float scale, int causalBlock) {
+      int dprobsOff, float[] probs, int probsOff, int B, int NH, int T,
+      float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return;
@@ -359,8 +359,8 @@ public final class Attention {
    */
   @Kernel
   public static void softmaxBackwardWarpBf16(KernelContext ctx, short[] dpreatt, int dpreattOff, short[] dprobs,
-                                             int dprobsOff, short[] probs, int probsOff, int B, int NH, int T,
-                                             float scale, int causalBlock) {
+      int dprobsOff, short[] probs, int probsOff, int B, int NH, int T,
+      float scale, int causalBlock) {
     int i = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (i >= B * NH * T) {
       return;
@@ -390,7 +390,7 @@ public final class Attention {
    */
   @Kernel
   public static void attentionBackwardQuery(float[] dqkv, int dqkvOff, float[] dpreatt, int dpreattOff,
-                                            float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
+      float[] qkv, int qkvOff, int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {
@@ -417,8 +417,8 @@ public final class Attention {
    */
   @Kernel
   public static void attentionBackwardKeyValue(float[] dqkv, int dqkvOff, float[] dpreatt, int dpreattOff,
-                                               float[] dout, int doutOff, float[] qkv, int qkvOff,
-                                               float[] att, int attOff, int B, int T, int NH, int HS) {
+      float[] dout, int doutOff, float[] qkv, int qkvOff,
+      float[] att, int attOff, int B, int T, int NH, int HS) {
     int D = NH * HS;
     int C3 = 3 * D;
     for (@Parallel int i = 0; i < B * NH * T; i++) {

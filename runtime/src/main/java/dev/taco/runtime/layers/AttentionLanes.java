@@ -36,7 +36,7 @@ public final class AttentionLanes {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public void forward(float[] out, int outOff, float[] att, int attOff, float[] qkv, int qkvOff,
-                      int B, int T, int NH, int HS) {
+      int B, int T, int NH, int HS) {
     Attention.checkForward(out, outOff, att, attOff, qkv, qkvOff, B, T, NH, HS);
     int D = NH * HS, C3 = 3 * D, stride = Lanes.roundUp(T);
     float[] kt = scratch(HS * stride);
@@ -62,7 +62,7 @@ public final class AttentionLanes {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public void backward(float[] dqkv, int dqkvOff, float[] scratch, int scratchOff, float[] dout, int doutOff,
-                       float[] qkv, int qkvOff, float[] att, int attOff, int B, int T, int NH, int HS) {
+      float[] qkv, int qkvOff, float[] att, int attOff, int B, int T, int NH, int HS) {
     Attention.checkBackward(dqkv, dqkvOff, scratch, scratchOff, dout, doutOff, qkv, qkvOff, att, attOff,
         B, T, NH, HS);
     int D = NH * HS, C3 = 3 * D, stride = Lanes.roundUp(T);
@@ -136,7 +136,7 @@ public final class AttentionLanes {
    * per j: from 0 when not {@code add} (the kernels' {@code out = 0} before their {@code +=}), else from dst.
    */
   static void weightedSum(float[] dst, int dstOff, boolean add, float[] w, int wOff, int wStride,
-                          float[] x, int xOff, int xStride, int n, int hs) {
+      float[] x, int xOff, int xStride, int n, int hs) {
     int j = 0;
     for (; j + 2 * L <= hs; j += 2 * L) { // two channel vectors at once: two independent chains of adds
       FloatVector acc0 = add ? FloatVector.fromArray(S, dst, dstOff + j) : FloatVector.zero(S);

@@ -20,8 +20,8 @@ public final class CrossEntropy {
    * loss over the B·T positions. Overwrites {@code probs} and {@code losses}.
    */
   public static float forward(float[] losses, int lossesOff, float[] probs, int probsOff,
-                              float[] logits, int logitsOff, int[] targets, int targetsOff,
-                              int B, int T, int V) {
+      float[] logits, int logitsOff, int[] targets, int targetsOff,
+      int B, int T, int V) {
     checkForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
     crossentropyForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
     return mean(losses, lossesOff, B * T);
@@ -29,7 +29,7 @@ public final class CrossEntropy {
 
   /** The checks of {@link #forward} (and of {@link CrossEntropyLanes#forward}). */
   static void checkForward(float[] losses, int lossesOff, float[] probs, int probsOff, float[] logits, int logitsOff,
-                           int[] targets, int targetsOff, int B, int T, int V) {
+      int[] targets, int targetsOff, int B, int T, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("V", V);
@@ -58,8 +58,8 @@ public final class CrossEntropy {
    */
   @Kernel
   public static void crossentropyForward(float[] losses, int lossesOff, float[] probs, int probsOff,
-                                         float[] logits, int logitsOff, int[] targets, int targetsOff,
-                                         int B, int T, int V) {
+      float[] logits, int logitsOff, int[] targets, int targetsOff,
+      int B, int T, int V) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int l = logitsOff + bt * V;
       int p = probsOff + bt * V;
@@ -90,8 +90,8 @@ public final class CrossEntropy {
    */
   @Kernel
   public static void crossentropyForwardWarp(KernelContext ctx, float[] losses, int lossesOff, float[] probs,
-                                             int probsOff, float[] logits, int logitsOff, int[] targets,
-                                             int targetsOff, int B, int T, int V) {
+      int probsOff, float[] logits, int logitsOff, int[] targets,
+      int targetsOff, int B, int T, int V) {
     int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (bt >= B * T) {
       return;
@@ -125,14 +125,14 @@ public final class CrossEntropy {
    * {@code dloss} is 1 for a plain step; a caller uses e.g. 1/accumulationSteps or a loss scale.
    */
   public static void backward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
-                              int[] targets, int targetsOff, int B, int T, int V, float dloss) {
+      int[] targets, int targetsOff, int B, int T, int V, float dloss) {
     checkBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V);
     crossentropyBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V, dloss);
   }
 
   /** The checks of {@link #backward} (and of {@link CrossEntropyLanes#backward}). */
   static void checkBackward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff, int[] targets,
-                            int targetsOff, int B, int T, int V) {
+      int targetsOff, int B, int T, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("V", V);
@@ -145,7 +145,7 @@ public final class CrossEntropy {
   /** Kernel of {@link #backward}, one iteration per element (b,t,v). Targets must lie in [0,V). No checks. */
   @Kernel
   public static void crossentropyBackward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff,
-                                          int[] targets, int targetsOff, int B, int T, int V, float dloss) {
+      int[] targets, int targetsOff, int B, int T, int V, float dloss) {
     float scale = dloss / (B * T);
     for (@Parallel int i = 0; i < B * T * V; i++) {
       int bt = i / V;

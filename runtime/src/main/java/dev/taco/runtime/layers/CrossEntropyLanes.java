@@ -23,7 +23,7 @@ public final class CrossEntropyLanes {
    *     [0,V)
    */
   public static float forward(float[] losses, int lossesOff, float[] probs, int probsOff, float[] logits,
-                              int logitsOff, int[] targets, int targetsOff, int B, int T, int V) {
+      int logitsOff, int[] targets, int targetsOff, int B, int T, int V) {
     CrossEntropy.checkForward(losses, lossesOff, probs, probsOff, logits, logitsOff, targets, targetsOff, B, T, V);
     for (int bt = 0; bt < B * T; bt++) {
       int l = logitsOff + bt * V, p = probsOff + bt * V;
@@ -41,7 +41,7 @@ public final class CrossEntropyLanes {
    *     [0,V)
    */
   public static void backward(float[] dlogits, int dlogitsOff, float[] probs, int probsOff, int[] targets,
-                              int targetsOff, int B, int T, int V, float dloss) {
+      int targetsOff, int B, int T, int V, float dloss) {
     CrossEntropy.checkBackward(dlogits, dlogitsOff, probs, probsOff, targets, targetsOff, B, T, V);
     float scale = dloss / (B * T);
     for (int bt = 0; bt < B * T; bt++) {

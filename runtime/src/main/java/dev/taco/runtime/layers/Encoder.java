@@ -16,15 +16,15 @@ public final class Encoder {
 
   /** out(B,T,C) = wte[inp[b,t]] + wpe[t]. Overwrites {@code out}. */
   public static void forward(float[] out, int outOff, int[] inp, int inpOff,
-                             float[] wte, int wteOff, float[] wpe, int wpeOff,
-                             int B, int T, int C, int V) {
+      float[] wte, int wteOff, float[] wpe, int wpeOff,
+      int B, int T, int C, int V) {
     checkForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C, V);
     encoderForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C);
   }
 
   /** The checks of {@link #forward} (and of {@link EncoderLanes#forward}). */
   static void checkForward(float[] out, int outOff, int[] inp, int inpOff, float[] wte, int wteOff, float[] wpe,
-                           int wpeOff, int B, int T, int C, int V) {
+      int wpeOff, int B, int T, int C, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -43,7 +43,7 @@ public final class Encoder {
    */
   @Kernel
   public static void encoderForward(float[] out, int outOff, int[] inp, int inpOff,
-                                    float[] wte, int wteOff, float[] wpe, int wpeOff, int B, int T, int C) {
+      float[] wte, int wteOff, float[] wpe, int wpeOff, int B, int T, int C) {
     for (@Parallel int i = 0; i < B * T * C; i++) {
       int bt = i / C;
       int c = i - bt * C;
@@ -61,8 +61,8 @@ public final class Encoder {
    * scan costs V·B·T integer compares, negligible for byte-level V = 256.
    */
   public static void backward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff,
-                              float[] dout, int doutOff, int[] inp, int inpOff,
-                              int B, int T, int C, int V) {
+      float[] dout, int doutOff, int[] inp, int inpOff,
+      int B, int T, int C, int V) {
     checkBackward(dwte, dwteOff, dwpe, dwpeOff, dout, doutOff, inp, inpOff, B, T, C, V);
     encoderBackwardWte(dwte, dwteOff, dout, doutOff, inp, inpOff, B, T, C, V);
     encoderBackwardWpe(dwpe, dwpeOff, dout, doutOff, B, T, C);
@@ -70,7 +70,7 @@ public final class Encoder {
 
   /** The checks of {@link #backward} (and of {@link EncoderLanes#backward}). */
   static void checkBackward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff, float[] dout, int doutOff,
-                            int[] inp, int inpOff, int B, int T, int C, int V) {
+      int[] inp, int inpOff, int B, int T, int C, int V) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -88,7 +88,7 @@ public final class Encoder {
    */
   @Kernel
   public static void encoderBackwardWte(float[] dwte, int dwteOff, float[] dout, int doutOff, int[] inp, int inpOff,
-                                        int B, int T, int C, int V) {
+      int B, int T, int C, int V) {
     for (@Parallel int v = 0; v < V; v++) {
       int e = dwteOff + v * C;
       for (int bt = 0; bt < B * T; bt++) {
@@ -133,7 +133,7 @@ public final class Encoder {
    */
   @Kernel
   public static void encoderBackwardWteColumns(float[] dwte, int dwteOff, float[] dout, int doutOff, int[] inp,
-                                               int inpOff, int B, int T, int C, int V) {
+      int inpOff, int B, int T, int C, int V) {
     for (@Parallel int i = 0; i < V * C; i++) {
       int v = i / C;
       int c = i - v * C;

@@ -23,7 +23,7 @@ public final class EncoderLanes {
    *     [0,V)
    */
   public static void forward(float[] out, int outOff, int[] inp, int inpOff, float[] wte, int wteOff, float[] wpe,
-                             int wpeOff, int B, int T, int C, int V) {
+      int wpeOff, int B, int T, int C, int V) {
     Encoder.checkForward(out, outOff, inp, inpOff, wte, wteOff, wpe, wpeOff, B, T, C, V);
     for (int bt = 0; bt < B * T; bt++) {
       int e = wteOff + inp[inpOff + bt] * C, p = wpeOff + (bt % T) * C, o = outOff + bt * C;
@@ -41,7 +41,7 @@ public final class EncoderLanes {
    *     [0,V)
    */
   public static void backward(float[] dwte, int dwteOff, float[] dwpe, int dwpeOff, float[] dout, int doutOff,
-                              int[] inp, int inpOff, int B, int T, int C, int V) {
+      int[] inp, int inpOff, int B, int T, int C, int V) {
     Encoder.checkBackward(dwte, dwteOff, dwpe, dwpeOff, dout, doutOff, inp, inpOff, B, T, C, V);
     for (int bt = 0; bt < B * T; bt++) {
       int e = dwteOff + inp[inpOff + bt] * C, p = dwpeOff + (bt % T) * C, d = doutOff + bt * C;

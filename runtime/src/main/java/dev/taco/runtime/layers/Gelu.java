@@ -81,7 +81,7 @@ public final class Gelu {
   /** Kernel of {@link #backward}, one iteration per element. No checks. */
   @Kernel
   public static void geluBackward(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff,
-                                  int N) {
+      int N) {
     for (@Parallel int i = 0; i < N; i++) {
       dinp[dinpOff + i] += grad(inp[inpOff + i]) * dout[doutOff + i];
     }
@@ -93,7 +93,7 @@ public final class Gelu {
    */
   @Kernel
   public static void geluBackwardInto(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp, int inpOff,
-                                      int N) {
+      int N) {
     for (@Parallel int i = 0; i < N; i++) {
       dinp[dinpOff + i] = grad(inp[inpOff + i]) * dout[doutOff + i];
     }
@@ -107,7 +107,7 @@ public final class Gelu {
    */
   @Kernel
   public static void geluBackwardBf16(short[] dinp, int dinpOff, short[] dout, int doutOff, short[] pre, int preOff,
-                                      int groups) {
+      int groups) {
     for (@Parallel int g = 0; g < groups; g++) {
       float[] d = new float[8];
       float[] x = new float[8];

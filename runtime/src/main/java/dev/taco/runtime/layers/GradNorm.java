@@ -60,7 +60,7 @@ public final class GradNorm {
    */
   @Kernel
   public static void gradNormPartials(double[] partial, int partialOff, float[] x, int xOff, boolean[] skip,
-                                      int skipOff, boolean useSkip, int n, int parts) {
+      int skipOff, boolean useSkip, int n, int parts) {
     for (@Parallel int p = 0; p < parts; p++) {
       double s = 0;
       for (int i = p; i < n; i += parts) {

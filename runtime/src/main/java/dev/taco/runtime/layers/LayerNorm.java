@@ -25,8 +25,8 @@ public final class LayerNorm {
 
   /** out(B,T,C), mean(B,T), rstd(B,T) from inp(B,T,C), weight(C), bias(C). Overwrites its outputs. */
   public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                             float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
-                             int B, int T, int C) {
+      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
+      int B, int T, int C) {
     checkForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff, B, T, C);
     layernormForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff,
         B, T, C);
@@ -34,8 +34,8 @@ public final class LayerNorm {
 
   /** The checks of {@link #forward} (and of {@link LayerNormLanes#forward}). */
   static void checkForward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                           float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
-                           int B, int T, int C) {
+      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
+      int B, int T, int C) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -50,8 +50,8 @@ public final class LayerNorm {
   /** Kernel of {@link #forward}: one iteration per position (b,t), two passes over its C channels. No checks. */
   @Kernel
   public static void layernormForward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                                      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
-                                      int biasOff, int B, int T, int C) {
+      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
+      int biasOff, int B, int T, int C) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int x = inpOff + bt * C;
       float s = 0f;
@@ -86,9 +86,9 @@ public final class LayerNorm {
    * independent, and the channel sums are split into blocks of 16 channels that each walk all rows.
    */
   public static void backward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
-                              float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
-                              float[] mean, int meanOff, float[] rstd, int rstdOff,
-                              int B, int T, int C) {
+      float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+      float[] mean, int meanOff, float[] rstd, int rstdOff,
+      int B, int T, int C) {
     checkBackward(dinp, dinpOff, dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, weight, weightOff,
         mean, meanOff, rstd, rstdOff, B, T, C);
     layernormBackwardRows(dinp, dinpOff, dout, doutOff, inp, inpOff, weight, weightOff, mean, meanOff, rstd, rstdOff,
@@ -99,8 +99,8 @@ public final class LayerNorm {
 
   /** The checks of {@link #backward} (and of {@link LayerNormLanes#backward}). */
   static void checkBackward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
-                            float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
-                            float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
+      float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+      float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -117,8 +117,8 @@ public final class LayerNorm {
   /** Kernel: the dinp part of {@link #backward}, one iteration per position (b,t). No checks. */
   @Kernel
   public static void layernormBackwardRows(float[] dinp, int dinpOff, float[] dout, int doutOff, float[] inp,
-                                           int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
-                                           float[] rstd, int rstdOff, int B, int T, int C) {
+      int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
+      float[] rstd, int rstdOff, int B, int T, int C) {
     for (@Parallel int bt = 0; bt < B * T; bt++) {
       int x = inpOff + bt * C;
       int d = doutOff + bt * C;
@@ -152,9 +152,9 @@ public final class LayerNorm {
    */
   @Kernel
   public static void layernormForwardWarp(KernelContext ctx, float[] out, int outOff, short[] copy, int copyOff,
-                                          int copies, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                                          float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
-                                          int biasOff, int B, int T, int C) {
+      int copies, float[] mean, int meanOff, float[] rstd, int rstdOff,
+      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias,
+      int biasOff, int B, int T, int C) {
     int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (bt >= B * T) {
       return; // whole warps leave together: no shuffle is left half-called
@@ -193,9 +193,9 @@ public final class LayerNorm {
    */
   @Kernel
   public static void layernormBackwardRowsWarp(KernelContext ctx, float[] dinp, int dinpOff, short[] copy,
-                                               int copyOff, int copies, float[] dout, int doutOff, float[] inp,
-                                               int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
-                                               float[] rstd, int rstdOff, int B, int T, int C) {
+      int copyOff, int copies, float[] dout, int doutOff, float[] inp,
+      int inpOff, float[] weight, int weightOff, float[] mean, int meanOff,
+      float[] rstd, int rstdOff, int B, int T, int C) {
     int bt = ctx.globalIdx / KernelContext.WARP_SIZE;
     if (bt >= B * T) {
       return;
@@ -236,8 +236,8 @@ public final class LayerNorm {
    */
   @Kernel
   public static void layernormParamPartials(float[] partials, int partialsOff, float[] dout, int doutOff, float[] inp,
-                                            int inpOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                                            int rows, int C, int parts) {
+      int inpOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
+      int rows, int C, int parts) {
     for (@Parallel int i = 0; i < parts * C; i++) {
       int p = i / C;
       int c = i - p * C;
@@ -261,8 +261,8 @@ public final class LayerNorm {
    */
   @Kernel
   public static void layernormBackwardParams(float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
-                                             float[] dout, int doutOff, float[] inp, int inpOff, float[] mean,
-                                             int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
+      float[] dout, int doutOff, float[] inp, int inpOff, float[] mean,
+      int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
     int blocks = (C + CB - 1) / CB;
     for (@Parallel int blk = 0; blk < blocks; blk++) {
       int c0 = blk * CB;

@@ -25,8 +25,8 @@ public final class LayerNormLanes {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void forward(float[] out, int outOff, float[] mean, int meanOff, float[] rstd, int rstdOff,
-                             float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
-                             int B, int T, int C) {
+      float[] inp, int inpOff, float[] weight, int weightOff, float[] bias, int biasOff,
+      int B, int T, int C) {
     LayerNorm.checkForward(out, outOff, mean, meanOff, rstd, rstdOff, inp, inpOff, weight, weightOff, bias, biasOff,
         B, T, C);
     int rows = B * T, whole = rows / L * L;
@@ -69,8 +69,8 @@ public final class LayerNormLanes {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void backward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
-                              float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
-                              float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
+      float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+      float[] mean, int meanOff, float[] rstd, int rstdOff, int B, int T, int C) {
     LayerNorm.checkBackward(dinp, dinpOff, dweight, dweightOff, dbias, dbiasOff, dout, doutOff, inp, inpOff, weight,
         weightOff, mean, meanOff, rstd, rstdOff, B, T, C);
     int rows = B * T, whole = rows / L * L;

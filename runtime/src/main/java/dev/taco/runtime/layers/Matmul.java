@@ -25,8 +25,8 @@ public final class Matmul {
 
   /** out(B,T,OC) = inp(B,T,C) · weight(C,OC) + bias(OC); {@code bias} may be null. Overwrites {@code out}. */
   public static void forward(float[] out, int outOff, float[] inp, int inpOff,
-                             float[] weight, int weightOff, float[] bias, int biasOff,
-                             int B, int T, int C, int OC) {
+      float[] weight, int weightOff, float[] bias, int biasOff,
+      int B, int T, int C, int OC) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);
@@ -61,7 +61,7 @@ public final class Matmul {
    * {@code vector} (OC), named as given.
    */
   static void checkBias(String rowsName, float[] rows, int rowsOff, String vectorName, float[] vector, int vectorOff,
-                        int N, int OC) {
+      int N, int OC) {
     Check.positive("N", N);
     Check.positive("OC", OC);
     Check.span(rowsName, rows, rowsOff, Check.n(N, OC));
@@ -109,8 +109,8 @@ public final class Matmul {
    * {@code dbias} may be null (a layer without bias).
    */
   public static void backward(float[] dinp, int dinpOff, float[] dweight, int dweightOff, float[] dbias, int dbiasOff,
-                              float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
-                              int B, int T, int C, int OC) {
+      float[] dout, int doutOff, float[] inp, int inpOff, float[] weight, int weightOff,
+      int B, int T, int C, int OC) {
     Check.positive("B", B);
     Check.positive("T", T);
     Check.positive("C", C);

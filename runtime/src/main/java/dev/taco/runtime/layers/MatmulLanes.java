@@ -41,7 +41,7 @@ public final class MatmulLanes {
    * row goes into the one sum).
    */
   private static void addRows(float[] dst, int dstOff, int dstStride, float[] src, int srcOff, int srcStride, int N,
-                              int OC) {
+      int OC) {
     for (int r = 0; r < N; r++) {
       int d = dstOff + r * dstStride, s = srcOff + r * srcStride;
       for (int c = 0; c < OC; c += L) {

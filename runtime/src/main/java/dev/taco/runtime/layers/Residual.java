@@ -39,14 +39,14 @@ public final class Residual {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void forwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
-                                 int biasOff, int rows, int C) {
+      int biasOff, int rows, int C) {
     checkForwardBias(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
     residualBiasForward(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
   }
 
   /** The checks of {@link #forwardBias} (and of {@link ResidualLanes#forwardBias}). */
   static void checkForwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
-                               int biasOff, int rows, int C) {
+      int biasOff, int rows, int C) {
     Check.positive("rows", rows);
     Check.positive("C", C);
     long n = (long) rows * C;
@@ -60,7 +60,7 @@ public final class Residual {
   /** Kernel of {@link #forwardBias}, one iteration per element. No checks. */
   @Kernel
   public static void residualBiasForward(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff,
-                                         float[] bias, int biasOff, int rows, int C) {
+      float[] bias, int biasOff, int rows, int C) {
     for (@Parallel int i = 0; i < rows * C; i++) {
       out[outOff + i] = a[aOff + i] + (b[bOff + i] + bias[biasOff + i % C]);
     }
@@ -73,7 +73,7 @@ public final class Residual {
    */
   @Kernel
   public static void residualBiasForward4(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff,
-                                          float[] bias, int biasOff, int C, int groups) {
+      float[] bias, int biasOff, int C, int groups) {
     for (@Parallel int g = 0; g < groups; g++) {
       float[] x = new float[4];
       float[] y = new float[4];

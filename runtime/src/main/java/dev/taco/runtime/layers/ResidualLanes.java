@@ -20,7 +20,7 @@ public final class ResidualLanes {
    * @throws IllegalArgumentException if a size is not positive or a span does not fit its array
    */
   public static void forwardBias(float[] out, int outOff, float[] a, int aOff, float[] b, int bOff, float[] bias,
-                                 int biasOff, int rows, int C) {
+      int biasOff, int rows, int C) {
     Residual.checkForwardBias(out, outOff, a, aOff, b, bOff, bias, biasOff, rows, C);
     for (int r = 0; r < rows; r++) {
       int i = r * C;

@@ -107,8 +107,10 @@ public final class CollectiveSites {
       int maxWireCols) {
     if (maxWireCols < 1) throw new IllegalArgumentException("maxWireCols must be >= 1, got " + maxWireCols);
     this.maxWireCols = maxWireCols;
-    if (calibrationSteps < 0) throw new IllegalArgumentException("calibration steps must be >= 0, got " + calibrationSteps);
-    if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
+    if (calibrationSteps < 0)
+      throw new IllegalArgumentException("calibration steps must be >= 0, got " + calibrationSteps);
+    if (recalibrateInterval < 0)
+      throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
     this.exact = exact;
     this.wire = new HostWire(exact);
     this.spec = spec;
@@ -123,8 +125,10 @@ public final class CollectiveSites {
       for (int g : GROUP_SIZES) {
         if (fixedG && g != codec.groupSize()) continue;
         if (codec instanceof TacoCodec t) {
-          boolean fixedH = hasParameter(spec, "hadamard=") || !(t.name().equals("taco") || t.name().equals("taco-no-ds"));
-          for (boolean h : fixedH ? new boolean[] {t.hadamard()} : new boolean[] {true, false}) candidates.add(t.with(g, h));
+          boolean fixedH = hasParameter(spec, "hadamard=")
+              || !(t.name().equals("taco") || t.name().equals("taco-no-ds"));
+          for (boolean h : fixedH ? new boolean[] {t.hadamard()} : new boolean[] {true, false})
+            candidates.add(t.with(g, h));
         } else if (codec instanceof Int8GroupCodec c) {
           candidates.add(c.withGroupSize(g));
         }
@@ -489,7 +493,8 @@ public final class CollectiveSites {
           err[i] = Float.POSITIVE_INFINITY;
           continue;
         }
-        err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols).relL2();
+        err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols)
+            .relL2();
       }
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];

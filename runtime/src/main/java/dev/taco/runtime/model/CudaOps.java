@@ -755,7 +755,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       long pq = q.buf.pointer() + 2 * q.off, py = y.pointer();
       DeviceBuffer copy = scratchSlot(DQKV, 3 * n);
       float scale = Attention.scale(HS);
-      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
+      launchFlash("flashBackwardKeyValue", HS, B, NH, T, pg, 0, copy, 0, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH,
+          scale);
       launchFlash("flashBackwardQuery", HS, B, NH, T, pg, 0, copy, 0, 0, py, 0, pq, 0, pl, 0, ps, 0, B, T, NH, scale);
       bf16Only.add(key(dqkv, 3 * n)); // the kernels write dqkv's copy only (fp32 flag 0)
       freshGradient = new Fresh(key(dqkv, 3 * n), copy);
@@ -963,7 +964,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
 
   /** out(rows, C) += bias(C) (the fp32 mode's linear-layer bias). */
   private void addBias(View<DeviceBuffer> out, View<DeviceBuffer> bias, int rows, int C) {
-    launch(Matmul.class, "matmulForwardBias", (long) rows * C, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0, rows, C);
+    launch(Matmul.class, "matmulForwardBias", (long) rows * C, p("out", out, (long) rows * C), 0, p("bias", bias, C), 0,
+        rows, C);
   }
 
   /**
@@ -976,7 +978,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       int[] targets, int B, int T, int V) {
     int bt = B * T;
     DeviceBuffer ids = upload(targets, bt, V, "targets");
-    launchWarps(CrossEntropy.class, "crossentropyForwardWarp", bt, p("losses", losses, bt), 0, p("probs", probs, (long) bt * V),
+    launchWarps(CrossEntropy.class, "crossentropyForwardWarp", bt, p("losses", losses, bt), 0,
+        p("probs", probs, (long) bt * V),
         0, p("logits", logits, (long) bt * V), 0, ids, 0, B, T, V);
     return capturing ? Float.NaN : meanLoss(losses, bt);
   }

@@ -35,7 +35,8 @@ public record GptConfig(int vocabSize, int seqLength, int numLayers, int numHead
     positive("--tensor-model-parallel-size", tp);
     positive("vocab size", vocabSize);
     if (hiddenSize % numHeads != 0) {
-      throw new IllegalArgumentException("--num-attention-heads " + numHeads + " does not divide --hidden-size " + hiddenSize);
+      throw new IllegalArgumentException(
+          "--num-attention-heads " + numHeads + " does not divide --hidden-size " + hiddenSize);
     }
     if (numHeads % tp != 0) {
       throw new IllegalArgumentException("--tp " + tp + " does not divide --num-attention-heads " + numHeads

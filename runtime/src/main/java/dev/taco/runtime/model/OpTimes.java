@@ -60,8 +60,9 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   /** The category of an {@link Ops} method, or null for bookkeeping calls that are not timed. */
   static String category(String method) {
     return switch (method) {
-      case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward", "headBackward"
-          -> "gemm";
+      case "matmulForward", "matmulBackward", "matmulGeluForward", "matmulBackwardGelu", "headForward",
+          "headBackward" ->
+        "gemm";
       case "matmulAttentionForward", "attentionForward", "attentionBackward" -> "attention";
       case "allReduce", "allGather", "reduceScatter", "allReduceExact" -> "tp_collectives";
       case "squaredNorm", "adamw" -> "optimizer";

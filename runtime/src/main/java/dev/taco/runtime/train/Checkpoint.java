@@ -102,7 +102,8 @@ public final class Checkpoint {
   public static Path save(Path dir, int step, GptConfig cfg, float[][][] ranks, String compression,
       List<Map<String, CollectiveSites.SiteState>> sites, long batchesDrawn, Map<String, Object> options)
       throws IOException {
-    if (ranks.length != cfg.tp()) throw new IllegalArgumentException("expected " + cfg.tp() + " ranks, got " + ranks.length);
+    if (ranks.length != cfg.tp())
+      throw new IllegalArgumentException("expected " + cfg.tp() + " ranks, got " + ranks.length);
     ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
     float[][] unsharded = new float[3][full.fullSize()];
     for (int k = 0; k < 3; k++) {
@@ -199,7 +200,8 @@ public final class Checkpoint {
     try {
       meta = JsonParser.parseString(Files.readString(metaFile)).getAsJsonObject();
     } catch (NoSuchFileException e) {
-      throw new IllegalArgumentException("checkpoint " + metaFile + " is missing (" + latest + " names step " + step + ")");
+      throw new IllegalArgumentException(
+          "checkpoint " + metaFile + " is missing (" + latest + " names step " + step + ")");
     } catch (IOException | JsonParseException | IllegalStateException e) {
       throw new IllegalArgumentException("checkpoint " + metaFile + " is not a valid checkpoint description (truncated"
           + " or corrupt)");
@@ -220,7 +222,8 @@ public final class Checkpoint {
       String written = meta.get("compression").getAsString();
       if (!written.equals(compression)) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " was written by a --compression " + written
-            + " run, this run is " + compression + " (with several codecs, --save/--load DIR holds one folder per codec)");
+            + " run, this run is " + compression
+            + " (with several codecs, --save/--load DIR holds one folder per codec)");
       }
       int tp = meta.get("tensor_model_parallel_size").getAsInt();
       JsonObject files = meta.getAsJsonObject("files");
@@ -270,8 +273,9 @@ public final class Checkpoint {
     }
     long bytes = want.get("bytes").getAsLong();
     if (size != bytes) {
-      throw new IllegalArgumentException("checkpoint file " + f + " holds " + size + " bytes, " + bytes + " were written"
-          + (size < bytes ? " (truncated)" : ""));
+      throw new IllegalArgumentException(
+          "checkpoint file " + f + " holds " + size + " bytes, " + bytes + " were written"
+              + (size < bytes ? " (truncated)" : ""));
     }
     String crc;
     try {
@@ -339,7 +343,8 @@ public final class Checkpoint {
     if (e == null || e.isJsonNull()) return null;
     JsonArray a = e.getAsJsonArray();
     double[] out = new double[a.size()];
-    for (int i = 0; i < out.length; i++) out[i] = a.get(i).isJsonNull() ? Double.POSITIVE_INFINITY : a.get(i).getAsDouble();
+    for (int i = 0; i < out.length; i++)
+      out[i] = a.get(i).isJsonNull() ? Double.POSITIVE_INFINITY : a.get(i).getAsDouble();
     return out;
   }
 
@@ -359,7 +364,7 @@ public final class Checkpoint {
     CRC32C crc = new CRC32C();
     byte[] buf = new byte[1 << 16];
     try (InputStream in = Files.newInputStream(f)) {
-      for (int n; (n = in.read(buf)) > 0; ) crc.update(buf, 0, n);
+      for (int n; (n = in.read(buf)) > 0;) crc.update(buf, 0, n);
     }
     return String.format(Locale.ROOT, "%08x", crc.getValue());
   }

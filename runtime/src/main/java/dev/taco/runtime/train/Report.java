@@ -31,7 +31,8 @@ public final class Report {
     m.put("cores", Runtime.getRuntime().availableProcessors());
     m.put("max_heap_mib", Runtime.getRuntime().maxMemory() >> 20);
     m.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.runtime.version"));
-    m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+    m.put("os",
+        System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
     m.put("jvm_args", ManagementFactory.getRuntimeMXBean().getInputArguments());
     return m;
   }
@@ -40,7 +41,8 @@ public final class Report {
    * Writes {@code report.json} (atomically: temp file + rename) with {@code machine}, {@code config},
    * {@code data} and {@code runs}.
    */
-  public static Path writeJson(Path dir, Map<String, Object> config, String data, List<RunResult> runs) throws IOException {
+  public static Path writeJson(Path dir, Map<String, Object> config, String data, List<RunResult> runs)
+      throws IOException {
     Map<String, Object> root = new LinkedHashMap<>();
     root.put("machine", machine());
     root.put("config", config);
@@ -57,7 +59,8 @@ public final class Report {
         .xAxisTitle("step").yAxisTitle("loss (nats per byte)").build();
     chart.getStyler().setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.InsideNE);
     chart.getStyler().setChartBackgroundColor(Color.WHITE);
-    Color[] palette = {new Color(31, 119, 180), new Color(214, 39, 40), new Color(44, 160, 44), new Color(148, 103, 189),
+    Color[] palette = {new Color(31, 119, 180), new Color(214, 39, 40), new Color(44, 160, 44),
+        new Color(148, 103, 189),
         new Color(255, 127, 14), new Color(140, 86, 75)};
     for (int r = 0; r < runs.size(); r++) {
       RunResult run = runs.get(r);
@@ -80,7 +83,8 @@ public final class Report {
         s.setLineColor(color);
         // runs after the first are dashed, so curves that coincide (as compressed and uncompressed runs do) stay visible
         s.setLineStyle(r == 0 ? new BasicStroke(1.6f)
-            : new BasicStroke(1.2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {2f + 3f * r, 3f}, 0f));
+            : new BasicStroke(1.2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {2f + 3f * r, 3f},
+                0f));
       }
       if (!vx.isEmpty()) {
         XYSeries v = chart.addSeries(label + " val", vx, vy);
@@ -88,7 +92,8 @@ public final class Report {
             SeriesMarkers.SQUARE, SeriesMarkers.TRIANGLE_UP, SeriesMarkers.TRIANGLE_DOWN, SeriesMarkers.CROSS}[r % 6]);
         v.setMarkerColor(color);
         v.setLineColor(color);
-        v.setLineStyle(new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
+        v.setLineStyle(
+            new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
       }
     }
     Path out = dir.resolve("loss.png");

@@ -33,8 +33,10 @@ import java.util.Map;
  *     total), the mean over steps 1, 11, 21, ... (run eagerly to be timed, the others as one CUDA graph at TP = 1);
  *     null on the CPU
  */
-public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss, double final_val_loss,
-    double tp_bytes_per_step, int calibration_steps, int sites_calibrating, Map<String, Double> bytes_per_step_by_kind, double wall_seconds, double tokens_per_second, List<StepRow> history,
+public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss,
+    double final_val_loss,
+    double tp_bytes_per_step, int calibration_steps, int sites_calibrating, Map<String, Double> bytes_per_step_by_kind,
+    double wall_seconds, double tokens_per_second, List<StepRow> history,
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
     Map<String, Double> gpu_step_ms) {
 

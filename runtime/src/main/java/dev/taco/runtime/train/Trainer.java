@@ -88,11 +88,14 @@ public final class Trainer {
         throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
             + distributedTimeoutMinutes);
       }
-      if (calibrationSteps < 0) throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
-      if (recalibrateInterval < 0) throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
+      if (calibrationSteps < 0)
+        throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
+      if (recalibrateInterval < 0)
+        throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
       if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
       if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
-      if (!(lr > 0) || Float.isInfinite(lr)) throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
+      if (!(lr > 0) || Float.isInfinite(lr))
+        throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
       if (!(minLr >= 0) || minLr > lr) {
         throw new IllegalArgumentException("--min-lr must be in [0, --lr] = [0, " + lr + "], got " + minLr);
       }
@@ -103,9 +106,11 @@ public final class Trainer {
       if (!(clipGrad >= 0) || Float.isInfinite(clipGrad)) {
         throw new IllegalArgumentException("--clip-grad must be a number >= 0 (0: off), got " + clipGrad);
       }
-      if (evalInterval <= 0) throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
+      if (evalInterval <= 0)
+        throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
       if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
-      if (dataParallel <= 0) throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
+      if (dataParallel <= 0)
+        throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
       if (globalBatch <= 0 || globalBatch % ((long) microBatch * dataParallel) != 0) {
         throw new IllegalArgumentException("--global-batch-size " + globalBatch + " must be a positive multiple of"
             + " --micro-batch-size x --data-parallel-size = " + (long) microBatch * dataParallel);
@@ -290,7 +295,8 @@ public final class Trainer {
       if (gpu != null && gpu.nccl()) {
         devices.add(gpu.context());
         for (int g = 1; g < world; g++) devices.add(CudaContext.open(g));
-        for (int d = 0; d < dpSize; d++) nccl.addAll(NcclCommunicator.initAll(devices.subList(d * r, d * r + r), timeout));
+        for (int d = 0; d < dpSize; d++)
+          nccl.addAll(NcclCommunicator.initAll(devices.subList(d * r, d * r + r), timeout));
         for (int q = 0; q < r && dpSize > 1; q++) {
           List<CudaContext> column = new ArrayList<>();
           for (int d = 0; d < dpSize; d++) column.add(devices.get(d * r + q));
@@ -361,7 +367,8 @@ public final class Trainer {
    * carriage-return redraws that would fill the log.
    */
   private static ProgressBar progressBar(String task, int steps) {
-    ProgressBarBuilder b = new ProgressBarBuilder().setTaskName(task).setInitialMax(steps).setStyle(ProgressBarStyle.ASCII);
+    ProgressBarBuilder b = new ProgressBarBuilder().setTaskName(task).setInitialMax(steps)
+        .setStyle(ProgressBarStyle.ASCII);
     java.io.Console console = System.console();
     if (console != null && console.isTerminal()) return b.setUpdateIntervalMillis(500).continuousUpdate().build();
     // the bar's last refresh and its close both report the finished bar: log a line only when its progress or loss is
@@ -419,14 +426,14 @@ public final class Trainer {
     ctx.makeCurrent();
     boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallel() > 1;
     try (DeviceTransport link = alone ? null : nccl != null ? new NcclTransport(nccl)
-             : new DeviceLocalTransport(ctx, place.tp());
-         DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
-             : new DeviceLocalTransport(ctx, place.dp());
-         DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
-         DeviceCollectives dpc = dpOn ? new DeviceCollectives(dpLink) : null;
-         CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
-             : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
-         OpTimes timer = place.reports() ? OpTimes.of(ops) : null) {
+        : new DeviceLocalTransport(ctx, place.tp());
+        DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
+            : new DeviceLocalTransport(ctx, place.dp());
+        DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
+        DeviceCollectives dpc = dpOn ? new DeviceCollectives(dpLink) : null;
+        CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
+            : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
+        OpTimes timer = place.reports() ? OpTimes.of(ops) : null) {
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), place.tp().rank(), opt.microBatch(),
           opt.seed());
       DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
@@ -516,7 +523,8 @@ public final class Trainer {
         String msg = String.valueOf(e.getMessage());
         if (msg.contains("non-finite")) {
           // the codec's advice (nonfinite=propagate) is for data that is NaN on purpose, not for a diverged run
-          msg = "training diverged (NaN/Inf) at step " + step + ": " + msg.replaceAll(";? ?encode with nonfinite=propagate.*$", "")
+          msg = "training diverged (NaN/Inf) at step " + step + ": "
+              + msg.replaceAll(";? ?encode with nonfinite=propagate.*$", "")
               + "; lower --lr";
           throw new IllegalStateException(msg, e);
         }
@@ -534,7 +542,8 @@ public final class Trainer {
       exact.allReduce(normBuf, 0, 1);
       float norm = (float) Math.sqrt(normBuf[0]) / opt.dataParallel();
       if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
-        throw new IllegalStateException("training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
+        throw new IllegalStateException(
+            "training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
       }
       float scale = (opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f) / opt.dataParallel();
       float lr = learningRate(opt, step);
@@ -638,7 +647,8 @@ public final class Trainer {
       sum += model.config().sequenceSharded() ? meanOverRanks(exact, loss) : loss;
     }
     if (!Double.isFinite(sum)) {
-      throw new IllegalStateException("training diverged: validation loss " + sum + " at step " + step + "; lower --lr");
+      throw new IllegalStateException(
+          "training diverged: validation loss " + sum + " at step " + step + "; lower --lr");
     }
     return sum / opt.evalIters();
   }

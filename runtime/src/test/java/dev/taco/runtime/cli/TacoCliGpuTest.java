@@ -58,13 +58,15 @@ class TacoCliGpuTest {
     JsonObject viaNccl = train(tmp.resolve("nccl"), concat(common, "--device", "cuda", "--precision", "fp32",
         "--tp-transport", "nccl")); // TP = 1 through an NCCL communicator of one rank: the same run
     assertThat(viaNccl.getAsJsonObject("config").get("tp_transport").getAsString()).isEqualTo("nccl");
-    assertThat(Math.abs(finalVal(viaNccl) - finalVal(gpu)) / finalVal(gpu)).as("NCCL TP=1 vs alone").isLessThanOrEqualTo(
-        1e-6);
+    assertThat(Math.abs(finalVal(viaNccl) - finalVal(gpu)) / finalVal(gpu)).as("NCCL TP=1 vs alone")
+        .isLessThanOrEqualTo(
+            1e-6);
     TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n1"), "--device", "cuda", "--tp", "1",
         "--no-tp-comm")), "--no-tp-comm with --tp 1: there are no TP collectives to skip");
     if (Cuda.deviceCount() < 2) {
       TacoCliTest.assertOneLineError(TacoCliTest.run(TacoCliTest.tiny(tmp.resolve("n2"), "--device", "cuda",
-          "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU per rank: 2 ranks (--tp x --data-parallel-size) but this machine has 1 GPU");
+          "--tp-transport", "nccl")),
+          "--tp-transport nccl needs a GPU per rank: 2 ranks (--tp x --data-parallel-size) but this machine has 1 GPU");
     }
     JsonObject bf16 = train(tmp.resolve("bf16"), concat(common, "--device", "cuda"));
     assertThat(bf16.getAsJsonObject("config").get("precision").getAsString()).startsWith("bf16");

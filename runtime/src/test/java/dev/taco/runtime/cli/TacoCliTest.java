@@ -40,7 +40,8 @@ public class TacoCliTest {
 
   static String[] tiny(Path out, String... more) {
     String[] base = {"train", "--steps", "4", "--num-layers", "1", "--hidden-size", "16", "--num-attention-heads", "4",
-        "--seq-length", "16", "--micro-batch-size", "2", "--eval-interval", "2", "--eval-iters", "1", "--out", out.toString()};
+        "--seq-length", "16", "--micro-batch-size", "2", "--eval-interval", "2", "--eval-iters", "1", "--out",
+        out.toString()};
     String[] all = new String[base.length + more.length];
     System.arraycopy(base, 0, all, 0, base.length);
     System.arraycopy(more, 0, all, base.length, more.length);
@@ -77,7 +78,8 @@ public class TacoCliTest {
 
   @Test
   void missingDataFile() {
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.resolve("nope.txt").toString())), "data file not found");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.resolve("nope.txt").toString())),
+        "data file not found");
   }
 
   @Test
@@ -118,8 +120,10 @@ public class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--hidden-size", "-16")), "--hidden-size must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--micro-batch-size", "0")), "--micro-batch-size must be positive");
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "0")), "--distributed-timeout-minutes must be in 1..10080");
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "153722868")), "--distributed-timeout-minutes must be in 1..10080");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "0")),
+        "--distributed-timeout-minutes must be in 1..10080");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--distributed-timeout-minutes", "153722868")),
+        "--distributed-timeout-minutes must be in 1..10080");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp", "0")), "must be positive");
   }
 
@@ -147,7 +151,8 @@ public class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", ",")), "--compression: empty codec name");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,NONE")), "'none' is listed twice");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,,taco")), "empty codec name");
-    assertThat(TacoCli.codecList("taco:e5m2,g=32,hadamard=off,none")).containsExactly("taco:e5m2,g=32,hadamard=off", "none");
+    assertThat(TacoCli.codecList("taco:e5m2,g=32,hadamard=off,none")).containsExactly("taco:e5m2,g=32,hadamard=off",
+        "none");
     assertThat(tmp.resolve("o")).doesNotExist();
   }
 
@@ -173,7 +178,8 @@ public class TacoCliTest {
 
   @Test
   void gpuOnlyOptionsAreRefusedOnTheCpuAndPrecisionIsChecked() {
-    assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "fp16")), "--precision must be fp32 or bf16, got 'fp16'");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "fp16")),
+        "--precision must be fp32 or bf16, got 'fp16'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--precision", "bf16")), "--precision bf16 needs a GPU");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--no-tp-comm")), "--no-tp-comm needs a GPU");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "nccl")), "--tp-transport nccl needs a GPU");
@@ -219,7 +225,8 @@ public class TacoCliTest {
     assertThat(row10).contains("2.0000").doesNotContain("2.05");
     assertThat(row10.substring(row10.lastIndexOf('|') + 1).strip()).as(row10).isEmpty();
     assertThat(table.lines().filter(l -> l.startsWith("     3 |")).findFirst().orElseThrow()).contains("2.7500");
-    assertThat(table).contains("taco vs none: final validation loss +0.00% (at step 3 against step 10: not comparable)");
+    assertThat(table)
+        .contains("taco vs none: final validation loss +0.00% (at step 3 against step 10: not comparable)");
   }
 
   private static RunResult result(String codec, int steps, java.util.List<RunResult.StepRow> history) {
@@ -258,7 +265,8 @@ public class TacoCliTest {
     Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
     Path out = tmp.resolve("run");
     // hidden 64: rows at least as long as the smallest group (a row shorter than G is padded to G on the wire)
-    Result r = run(tiny(out, "--data", text.toString(), "--compression", "none,taco", "--tp", "2", "--hidden-size", "64"));
+    Result r = run(
+        tiny(out, "--data", text.toString(), "--compression", "none,taco", "--tp", "2", "--hidden-size", "64"));
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("taco vs none");
     JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
@@ -267,7 +275,8 @@ public class TacoCliTest {
     assertThat(runs).hasSize(2);
     for (var e : runs) {
       JsonObject run = e.getAsJsonObject();
-      for (String k : new String[] {"compression", "tp", "steps", "initial_val_loss", "final_val_loss", "tp_bytes_per_step", "wall_seconds"}) {
+      for (String k : new String[] {"compression", "tp", "steps", "initial_val_loss", "final_val_loss",
+          "tp_bytes_per_step", "wall_seconds"}) {
         assertThat(run.has(k)).as(k).isTrue();
       }
       assertThat(run.get("tp").getAsInt()).isEqualTo(2);
@@ -281,7 +290,8 @@ public class TacoCliTest {
     assertThat(json).as("strict JSON has no NaN or Infinity").doesNotContain("NaN").doesNotContain("Infinity");
     byte[] png = Files.readAllBytes(out.resolve("loss.png"));
     assertThat(png).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
-    assertThat(Files.readAllBytes(out.resolve("loss-diff.png"))).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
+    assertThat(Files.readAllBytes(out.resolve("loss-diff.png"))).startsWith((byte) 0x89, (byte) 'P', (byte) 'N',
+        (byte) 'G');
   }
 
   @Test
@@ -385,7 +395,8 @@ public class TacoCliTest {
     Path empty = TestFiles.npyF32(tmp.resolve("empty.npy"), "(0, 3)");
     Result r = run("analyze", "--codec", "int8-group,taco", nan.toString(), empty.toString());
     assertThat(r.status()).as(r.err()).isZero();
-    assertThat(r.out()).contains("non-finite input NaN at index 4 (row 1, col 1)").contains("zero-size tensor, skipped");
+    assertThat(r.out()).contains("non-finite input NaN at index 4 (row 1, col 1)")
+        .contains("zero-size tensor, skipped");
     assertThat(r.out().lines().filter(l -> l.contains("index 4")).count()).isEqualTo(2);
   }
 
@@ -435,13 +446,15 @@ public class TacoCliTest {
     assertOneLineError(run("analyze", truncated.toString()), "taco: error: " + truncated + ": truncated");
     Path lying = TestFiles.safetensors(tmp.resolve("lie.safetensors"), st("w", 8), TestFiles.f32(1, 2, 3, 4));
     assertOneLineError(run("analyze", lying.toString()), "lie outside the data section");
-    assertOneLineError(run("analyze", fixtures.resolve("bad_int32.npy").toString()), "'<i4' (integer) is not supported");
+    assertOneLineError(run("analyze", fixtures.resolve("bad_int32.npy").toString()),
+        "'<i4' (integer) is not supported");
     Path text = Files.writeString(tmp.resolve("notes.txt"), "hello");
     assertOneLineError(run("analyze", text.toString()), "not a .npy or .safetensors file");
     assertOneLineError(run("analyze", tmp.resolve("missing.npy").toString()), "file not found");
     assertOneLineError(run("analyze", "--codec", "zip", text.toString()), "unknown codec 'zip'");
     // one bad file among good ones: the good ones are still analysed, the exit status is still non-zero
-    Result mixed = run("analyze", "--codec", "int8-group", fixtures.resolve("f4_1d.npy").toString(), truncated.toString());
+    Result mixed = run("analyze", "--codec", "int8-group", fixtures.resolve("f4_1d.npy").toString(),
+        truncated.toString());
     assertThat(mixed.status()).isEqualTo(2);
     assertThat(mixed.out()).contains("f4_1d.npy");
     assertThat(mixed.err().strip().lines().count()).isEqualTo(1);

@@ -32,7 +32,8 @@ class TrainDefaultsTest {
       assertThat(r.status()).as(r.err()).isZero();
       JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
       JsonArray history = report.getAsJsonArray("runs").get(0).getAsJsonObject().getAsJsonArray("history");
-      loss[i] = history.asList().stream().map(JsonElement::getAsJsonObject).filter(h -> !h.get("train_loss").isJsonNull())
+      loss[i] = history.asList().stream().map(JsonElement::getAsJsonObject)
+          .filter(h -> !h.get("train_loss").isJsonNull())
           .mapToDouble(h -> h.get("train_loss").getAsDouble()).toArray();
       assertThat(report.getAsJsonObject("config").get("lr_warmup_iters").getAsInt()).isEqualTo(12);
     }

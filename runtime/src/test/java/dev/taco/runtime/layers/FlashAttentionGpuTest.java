@@ -61,11 +61,11 @@ class FlashAttentionGpuTest {
     short[] dqkvCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * 3 * D), B * T * 3 * D);
     short[] doutCopy = FlashAttentionTest.bf16Copy(FlashAttentionTest.poisoned(B * T * D), B * T * D);
     try (CudaStream stream = ctx.createStream();
-         DeviceBuffer dQkv = upload(qkv16); DeviceBuffer dDout = upload(dout); DeviceBuffer dDout16 = upload(dout16);
-         DeviceBuffer dOut = poisoned(out.length); DeviceBuffer dLse = poisoned(lse.length);
-         DeviceBuffer dSum = poisoned(lse.length); DeviceBuffer dDqkv = poisoned(dqkv.length);
-         DeviceBuffer dOutCopy = upload(outCopy); DeviceBuffer dDqkvCopy = upload(dqkvCopy);
-         DeviceBuffer dDoutCopy = upload(doutCopy)) {
+        DeviceBuffer dQkv = upload(qkv16); DeviceBuffer dDout = upload(dout); DeviceBuffer dDout16 = upload(dout16);
+        DeviceBuffer dOut = poisoned(out.length); DeviceBuffer dLse = poisoned(lse.length);
+        DeviceBuffer dSum = poisoned(lse.length); DeviceBuffer dDqkv = poisoned(dqkv.length);
+        DeviceBuffer dOutCopy = upload(outCopy); DeviceBuffer dDqkvCopy = upload(dqkvCopy);
+        DeviceBuffer dDoutCopy = upload(doutCopy)) {
       long o = 4L * OFF, o16 = 2L * FlashAttentionTest.OFF16; // every tensor where it is on the JVM
       Dim3 grid = Dim3.of(FlashAttention.blocks(B, NH, T)), block = Dim3.of(THREADS);
       ctx.kernel(LayerKernels.flash("flashForward", HS)).launch(grid, block, 0, stream, dOut.pointer() + o, 0,
@@ -75,7 +75,8 @@ class FlashAttentionGpuTest {
           dDoutCopy.pointer() + o16, 0, dDout.pointer() + o, 0, dOut.pointer() + o, 0, B, T, NH, HS);
       for (String k : new String[] {"flashBackwardKeyValue", "flashBackwardQuery"}) {
         ctx.kernel(LayerKernels.flash(k, HS)).launch(grid, block, 0, stream, dDqkv.pointer() + o, 0,
-            dDqkvCopy.pointer() + o16, 0, 1, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0, dSum.pointer() + o, 0, B, T,
+            dDqkvCopy.pointer() + o16, 0, 1, dDout16.pointer() + o16, 0, dQkv.pointer() + o16, 0, dLse.pointer() + o, 0,
+            dSum.pointer() + o, 0, B, T,
             NH, scale);
       }
       stream.synchronize();

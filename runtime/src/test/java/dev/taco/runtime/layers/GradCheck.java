@@ -36,7 +36,7 @@ final class GradCheck {
    * {@code x} is restored afterwards.
    */
   static Result compare(String name, float[] x, float[] analytic, int n, DoubleSupplier loss,
-                        int samples, long seed) {
+      int samples, long seed) {
     int off = Bufs.OFF;
     double scale = 0;
     for (int i = 0; i < n; i++) {

@@ -141,9 +141,11 @@ class LayerNormTest {
 
   @Test
   void rejectsBadArguments() {
-    assertThatThrownBy(() -> LayerNorm.forward(out, OFF, mean, OFF, rstd, OFF, inp, OFF, weight, OFF, bias, OFF, -1, T, C))
+    assertThatThrownBy(
+        () -> LayerNorm.forward(out, OFF, mean, OFF, rstd, OFF, inp, OFF, weight, OFF, bias, OFF, -1, T, C))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("B");
-    assertThatThrownBy(() -> LayerNorm.forward(out, OFF, mean, OFF, rstd, OFF, inp, OFF, new float[C - 1], 0, bias, OFF, B, T, C))
+    assertThatThrownBy(
+        () -> LayerNorm.forward(out, OFF, mean, OFF, rstd, OFF, inp, OFF, new float[C - 1], 0, bias, OFF, B, T, C))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("weight");
     assertThatThrownBy(() -> LayerNorm.forward(out, OFF, mean, OFF, null, 0, inp, OFF, weight, OFF, bias, OFF, B, T, C))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rstd");

@@ -76,7 +76,8 @@ class MatmulTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("weight");
     assertThatThrownBy(() -> Matmul.forward(out, OFF, inp, OFF, weight, OFF, new float[2], 0, B, T, C, OC))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bias");
-    assertThatThrownBy(() -> Matmul.backward(new float[1], 0, weight, OFF, null, 0, out, OFF, inp, OFF, weight, OFF, B, T, C, OC))
+    assertThatThrownBy(
+        () -> Matmul.backward(new float[1], 0, weight, OFF, null, 0, out, OFF, inp, OFF, weight, OFF, B, T, C, OC))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dinp");
   }
 

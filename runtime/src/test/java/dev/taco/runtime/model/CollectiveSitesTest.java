@@ -70,8 +70,8 @@ class CollectiveSitesTest {
       sites.allReduce("layer0.mlp.fwd", buf, ROWS, COLS);
       return new Object[] {buf, sites.plans()};
     });
-    @SuppressWarnings("unchecked")
-    Map<String, CollectiveSites.CalibratedPlan> p0 = (Map<String, CollectiveSites.CalibratedPlan>) out.get(0)[1];
+    @SuppressWarnings("unchecked") Map<String, CollectiveSites.CalibratedPlan> p0 = (Map<String, CollectiveSites.CalibratedPlan>) out
+        .get(0)[1];
     assertThat(out.get(1)[1]).as("every rank freezes the same plan").isEqualTo(p0);
     CollectiveSites.CalibratedPlan plan = p0.get("layer0.mlp.fwd");
     assertThat(plan).isNotNull();
@@ -234,15 +234,18 @@ class CollectiveSitesTest {
       if (spec.contains("g=64")) assertThat(plan.groupSize()).as(where).isEqualTo(64);
       if (spec.contains("hadamard=on")) assertThat(plan.hadamard()).as(where).isTrue();
       if (spec.equals("taco-no-hadamard")) assertThat(plan.hadamard()).as(where).isFalse();
-      assertThat(plan.codec()).as(where).startsWith(spec.substring(0, spec.indexOf(':') < 0 ? spec.length() : spec.indexOf(':')));
+      assertThat(plan.codec()).as(where)
+          .startsWith(spec.substring(0, spec.indexOf(':') < 0 ? spec.length() : spec.indexOf(':')));
     }
   }
 
   @Test
   void badArgumentsAreRejected() {
     var comm = LocalGroup.create(1).get(0);
-    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", -1, 0)).hasMessageContaining("calibration steps must be >= 0");
-    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", 1, -5)).hasMessageContaining("--recalibrate-interval must be >= 0");
+    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", -1, 0))
+        .hasMessageContaining("calibration steps must be >= 0");
+    assertThatThrownBy(() -> new CollectiveSites(comm, "taco", 1, -5))
+        .hasMessageContaining("--recalibrate-interval must be >= 0");
     assertThatThrownBy(() -> new CollectiveSites(comm, "zstd", 1, 0)).isInstanceOf(IllegalArgumentException.class);
     comm.close();
   }

@@ -133,8 +133,9 @@ class GptCudaGpuTest {
           float[] pg = ops.toHost(new View<>(gpu.params(), 0), n);
           for (int i = 0; i < n; i++) {
             if (Float.floatToRawIntBits(pg[i]) != Float.floatToRawIntBits(cpu.params()[i])) {
-              throw new AssertionError("step " + step + ": parameter " + i + " after AdamW is " + pg[i] + " on the GPU, "
-                  + cpu.params()[i] + " on the CPU (same gradients: the bits must agree)");
+              throw new AssertionError(
+                  "step " + step + ": parameter " + i + " after AdamW is " + pg[i] + " on the GPU, "
+                      + cpu.params()[i] + " on the CPU (same gradients: the bits must agree)");
             }
           }
         }
@@ -149,7 +150,7 @@ class GptCudaGpuTest {
     assumeGpu();
     SplittableRandom rng = new SplittableRandom(SEED ^ 0x6AL);
     try (CudaOps eager = new CudaOps(ctx, CudaOps.Precision.BF16);
-         CudaOps graphed = new CudaOps(ctx, CudaOps.Precision.BF16)) {
+        CudaOps graphed = new CudaOps(ctx, CudaOps.Precision.BF16)) {
       Gpt<DeviceBuffer> a = new Gpt<>(CFG, eager, 0, B, 11), g = new Gpt<>(CFG, graphed, 0, B, 11);
       int n = a.layout().size();
       boolean bits = true;
@@ -225,8 +226,8 @@ class GptCudaGpuTest {
     List<Float> losses = LocalGroup.run(r, (Communicator comm) -> {
       ctx.makeCurrent();
       try (DeviceLocalTransport link = new DeviceLocalTransport(ctx, comm);
-           DeviceCollectives dc = new DeviceCollectives(link);
-           CudaOps ops = r == 1 ? new CudaOps(ctx) : new CudaOps(dc, plan)) {
+          DeviceCollectives dc = new DeviceCollectives(link);
+          CudaOps ops = r == 1 ? new CudaOps(ctx) : new CudaOps(dc, plan)) {
         Gpt<DeviceBuffer> gpu = new Gpt<>(cfg, ops, comm.rank(), B, weights);
         gpu.zeroGrad();
         float l = gpu.forward(data[0], data[1]);

@@ -130,7 +130,8 @@ class TensorParallelGradientTest {
   void tpMustDivideHeads() {
     assertThatThrownBy(() -> new GptConfig(256, 8, 2, 4, 32, 3)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("--tp 3 does not divide --num-attention-heads 4");
-    assertThatThrownBy(() -> new GptConfig(256, 8, 2, 0, 32, 1)).hasMessageContaining("--num-attention-heads must be positive");
+    assertThatThrownBy(() -> new GptConfig(256, 8, 2, 0, 32, 1))
+        .hasMessageContaining("--num-attention-heads must be positive");
     assertThatThrownBy(() -> new GptConfig(256, -1, 2, 4, 32, 1)).hasMessageContaining("--seq-length must be positive");
     assertThatThrownBy(() -> new GptConfig(256, 6, 2, 4, 32, 4, true))
         .hasMessageContaining("--sequence-parallel needs --seq-length divisible by --tp: 6 tokens do not split over 4");

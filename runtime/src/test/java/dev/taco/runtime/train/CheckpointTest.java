@@ -35,7 +35,8 @@ class CheckpointTest {
   private TacoCliTest.Result train(Path out, String... more) throws IOException {
     Path text = tmp.resolve("t.txt");
     if (!Files.exists(text)) {
-      Files.writeString(text, "The quick brown fox jumps over the lazy dog; pack my box with five dozen jugs. ".repeat(80));
+      Files.writeString(text,
+          "The quick brown fox jumps over the lazy dog; pack my box with five dozen jugs. ".repeat(80));
     }
     List<String> args = new ArrayList<>(List.of("train", "--num-layers", "2", "--hidden-size", "64",
         "--num-attention-heads", "4", "--seq-length", "16", "--micro-batch-size", "4", "--eval-interval", "3",
@@ -138,8 +139,9 @@ class CheckpointTest {
       Map<Integer, double[]> l = losses(out, 0);
       assertThat(l.keySet()).containsExactly(3, 4, 5, 6);
       // the same weights and moments at another TP size: equal up to float32 rounding of the reordered sums
-      for (int s = 3; s < 6; s++) assertThat(l.get(s)[0]).as("TP=%s step %d", tp, s).isCloseTo(whole.get(s)[0],
-          org.assertj.core.api.Assertions.within(1e-4));
+      for (int s = 3; s < 6; s++)
+        assertThat(l.get(s)[0]).as("TP=%s step %d", tp, s).isCloseTo(whole.get(s)[0],
+            org.assertj.core.api.Assertions.within(1e-4));
     }
   }
 
@@ -201,7 +203,8 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x3"), resume), meta.toString());
     Files.write(meta, goodMeta);
 
-    String[] wider = {"--tp", "2", "--steps", "4", "--compression", "none", "--load", ck.toString(), "--hidden-size", "128"};
+    String[] wider = {"--tp", "2", "--steps", "4", "--compression", "none", "--load", ck.toString(), "--hidden-size",
+        "128"};
     assertOneLine(train(tmp.resolve("x4"), wider), meta + " holds a model with hidden_size 64, this run has 128");
     assertOneLine(train(tmp.resolve("x5"), "--tp", "2", "--steps", "4", "--compression", "taco", "--load",
         ck.toString()), "written by a --compression none run");
@@ -249,7 +252,7 @@ class CheckpointTest {
   public static void main(String[] args) throws IOException {
     Path dir = Path.of(args[0]);
     ParameterTensors p0 = new ParameterTensors(KILL_MODEL, 0), p1 = new ParameterTensors(KILL_MODEL, 1);
-    for (int step = 1; ; step++) {
+    for (int step = 1;; step++) {
       float[][][] ranks = new float[2][3][];
       for (int k = 0; k < 3; k++) {
         ranks[0][k] = new float[p0.size()];

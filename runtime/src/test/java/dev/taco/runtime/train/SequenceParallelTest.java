@@ -40,10 +40,12 @@ class SequenceParallelTest {
     assertThat(Math.abs(taco.get("final_val_loss").getAsDouble() / none.get("final_val_loss").getAsDouble() - 1))
         .isLessThan(0.02);
     JsonObject kinds = taco.getAsJsonObject("bytes_per_step_by_kind");
-    assertThat(kinds.keySet()).containsExactlyInAnyOrder("all-gather", "reduce-scatter", "all-reduce (exact, gradients)");
+    assertThat(kinds.keySet()).containsExactlyInAnyOrder("all-gather", "reduce-scatter",
+        "all-reduce (exact, gradients)");
     JsonObject kindsNone = none.getAsJsonObject("bytes_per_step_by_kind");
     assertThat(kinds.get("all-gather").getAsDouble() / kindsNone.get("all-gather").getAsDouble()).isLessThan(0.6);
-    assertThat(kinds.get("reduce-scatter").getAsDouble() / kindsNone.get("reduce-scatter").getAsDouble()).isLessThan(0.6);
+    assertThat(kinds.get("reduce-scatter").getAsDouble() / kindsNone.get("reduce-scatter").getAsDouble())
+        .isLessThan(0.6);
     JsonObject plans = taco.getAsJsonObject("plans");
     assertThat(plans.keySet()).contains("layer0.attn.gather.fwd", "layer1.mlp.fwd", "layer0.mlp.gather.bwd",
         "layer0.attn.bwd").hasSize(2 * 8);

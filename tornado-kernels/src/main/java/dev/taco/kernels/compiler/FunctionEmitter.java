@@ -69,7 +69,8 @@ final class FunctionEmitter {
   private int indent;
   private boolean inParallelLoop;
 
-  FunctionEmitter(KernelTranslator.Source src, KernelTranslator.Env env, Map<String, Object> constants, boolean kernel) {
+  FunctionEmitter(KernelTranslator.Source src, KernelTranslator.Env env, Map<String, Object> constants,
+      boolean kernel) {
     this.src = src;
     this.env = env;
     this.constants = constants;
@@ -279,11 +280,12 @@ final class FunctionEmitter {
         line(r.getExpression() == null ? "return;"
             : "return " + conv(expr(r.getExpression()), src.element().getReturnType().getKind()) + ";");
       }
-      case EMPTY_STATEMENT -> { }
+      case EMPTY_STATEMENT -> {}
       case THROW, TRY -> throw error(s, "exceptions are not supported on the GPU");
       case SWITCH -> throw error(s, "switch is not supported; use if/else");
       case SYNCHRONIZED -> throw error(s, "synchronized is not supported; use KernelContext.barrier()");
-      case ENHANCED_FOR_LOOP -> throw error(s, "for-each loops are not supported (array lengths are unknown on the GPU)");
+      case ENHANCED_FOR_LOOP ->
+        throw error(s, "for-each loops are not supported (array lengths are unknown on the GPU)");
       case LABELED_STATEMENT -> throw error(s, "labelled statements are not supported");
       case CLASS -> throw error(s, "local classes are not supported");
       default -> throw error(s, "unsupported statement: " + s.getKind());
@@ -331,7 +333,8 @@ final class FunctionEmitter {
           throw error(s, "for-loop variables must be initialised primitives");
         }
         if (!init.isEmpty()) {
-          init.append(", ").append(cname(v.getName().toString())).append(" = ").append(conv(expr(v.getInitializer()), k));
+          init.append(", ").append(cname(v.getName().toString())).append(" = ")
+              .append(conv(expr(v.getInitializer()), k));
         } else {
           init.append(CTypes.name(k)).append(' ').append(cname(v.getName().toString())).append(" = ")
               .append(conv(expr(v.getInitializer()), k));
@@ -410,13 +413,14 @@ final class FunctionEmitter {
         fixedArrays.put(ve, n);
         // 16-byte aligned: Vec16's 16-byte accesses may target a shared array (nvcc aligns one only to its element)
         line("__shared__ __align__(16) " + CTypes.name(ek) + " " + name + "[" + n + "];");
-      } else if (init != null && CTypes.elementKind(env.type(src, init)) == ek
-          && (init instanceof IdentifierTree || init instanceof ParenthesizedTree)) {
-        line(CTypes.name(ek) + "* " + name + " = " + expr(init).c() + ";");
-      } else {
-        throw error(v, "array variables must be initialised with 'new T[constant]', a KernelContext shared "
-            + "array or another array variable (no other allocation on the GPU)");
-      }
+      } else
+        if (init != null && CTypes.elementKind(env.type(src, init)) == ek
+            && (init instanceof IdentifierTree || init instanceof ParenthesizedTree)) {
+              line(CTypes.name(ek) + "* " + name + " = " + expr(init).c() + ";");
+            } else {
+              throw error(v, "array variables must be initialised with 'new T[constant]', a KernelContext shared "
+                  + "array or another array variable (no other allocation on the GPU)");
+            }
       return;
     }
     if (!CTypes.supported(t.getKind())) {
@@ -625,7 +629,8 @@ final class FunctionEmitter {
         return call(mi);
       }
       case AssignmentTree a -> throw error(e, "assignment inside an expression is not supported; use a statement");
-      case CompoundAssignmentTree a -> throw error(e, "assignment inside an expression is not supported; use a statement");
+      case CompoundAssignmentTree a ->
+        throw error(e, "assignment inside an expression is not supported; use a statement");
       case NewArrayTree n -> throw error(e, "array allocation is only supported as 'T[] v = new T[constant]'");
       default -> {
         switch (e.getKind()) {
@@ -747,7 +752,7 @@ final class FunctionEmitter {
         String count = r.kind() == TypeKind.LONG ? "(int)(" + r.c() + ")" : conv(r, TypeKind.INT);
         return new Typed(f + "(" + conv(l, p) + ", " + count + ")", p);
       }
-      default -> { }
+      default -> {}
     }
     if (l.kind() == TypeKind.ARRAY || r.kind() == TypeKind.ARRAY) {
       throw error(at, "arrays cannot be compared or combined (no objects on the GPU)");

@@ -265,7 +265,8 @@ public final class Cublas implements AutoCloseable {
     int mode = DEFAULT_MATH | DISALLOW_REDUCED_PRECISION_REDUCTION;
     try {
       lib.check("cublasSetMathMode", lib.api().cublasSetMathMode(handle, mode), "mode=" + mode);
-      lib.check("cublasSetWorkspace_v2", lib.api().cublasSetWorkspace_v2(handle, workspace.pointer(), workspace.bytes()),
+      lib.check("cublasSetWorkspace_v2",
+          lib.api().cublasSetWorkspace_v2(handle, workspace.pointer(), workspace.bytes()),
           workspace.bytes() + " bytes");
     } catch (RuntimeException e) {
       lib.api().cublasDestroy_v2(handle);

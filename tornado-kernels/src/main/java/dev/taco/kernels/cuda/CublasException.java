@@ -43,7 +43,9 @@ public class CublasException extends RuntimeException {
   public int status() { return status; }
 
   /** @return {@code cublasGetStatusName} of the status, e.g. {@code "CUBLAS_STATUS_NOT_SUPPORTED"} */
-  public String statusName() { return statusName; }
+  public String statusName() {
+    return statusName;
+  }
 
   /** @return {@code cublasGetStatusString} of the status */
   public String statusString() { return statusString; }

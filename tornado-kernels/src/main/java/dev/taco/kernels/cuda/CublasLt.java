@@ -288,9 +288,12 @@ public final class CublasLt implements AutoCloseable {
     }
     Objects.requireNonNull(stream, "stream");
     Cublas.checkTypes(DataType.BF16, outType);
-    if (m < 1 || n < 1 || k < 1) throw new IllegalArgumentException("sizes must be >= 1: m=" + m + " n=" + n + " k=" + k);
-    long pa = Cublas.operand(ctx, "a", a, aOff, DataType.BF16, transA ? k : m, transA ? m : k, "lda", transA ? m : k, 0, 1);
-    long pb = Cublas.operand(ctx, "b", b, bOff, DataType.BF16, transB ? n : k, transB ? k : n, "ldb", transB ? k : n, 0, 1);
+    if (m < 1 || n < 1 || k < 1)
+      throw new IllegalArgumentException("sizes must be >= 1: m=" + m + " n=" + n + " k=" + k);
+    long pa = Cublas.operand(ctx, "a", a, aOff, DataType.BF16, transA ? k : m, transA ? m : k, "lda", transA ? m : k, 0,
+        1);
+    long pb = Cublas.operand(ctx, "b", b, bOff, DataType.BF16, transB ? n : k, transB ? k : n, "ldb", transB ? k : n, 0,
+        1);
     long pc = Cublas.operand(ctx, "c", c, cOff, outType, m, n, "ldc", n, 0, 1);
     long pbias = bias == null ? 0 : Cublas.operand(ctx, "bias", bias, biasOff, outType, 1, n, "length", n, 0, 1);
     long paux = aux == null ? 0 : Cublas.operand(ctx, "aux", aux, auxOff, outType, m, n, "ld", n, 0, 1);
@@ -314,7 +317,9 @@ public final class CublasLt implements AutoCloseable {
   }
 
   /** @return the number of shapes whose algorithm is cached */
-  public synchronized int cachedPlans() { return plans.size(); }
+  public synchronized int cachedPlans() {
+    return plans.size();
+  }
 
   /** The alignment of a device address in bytes, at most 256. */
   static int align(long address) {
@@ -330,7 +335,8 @@ public final class CublasLt implements AutoCloseable {
 
   private void setInt(long desc, int attribute, int value, String name) {
     attr.setInt(0, value);
-    lib.check("cublasLtMatmulDescSetAttribute", lib.api().cublasLtMatmulDescSetAttribute(desc, attribute, attr, 4), name);
+    lib.check("cublasLtMatmulDescSetAttribute", lib.api().cublasLtMatmulDescSetAttribute(desc, attribute, attr, 4),
+        name);
   }
 
   private long layout(DataType type, long rows, long cols, long ld) {
@@ -387,7 +393,8 @@ public final class CublasLt implements AutoCloseable {
       for (int i = 0; i < 4; i++) {
         attr.setInt(0, aligns[i]);
         lib.check("cublasLtMatmulPreferenceSetAttribute", api.cublasLtMatmulPreferenceSetAttribute(p.pref,
-            PREF_MIN_ALIGNMENT_A_BYTES + i, attr, 4), "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_" + "ABCD".charAt(i) + "_BYTES");
+            PREF_MIN_ALIGNMENT_A_BYTES + i, attr, 4),
+            "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_" + "ABCD".charAt(i) + "_BYTES");
       }
       IntByReference found = new IntByReference();
       lib.check("cublasLtMatmulAlgoGetHeuristic", api.cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.layoutA,

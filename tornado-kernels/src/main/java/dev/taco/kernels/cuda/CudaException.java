@@ -13,38 +13,42 @@ package dev.taco.kernels.cuda;
  * and the {@code CUresult} enum ("Data types used by CUDA driver").
  */
 public class CudaException extends RuntimeException {
-    private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 1L;
 
-    private final String call;
-    private final int code;
-    private final String errorName;
-    private final String errorString;
+  private final String call;
+  private final int code;
+  private final String errorName;
+  private final String errorString;
 
-    /**
-     * Creates the exception for a failed call.
-     *
-     * @param call        the driver entry point that failed, e.g. {@code "cuMemAlloc_v2"}
-     * @param code        the numeric {@code CUresult} it returned (non-zero)
-     * @param errorName   the symbolic name, e.g. {@code "CUDA_ERROR_OUT_OF_MEMORY"}
-     * @param errorString the driver's description, e.g. {@code "out of memory"}
-     */
-    public CudaException(String call, int code, String errorName, String errorString) {
-        super(call + " failed: " + errorName + " (" + code + "): " + errorString);
-        this.call = call;
-        this.code = code;
-        this.errorName = errorName;
-        this.errorString = errorString;
-    }
+  /**
+   * Creates the exception for a failed call.
+   *
+   * @param call        the driver entry point that failed, e.g. {@code "cuMemAlloc_v2"}
+   * @param code        the numeric {@code CUresult} it returned (non-zero)
+   * @param errorName   the symbolic name, e.g. {@code "CUDA_ERROR_OUT_OF_MEMORY"}
+   * @param errorString the driver's description, e.g. {@code "out of memory"}
+   */
+  public CudaException(String call, int code, String errorName, String errorString) {
+    super(call + " failed: " + errorName + " (" + code + "): " + errorString);
+    this.call = call;
+    this.code = code;
+    this.errorName = errorName;
+    this.errorString = errorString;
+  }
 
-    /** @return the driver entry point that failed, e.g. {@code "cuLaunchKernel"} */
-    public String call() { return call; }
+  /** @return the driver entry point that failed, e.g. {@code "cuLaunchKernel"} */
+  public String call() { return call; }
 
-    /** @return the numeric {@code CUresult} status */
-    public int code() { return code; }
+  /** @return the numeric {@code CUresult} status */
+  public int code() { return code; }
 
-    /** @return the symbolic name of the status, e.g. {@code "CUDA_ERROR_INVALID_VALUE"} */
-    public String errorName() { return errorName; }
+  /** @return the symbolic name of the status, e.g. {@code "CUDA_ERROR_INVALID_VALUE"} */
+  public String errorName() {
+    return errorName;
+  }
 
-    /** @return the driver's description of the status, e.g. {@code "invalid argument"} */
-    public String errorString() { return errorString; }
+  /** @return the driver's description of the status, e.g. {@code "invalid argument"} */
+  public String errorString() {
+    return errorString;
+  }
 }

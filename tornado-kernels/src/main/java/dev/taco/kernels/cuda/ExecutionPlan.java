@@ -145,7 +145,7 @@ public final class ExecutionPlan implements AutoCloseable {
         }
         k.args().stream().filter(a -> a instanceof DeviceBuffer).forEach(a -> used.add(((DeviceBuffer) a).context()));
       }
-      case Custom c -> { }
+      case Custom c -> {}
     }
     for (CudaContext c : used) {
       if (c != ctx) {
@@ -198,8 +198,8 @@ public final class ExecutionPlan implements AutoCloseable {
         case ToHost t when t.mode() == DataTransferMode.FIRST_EXECUTION -> "the FIRST_EXECUTION device→host transfer '"
             + n.name() + "' would be replayed at every execution (make it EVERY_EXECUTION)";
         case ToDevice t when t.mode() == DataTransferMode.FIRST_EXECUTION && !n.after().isEmpty() ->
-            "the FIRST_EXECUTION host→device transfer '" + n.name() + "' runs once before the captured graph, so it "
-                + "cannot run after " + n.after();
+          "the FIRST_EXECUTION host→device transfer '" + n.name() + "' runs once before the captured graph, so it "
+              + "cannot run after " + n.after();
         default -> null;
       };
       if (why != null) {
@@ -463,7 +463,7 @@ public final class ExecutionPlan implements AutoCloseable {
             }
             args[i] = new KernelArgs(k.args().toArray());
           }
-          case Custom c -> { }
+          case Custom c -> {}
         }
         if ((node.op() instanceof Kernel || node.op() instanceof Custom) && captureMode == null) {
           start[i] = track(ctx.createEvent());

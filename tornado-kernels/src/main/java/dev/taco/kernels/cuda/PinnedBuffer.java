@@ -11,89 +11,94 @@ import java.nio.ByteOrder;
  * <p>Reference: CUDA Driver API, "Memory Management", {@code cuMemAllocHost}, {@code cuMemFreeHost}.
  */
 public final class PinnedBuffer implements AutoCloseable {
-    private final CudaContext ctx;
-    private final long address;
-    private final long bytes;
-    private final Pointer pointer;
-    private volatile boolean closed;
+  private final CudaContext ctx;
+  private final long address;
+  private final long bytes;
+  private final Pointer pointer;
+  private volatile boolean closed;
 
-    PinnedBuffer(CudaContext ctx, long address, long bytes) {
-        this.ctx = ctx;
-        this.address = address;
-        this.bytes = bytes;
-        this.pointer = new Pointer(address);
+  PinnedBuffer(CudaContext ctx, long address, long bytes) {
+    this.ctx = ctx;
+    this.address = address;
+    this.bytes = bytes;
+    this.pointer = new Pointer(address);
+  }
+
+  /** @return the host address */
+  public long address() { checkOpen(); return address; }
+
+  /** @return the memory as a JNA pointer (valid until {@link #close()}) */
+  public Pointer pointer() {
+    checkOpen();
+    return pointer;
+  }
+
+  /** @return size in bytes */
+  public long bytes() { return bytes; }
+
+  /** @return the context it was allocated in */
+  public CudaContext context() { return ctx; }
+
+  /**
+   * @return a little-endian view of the memory (valid until {@link #close()}); at most 2^31 − 1 bytes
+   * @throws IllegalStateException if larger than a ByteBuffer can address, or closed
+   */
+  public ByteBuffer asByteBuffer() {
+    checkOpen();
+    if (bytes > Integer.MAX_VALUE)
+      throw new IllegalStateException("pinned buffer too large for a ByteBuffer: " + bytes);
+    return pointer.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN);
+  }
+
+  /**
+   * Copies a whole primitive array into this buffer at byte offset {@code offset}.
+   *
+   * @param offset byte offset
+   * @param array  a {@code float[]}, {@code short[]}, {@code byte[]}, {@code int[]}, {@code long[]} or {@code double[]}
+   * @throws IndexOutOfBoundsException if it does not fit
+   * @throws IllegalArgumentException  for an unsupported array type
+   */
+  public void write(long offset, Object array) {
+    checkOpen();
+    checkRange(offset, HostArrays.byteSize(array));
+    HostArrays.write(pointer, offset, array, 0, HostArrays.length(array));
+  }
+
+  /**
+   * Fills a whole primitive array from this buffer starting at byte offset {@code offset}.
+   *
+   * @param offset byte offset
+   * @param array  destination array
+   * @throws IndexOutOfBoundsException if the range exceeds the buffer
+   * @throws IllegalArgumentException  for an unsupported array type
+   */
+  public void read(long offset, Object array) {
+    checkOpen();
+    checkRange(offset, HostArrays.byteSize(array));
+    HostArrays.read(pointer, offset, array, 0, HostArrays.length(array));
+  }
+
+  private void checkRange(long offset, long n) {
+    if (offset < 0 || n < 0 || offset + n > bytes) {
+      throw new IndexOutOfBoundsException(
+          "range [" + offset + ", " + (offset + n) + ") outside pinned buffer of " + bytes + " bytes");
     }
+  }
 
-    /** @return the host address */
-    public long address() { checkOpen(); return address; }
+  private void checkOpen() {
+    if (closed) throw new IllegalStateException("pinned buffer is closed");
+  }
 
-    /** @return the memory as a JNA pointer (valid until {@link #close()}) */
-    public Pointer pointer() { checkOpen(); return pointer; }
-
-    /** @return size in bytes */
-    public long bytes() { return bytes; }
-
-    /** @return the context it was allocated in */
-    public CudaContext context() { return ctx; }
-
-    /**
-     * @return a little-endian view of the memory (valid until {@link #close()}); at most 2^31 − 1 bytes
-     * @throws IllegalStateException if larger than a ByteBuffer can address, or closed
-     */
-    public ByteBuffer asByteBuffer() {
-        checkOpen();
-        if (bytes > Integer.MAX_VALUE) throw new IllegalStateException("pinned buffer too large for a ByteBuffer: " + bytes);
-        return pointer.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN);
-    }
-
-    /**
-     * Copies a whole primitive array into this buffer at byte offset {@code offset}.
-     *
-     * @param offset byte offset
-     * @param array  a {@code float[]}, {@code short[]}, {@code byte[]}, {@code int[]}, {@code long[]} or {@code double[]}
-     * @throws IndexOutOfBoundsException if it does not fit
-     * @throws IllegalArgumentException  for an unsupported array type
-     */
-    public void write(long offset, Object array) {
-        checkOpen();
-        checkRange(offset, HostArrays.byteSize(array));
-        HostArrays.write(pointer, offset, array, 0, HostArrays.length(array));
-    }
-
-    /**
-     * Fills a whole primitive array from this buffer starting at byte offset {@code offset}.
-     *
-     * @param offset byte offset
-     * @param array  destination array
-     * @throws IndexOutOfBoundsException if the range exceeds the buffer
-     * @throws IllegalArgumentException  for an unsupported array type
-     */
-    public void read(long offset, Object array) {
-        checkOpen();
-        checkRange(offset, HostArrays.byteSize(array));
-        HostArrays.read(pointer, offset, array, 0, HostArrays.length(array));
-    }
-
-    private void checkRange(long offset, long n) {
-        if (offset < 0 || n < 0 || offset + n > bytes) {
-            throw new IndexOutOfBoundsException("range [" + offset + ", " + (offset + n) + ") outside pinned buffer of " + bytes + " bytes");
-        }
-    }
-
-    private void checkOpen() {
-        if (closed) throw new IllegalStateException("pinned buffer is closed");
-    }
-
-    /**
-     * Frees the memory ({@code cuMemFreeHost}); idempotent.
-     *
-     * @throws CudaException on failure
-     */
-    @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        ctx.makeCurrent();
-        ctx.driver().memFreeHost(address);
-    }
+  /**
+   * Frees the memory ({@code cuMemFreeHost}); idempotent.
+   *
+   * @throws CudaException on failure
+   */
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    ctx.makeCurrent();
+    ctx.driver().memFreeHost(address);
+  }
 }

@@ -334,7 +334,8 @@ public final class TaskFunctions {
    */
   @FunctionalInterface
   public interface Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17>
-      extends Serializable {
+      extends
+        Serializable {
     /** The kernel (never called by the graph). */
     void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
         T14 a14, T15 a15, T16 a16, T17 a17);
@@ -364,7 +365,8 @@ public final class TaskFunctions {
    */
   @FunctionalInterface
   public interface Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18>
-      extends Serializable {
+      extends
+        Serializable {
     /** The kernel (never called by the graph). */
     void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
         T14 a14, T15 a15, T16 a16, T17 a17, T18 a18);
@@ -395,7 +397,8 @@ public final class TaskFunctions {
    */
   @FunctionalInterface
   public interface Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19>
-      extends Serializable {
+      extends
+        Serializable {
     /** The kernel (never called by the graph). */
     void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
         T14 a14, T15 a15, T16 a16, T17 a17, T18 a18, T19 a19);
@@ -427,7 +430,8 @@ public final class TaskFunctions {
    */
   @FunctionalInterface
   public interface Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20>
-      extends Serializable {
+      extends
+        Serializable {
     /** The kernel (never called by the graph). */
     void apply(T1 a1, T2 a2, T3 a3, T4 a4, T5 a5, T6 a6, T7 a7, T8 a8, T9 a9, T10 a10, T11 a11, T12 a12, T13 a13,
         T14 a14, T15 a15, T16 a16, T17 a17, T18 a18, T19 a19, T20 a20);

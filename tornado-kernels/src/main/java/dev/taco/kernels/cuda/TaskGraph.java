@@ -378,7 +378,8 @@ public final class TaskGraph {
    * @return this graph
    */
   public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> TaskGraph task(
-      String taskName, Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> kernel, Object... values) {
+      String taskName, Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> kernel,
+      Object... values) {
     return javaTask(taskName, kernel, values);
   }
 
@@ -388,7 +389,8 @@ public final class TaskGraph {
    * @return this graph
    */
   public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> TaskGraph task(
-      String taskName, Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> kernel, Object... values) {
+      String taskName, Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> kernel,
+      Object... values) {
     return javaTask(taskName, kernel, values);
   }
 
@@ -398,7 +400,9 @@ public final class TaskGraph {
    * @return this graph
    */
   public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> TaskGraph task(
-      String taskName, Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> kernel, Object... values) {
+      String taskName,
+      Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> kernel,
+      Object... values) {
     return javaTask(taskName, kernel, values);
   }
 
@@ -408,7 +412,9 @@ public final class TaskGraph {
    * @return this graph
    */
   public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> TaskGraph task(
-      String taskName, Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> kernel, Object... values) {
+      String taskName,
+      Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> kernel,
+      Object... values) {
     return javaTask(taskName, kernel, values);
   }
 

@@ -29,7 +29,8 @@ public final class TacoCudaSources {
   }
 
   /** {@link TacoGpuKernels#decompress}; {@code accumulate} (decompress-reduce) needs fp32 output. */
-  public static KernelRequest decompress(int groupSize, boolean hadamard, int format, boolean bf16, boolean accumulate) {
+  public static KernelRequest decompress(int groupSize, boolean hadamard, int format, boolean bf16,
+      boolean accumulate) {
     return request("decompress", "groupSize", groupSize, "hadamard", hadamard, "format", format, "bf16", bf16,
         "accumulate", accumulate);
   }

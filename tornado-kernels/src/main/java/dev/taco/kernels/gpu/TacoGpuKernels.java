@@ -292,7 +292,7 @@ public final class TacoGpuKernels {
    */
   static void wht(KernelContext ctx, float[] v, int groupSize, boolean normalise) {
     for (int h = 1; h < V; h <<= 1) { // flat loops with constant bounds: nvcc keeps v in registers (nested
-      for (int j = 0; j < V; j++) {    // loops with a variable step put it in local memory)
+      for (int j = 0; j < V; j++) { // loops with a variable step put it in local memory)
         if ((j & h) == 0) {
           float a = v[j];
           float b = v[j + h];
@@ -438,7 +438,7 @@ public final class TacoGpuKernels {
   static void loadRow(short[] xb, float[] xf, int rowBase, int col, int cols, boolean real, float[] v, float[] t,
       boolean bf16) {
     int n = real ? cols - col : 0; // values of the row this lane holds (compared as j < n, not col + j < cols: the
-    int e = rowBase + col;         // wrapping int sum would keep nvcc from folding the bounds, ~40 more registers)
+    int e = rowBase + col; // wrapping int sum would keep nvcc from folding the bounds, ~40 more registers)
     if (n >= V && vectorRows(cols, bf16)) {
       load(xb, xf, e, v, t, bf16);
     } else {

@@ -73,7 +73,8 @@ class GpuSemanticsTest {
     Object[] expected = Arrays.copyOf(args, inputs.length);
     String unit = t.translate(List.of(KernelRequest.of(SemanticsCorpus.class, k)));
     Path cu = DIR.resolve(k + ".cu");
-    String program = GpuHarness.program(unit, k, inputs, expected, N, Corpus.SEMANTICS.get(k), Corpus.ANY_NAN.contains(k));
+    String program = GpuHarness.program(unit, k, inputs, expected, N, Corpus.SEMANTICS.get(k),
+        Corpus.ANY_NAN.contains(k));
     writeIfChanged(cu, sharePrelude(program));
     writeIfChanged(DIR.resolve(k + ".expected"), GpuHarness.dump(GpuHarness.parameterNames(unit, k), expected));
     return cu;

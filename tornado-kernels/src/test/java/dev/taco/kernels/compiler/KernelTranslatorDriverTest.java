@@ -16,9 +16,11 @@ class KernelTranslatorDriverTest {
         "dev.taco.kernels.TacoKernels#decodeGroups", "dev.taco.kernels.GroupKernels#encode"})).isZero();
     assertThat(Files.readString(out.resolve("decodeGroups.cu"))).contains("extern \"C\" __global__ void decodeGroups(");
     assertThat(out.resolve("encode.cu")).exists();
-    assertThat(KernelTranslator.run(new String[] {"src/main/java:src/test/java/dev/taco/kernels/compiler/corpus", out.toString(),
-        "dev.taco.kernels.compiler.corpus.SimtCorpus#compressWarp:vals=8",
-        "dev.taco.kernels.compiler.corpus.SemanticsCorpus"})).isZero();
+    assertThat(KernelTranslator
+        .run(new String[] {"src/main/java:src/test/java/dev/taco/kernels/compiler/corpus", out.toString(),
+            "dev.taco.kernels.compiler.corpus.SimtCorpus#compressWarp:vals=8",
+            "dev.taco.kernels.compiler.corpus.SemanticsCorpus"}))
+        .isZero();
     assertThat(Files.readString(out.resolve("compressWarp.cu"))).contains("constexpr int vals = 8;");
     assertThat(out.resolve("fp8.cu")).exists();
     assertThat(out.resolve("intArith.cu")).exists();

@@ -53,7 +53,8 @@ final class TestValues {
     if (type == long.class) {
       long[] a = new long[n];
       for (int i = 0; i < n; i++) {
-        a[i] = i < LONGS.length ? LONGS[(i + p) % LONGS.length] : i % 2 == 0 ? rnd.nextLong() : rnd.nextInt(2001) - 1000;
+        a[i] = i < LONGS.length ? LONGS[(i + p) % LONGS.length]
+            : i % 2 == 0 ? rnd.nextLong() : rnd.nextInt(2001) - 1000;
       }
       return a;
     }

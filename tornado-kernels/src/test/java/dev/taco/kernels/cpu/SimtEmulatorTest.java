@@ -39,7 +39,8 @@ class SimtEmulatorTest {
         }
       }
       assertThat(out[b]).as("block %d, tree order", b).isEqualTo(s[0]);
-      assertThat((double) out[b]).as("block %d vs float64", b).isCloseTo(ref, org.assertj.core.data.Offset.offset(1e-4));
+      assertThat((double) out[b]).as("block %d vs float64", b).isCloseTo(ref,
+          org.assertj.core.data.Offset.offset(1e-4));
     }
   }
 
@@ -142,7 +143,8 @@ class SimtEmulatorTest {
     long seed = System.nanoTime();
     Random rnd = new Random(seed);
     int warps = 2;
-    float[] a = new float[warps * 256], b = new float[warps * 128], c = new float[warps * 128], d = new float[warps * 128];
+    float[] a = new float[warps * 256], b = new float[warps * 128], c = new float[warps * 128],
+        d = new float[warps * 128];
     for (int i = 0; i < a.length; i++) a[i] = Bf16.decode(Bf16.encode((float) rnd.nextGaussian()));
     for (int i = 0; i < b.length; i++) b[i] = Bf16.decode(Bf16.encode((float) rnd.nextGaussian()));
     for (int i = 0; i < c.length; i++) c[i] = (float) rnd.nextGaussian();

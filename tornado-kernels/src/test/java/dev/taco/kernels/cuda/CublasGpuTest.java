@@ -160,7 +160,8 @@ class CublasGpuTest {
             double worst = check(what, got, cOff, ldc, m, n, rm[0], rm[1], in, out);
             for (int i = 0; i < m; i++) { // the padding of C is untouched
               for (int j = n; j < ldc && cOff + i * ldc + j < c.length; j++) {
-                assertThat(got[cOff + i * ldc + j]).as("%s padding (%d,%d)", what, i, j).isEqualTo(c[cOff + i * ldc + j]);
+                assertThat(got[cOff + i * ldc + j]).as("%s padding (%d,%d)", what, i, j)
+                    .isEqualTo(c[cOff + i * ldc + j]);
               }
             }
             System.out.printf(Locale.ROOT, "%-50s max |err|/mag = %.2e%n", what, worst);
@@ -274,14 +275,16 @@ class CublasGpuTest {
             float[] bias = random(r, BIAS_OFF + n, out == DataType.BF16);
             double[][] rm = reference(ta, tb, m, n, k, a, A_OFF, ta ? m : k, b, B_OFF, tb ? k : n);
             try (DeviceBuffer da = upload(a, DataType.BF16); DeviceBuffer db = upload(b, DataType.BF16);
-                DeviceBuffer dbias = upload(bias, out); DeviceBuffer dc = ctx.alloc(((long) C_OFF + m * n) * out.bytes)) {
+                DeviceBuffer dbias = upload(bias, out);
+                DeviceBuffer dc = ctx.alloc(((long) C_OFF + m * n) * out.bytes)) {
               lt.matmul(stream, e, ta, tb, m, n, k, da, A_OFF, db, B_OFF, dbias, BIAS_OFF, out, dc, C_OFF);
               float[] got = download(dc, C_OFF + m * n, out);
               double worst = 0;
               String what = "cuBLASLt " + e + " ->" + out + " transA=" + ta + " transB=" + tb;
               for (int i = 0; i < m; i++) {
                 for (int j = 0; j < n; j++) {
-                  double pre = rm[0][i * n + j] + bias[BIAS_OFF + j], mag = rm[1][i * n + j] + Math.abs(bias[BIAS_OFF + j]);
+                  double pre = rm[0][i * n + j] + bias[BIAS_OFF + j],
+                      mag = rm[1][i * n + j] + Math.abs(bias[BIAS_OFF + j]);
                   double want = e == Epilogue.GELU_BIAS ? geluTanh(pre) : pre;
                   // GELU's slope is at most 1.13, so the product's error passes through at most 1.13x
                   double bound = 1.13 * BF16_ACC_BOUND * mag + (out == DataType.BF16 ? BF16_OUT_BOUND * Math.abs(want)
@@ -470,9 +473,11 @@ class CublasGpuTest {
             .isLessThanOrEqualTo(BF16_ACC_BOUND * mag + BF16_OUT_BOUND * Math.abs(ref));
       }
       double nt = medianMillis(20, () -> blas.matmulTransB(stream, h, h, da, 0, db, 0, dc, 0, s, s, s, false));
-      System.out.printf(Locale.ROOT, "cuBLAS bf16 GEMM 4096^3 C=A·B : median %.3f ms = %.0f TFLOP/s (20 runs, events)%n",
+      System.out.printf(Locale.ROOT,
+          "cuBLAS bf16 GEMM 4096^3 C=A·B : median %.3f ms = %.0f TFLOP/s (20 runs, events)%n",
           nn, flops / (nn * 1e-3) / 1e12);
-      System.out.printf(Locale.ROOT, "cuBLAS bf16 GEMM 4096^3 C=A·Bᵀ: median %.3f ms = %.0f TFLOP/s (20 runs, events)%n",
+      System.out.printf(Locale.ROOT,
+          "cuBLAS bf16 GEMM 4096^3 C=A·Bᵀ: median %.3f ms = %.0f TFLOP/s (20 runs, events)%n",
           nt, flops / (nt * 1e-3) / 1e12);
       if (lt != null) {
         double g = medianMillis(20, () -> lt.matmul(stream, Epilogue.GELU_BIAS, false, true, s, s, s, da, 0, db, 0,

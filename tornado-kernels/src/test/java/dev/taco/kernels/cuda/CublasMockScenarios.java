@@ -130,7 +130,8 @@ final class CublasMockScenarios {
     return what + " s" + id(s) + " transa=" + (transB ? "T" : "N") + " transb=" + (transA ? "T" : "N") + " m=" + n
         + " n=" + m + " k=" + k + " lda=" + ldb + " ldb=" + lda + " ldc=" + ldc + " A=" + t + " B=" + t + " C="
         + (out == DataType.F32 ? "f32" : "bf16") + " compute=" + compute + " algo=-1 alpha=1 beta=" + (beta == 0 ? "0"
-        : "1") + " ws=" + WS;
+            : "1")
+        + " ws=" + WS;
   }
 
   // ------------------------------------------------------------------ scenarios: cuBLAS
@@ -359,13 +360,16 @@ final class CublasMockScenarios {
   static void injected(CudaContext ctx) {
     try (DeviceBuffer ws = ctx.alloc(WS)) {
       fail("cublasCreate_v2", 1);
-      assertThatThrownBy(() -> Cublas.create(ctx, ws)).isInstanceOfSatisfying(CublasException.class, e ->
-          assertThat(e.getMessage()).isEqualTo("cublasCreate_v2 failed: CUBLAS_STATUS_NOT_INITIALIZED (1): the library "
-              + "was not initialized [device 0]"));
+      assertThatThrownBy(() -> Cublas.create(ctx, ws)).isInstanceOfSatisfying(CublasException.class,
+          e -> assertThat(e.getMessage())
+              .isEqualTo("cublasCreate_v2 failed: CUBLAS_STATUS_NOT_INITIALIZED (1): the library "
+                  + "was not initialized [device 0]"));
       try (Cublas blas = Cublas.create(ctx, ws); CudaStream s = ctx.createStream(); DeviceBuffer d = ctx.alloc(1024)) {
         fail("cublasGemmStridedBatchedEx", 13);
-        assertThatThrownBy(() -> blas.gemmStridedBatched(s, false, true, 2, 3, 4, DataType.BF16, DataType.BF16, 1f, d, 0,
-            4, 8, d, 0, 4, 12, 0f, d, 0, 3, 6, 2)).isInstanceOfSatisfying(CublasException.class, e -> {
+        assertThatThrownBy(
+            () -> blas.gemmStridedBatched(s, false, true, 2, 3, 4, DataType.BF16, DataType.BF16, 1f, d, 0,
+                4, 8, d, 0, 4, 12, 0f, d, 0, 3, 6, 2))
+            .isInstanceOfSatisfying(CublasException.class, e -> {
               assertThat(e.call()).isEqualTo("cublasGemmStridedBatchedEx");
               assertThat(e.statusName()).isEqualTo("CUBLAS_STATUS_EXECUTION_FAILED");
               assertThat(e.getMessage()).endsWith("(13): the function failed to launch on the GPU [transa=T transb=N "
@@ -392,7 +396,8 @@ final class CublasMockScenarios {
       assertThatThrownBy(() -> blas.gemm(s, false, true, 4, 4, 4, f, f, d, 0, 4, d, 0, 3, d, 0, 4, false))
           .hasMessage("ldb must be >= 4 (columns of b), got 3");
       assertThatThrownBy(() -> blas.matmul(s, f, f, d, 49, d, 0, d, 0, 4, 4, 4, false))
-          .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("a too short: 4x4 F32 with lda=4 at element 49 "
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageStartingWith("a too short: 4x4 F32 with lda=4 at element 49 "
               + "needs 260 bytes, buffer has 256");
       assertThatThrownBy(() -> blas.matmul(s, f, h, d, 0, d, 0, d, 0, 4, 4, 4, false))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("fp32 inputs need an fp32 output");
@@ -402,7 +407,7 @@ final class CublasMockScenarios {
           .hasMessage("m must be >= 0, got -1");
       assertThatThrownBy(() -> blas.gemmStridedBatched(s, false, false, 2, 2, 2, f, f, 1f, d, 0, 2, 4, d, 0, 2, 4, 0f,
           d, 0, 2, 4, 17)).hasMessage("a too short: 17 x 2x2 F32 with lda=2 stride=4 at element 0 needs 272 bytes, "
-          + "buffer has 256");
+              + "buffer has 256");
       assertThatThrownBy(() -> blas.gemmStridedBatched(s, false, false, 2, 2, 2, f, f, 1f, d, 0, 2, -4, d, 0, 2, 4, 0f,
           d, 0, 2, 4, 2)).hasMessage("strideA must be >= 0, got -4");
       assertThatThrownBy(() -> blas.matmul(s, f, f, null, 0, d, 0, d, 0, 4, 4, 4, false))
@@ -503,7 +508,8 @@ final class CublasMockScenarios {
   static void ltNoAlgorithm(CudaContext ctx) {
     try (DeviceBuffer ws = ctx.alloc(512 << 10); CublasLt lt = CublasLt.create(ctx, ws);
         CudaStream s = ctx.createStream(); DeviceBuffer d = ctx.alloc(4096)) {
-      assertThatThrownBy(() -> lt.matmul(s, Epilogue.BIAS, false, false, 4, 4, 4, d, 0, d, 0, d, 0, DataType.BF16, d, 64))
+      assertThatThrownBy(
+          () -> lt.matmul(s, Epilogue.BIAS, false, false, 4, 4, 4, d, 0, d, 0, d, 0, DataType.BF16, d, 64))
           .isInstanceOfSatisfying(CublasException.class, e -> {
             assertThat(e.call()).isEqualTo("cublasLtMatmulAlgoGetHeuristic");
             assertThat(e.statusName()).isEqualTo("CUBLAS_STATUS_NOT_SUPPORTED");
@@ -527,7 +533,8 @@ final class CublasMockScenarios {
           });
       fail("cublasLtCreate", 3);
       assertThatThrownBy(() -> CublasLt.create(ctx, ws)).isInstanceOf(CublasException.class)
-          .hasMessage("cublasLtCreate failed: CUBLAS_STATUS_ALLOC_FAILED (3): the resource allocation failed [device 0]");
+          .hasMessage(
+              "cublasLtCreate failed: CUBLAS_STATUS_ALLOC_FAILED (3): the resource allocation failed [device 0]");
       assertThatThrownBy(() -> lt.matmul(s, Epilogue.BIAS, false, false, 4, 4, 0, d, 0, d, 0, d, 0, DataType.F32, d, 0))
           .isInstanceOf(IllegalArgumentException.class).hasMessage("sizes must be >= 1: m=4 n=4 k=0");
       assertThatThrownBy(() -> lt.matmul(s, Epilogue.BIAS, false, false, 4, 4, 4, d, 0, d, 0, d, 1021, DataType.F32, d,

@@ -8,22 +8,22 @@ import org.junit.jupiter.api.Test;
 
 /** Cuda.available() never throws and always explains itself. */
 class CudaAvailabilityTest {
-    @Test
-    void probeGivesAReason() {
-        boolean ok = Cuda.available();
-        assertThat(Cuda.unavailableReason()).isNotBlank();
-        if (ok) {
-            assertThat(Cuda.deviceCount()).isPositive();
-            assertThat(Cuda.unavailableReason()).startsWith("CUDA available");
-        } else {
-            assertThat(Cuda.deviceCount()).isZero();
-        }
-        assertThat(Cuda.available()).isEqualTo(ok); // memoised
+  @Test
+  void probeGivesAReason() {
+    boolean ok = Cuda.available();
+    assertThat(Cuda.unavailableReason()).isNotBlank();
+    if (ok) {
+      assertThat(Cuda.deviceCount()).isPositive();
+      assertThat(Cuda.unavailableReason()).startsWith("CUDA available");
+    } else {
+      assertThat(Cuda.deviceCount()).isZero();
     }
+    assertThat(Cuda.available()).isEqualTo(ok); // memoised
+  }
 
-    @Test
-    void withoutGpuOpeningAContextFailsClearly() {
-        assumeFalse(Cuda.available(), "a GPU is present");
-        assertThatThrownBy(() -> CudaContext.open(0)).isInstanceOfAny(UnsatisfiedLinkError.class, CudaException.class);
-    }
+  @Test
+  void withoutGpuOpeningAContextFailsClearly() {
+    assumeFalse(Cuda.available(), "a GPU is present");
+    assertThatThrownBy(() -> CudaContext.open(0)).isInstanceOfAny(UnsatisfiedLinkError.class, CudaException.class);
+  }
 }

@@ -30,7 +30,8 @@ class KernelSourcesTest {
     List<String> set = new KernelSources(dir, MAIN).sourceSet(TacoGpuKernels.class.getName());
     System.out.println("source set of TacoGpuKernels: " + set);
     assertThat(set).contains(TacoGpuKernels.class.getName(), "dev.taco.kernels.TacoKernels", "dev.taco.kernels.Fp8",
-        "dev.taco.kernels.Bf16", "dev.taco.kernels.KernelContext", "dev.taco.kernels.Vec16", "dev.taco.kernels.Constant")
+        "dev.taco.kernels.Bf16", "dev.taco.kernels.KernelContext", "dev.taco.kernels.Vec16",
+        "dev.taco.kernels.Constant")
         .doesNotContain("dev.taco.kernels.gpu.GpuTacoCodec", "dev.taco.kernels.cpu.SimtEmulator",
             "dev.taco.kernels.cuda.TaskGraph");
   }
@@ -82,7 +83,8 @@ class KernelSourcesTest {
         .hasMessageContaining("is not a file under the source roots []")
         .hasMessageContaining("KernelSources <source-roots> <directory>");
     assertThatThrownBy(() -> ks.key(KernelRequest.of(LaneKernels.class, "scale")))
-        .isInstanceOf(IllegalStateException.class).hasMessageContaining("no source of dev.taco.kernels.cuda.LaneKernels");
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("no source of dev.taco.kernels.cuda.LaneKernels");
   }
 
   /** The build step's input: a class with {@code static List<KernelRequest> kernels()}. */

@@ -204,7 +204,7 @@ final class MockDriverScenarios {
     float[] x = ramp(1f);
     float[] c = new float[N];
     try (Buffers b = new Buffers(ctx);
-         ExecutionPlan plan = new ExecutionPlan(ctx, pipeline(b, x, c)).withCudaGraph()) {
+        ExecutionPlan plan = new ExecutionPlan(ctx, pipeline(b, x, c)).withCudaGraph()) {
       plan.execute();
       expectFourX(x, c);
       assertThat(calls(plan)).isEqualTo("""
@@ -331,7 +331,7 @@ final class MockDriverScenarios {
   /** The mock enforces what the plan's join guarantees: a forked stream must be joined before the capture ends. */
   static void mockRequiresJoin(CudaContext ctx) {
     try (Buffers b = new Buffers(ctx); CudaStream s0 = ctx.createStream(); CudaStream s1 = ctx.createStream();
-         CudaEvent fork = ctx.createSyncEvent()) {
+        CudaEvent fork = ctx.createSyncEvent()) {
       s0.beginCapture(CudaGraph.CaptureMode.THREAD_LOCAL);
       fork.record(s0);
       s1.waitEvent(fork);

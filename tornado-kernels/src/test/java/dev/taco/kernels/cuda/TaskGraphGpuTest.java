@@ -91,7 +91,7 @@ class TaskGraphGpuTest {
       }
       for (int c = 0; c < 2; c++) { // compress 1 on lane 0 overlaps wire 0 on lane 1
         g.task("compress" + c, TacoGpuKernels::compress, KERNEL_CONTEXT, dx[c], dx[c], body[c], ROWS, COLS, G, true,
-                Fp8.E4M3, false).grid(ROW_GRID)
+            Fp8.E4M3, false).grid(ROW_GRID)
             .step(new CopyStep("wire" + c, body[c], recv[c], true)).onLane(COMMUNICATION_LANE).after("compress" + c);
       }
       for (int c = 0; c < 2; c++) {
@@ -163,8 +163,8 @@ class TaskGraphGpuTest {
   void captureAndReplayGiveTheEagerResultsWithOneLaunch() {
     assumeTrue(Cuda.available(), Cuda.unavailableReason());
     try (Pipeline eager = new Pipeline(ctx); Pipeline replayed = new Pipeline(ctx);
-         ExecutionPlan e = new ExecutionPlan(ctx, eager.graph);
-         ExecutionPlan r = new ExecutionPlan(ctx, replayed.graph).withCudaGraph()) {
+        ExecutionPlan e = new ExecutionPlan(ctx, eager.graph);
+        ExecutionPlan r = new ExecutionPlan(ctx, replayed.graph).withCudaGraph()) {
       for (int round = 0; round < 3; round++) {
         eager.nextInputs(round);
         replayed.nextInputs(round);

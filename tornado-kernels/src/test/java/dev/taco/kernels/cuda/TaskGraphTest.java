@@ -55,7 +55,8 @@ class TaskGraphTest {
     assertThat(g.kernelRequest("compress")).isEqualTo(new KernelRequest(TacoGpuKernels.class.getName(), "compress",
         Map.of("groupSize", 64, "hadamard", true, "format", Fp8.E4M3, "bf16", true)));
     assertThat(g.launchArguments("compress")).containsExactly(xb, xf, body, ROWS, COLS);
-    assertThat(g.kernelRequest("decompress").constants()).containsEntry("accumulate", true).containsEntry("bf16", false);
+    assertThat(g.kernelRequest("decompress").constants()).containsEntry("accumulate", true).containsEntry("bf16",
+        false);
     assertThat(g.kernelRequests()).extracting(KernelRequest::methodName).containsExactly("compress", "decompress");
     assertThat(new TaskGraph("h").task("s", LaneKernels::scale, KERNEL_CONTEXT, xf, xf, 2f, 16).snapshot()
         .kernelRequest("s")).isEqualTo(KernelRequest.of(LaneKernels.class, "scale"));
@@ -67,7 +68,8 @@ class TaskGraphTest {
     TaskGraph g = new TaskGraph("g");
     assertThatThrownBy(() -> g.task("c", TacoGpuKernels::compress, KERNEL_CONTEXT, b, b, b, (long) ROWS, COLS, 64, true,
         Fp8.E4M3, true)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("task 'c': argument 4 (rows: int) of TacoGpuKernels.compress must be an Integer, got Long");
+        .hasMessageContaining(
+            "task 'c': argument 4 (rows: int) of TacoGpuKernels.compress must be an Integer, got Long");
     assertThatThrownBy(() -> g.task("c", TacoGpuKernels::compress, KERNEL_CONTEXT, b, b, new byte[4], ROWS, COLS, 64,
         true, Fp8.E4M3, true)).hasMessageContaining("argument 3 (body: byte[])").hasMessageContaining("DeviceBuffer");
     assertThatThrownBy(() -> g.task("c", TacoGpuKernels::compress, KERNEL_CONTEXT, b, b, b, ROWS, COLS, 64, 1,
@@ -86,7 +88,7 @@ class TaskGraphTest {
   @Test
   void onlyReferencesToUniqueStaticKernelsAreTasks() {
     TaskGraph g = new TaskGraph("g");
-    TaskFunctions.Task1<Integer> lambda = x -> { };
+    TaskFunctions.Task1<Integer> lambda = x -> {};
     assertThatThrownBy(() -> g.task("l", lambda, 1)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("not a lambda");
     TaskFunctions.Task1<Integer> anonymous = new TaskFunctions.Task1<>() {

@@ -37,7 +37,8 @@ class TwoShotGpuCudaTest {
     Path root = Path.of("src/main/java");
     Path k = root.resolve("dev/taco/kernels");
     translator = new KernelTranslator(java.util.stream.Stream.of("gpu/TacoGpuKernels", "gpu/TwoShotGpuKernels", "Fp8",
-        "Bf16", "Bytes", "Hadamard", "TacoKernels", "Vec16", "KernelContext").map(f -> k.resolve(f + ".java")).toList());
+        "Bf16", "Bytes", "Hadamard", "TacoKernels", "Vec16", "KernelContext").map(f -> k.resolve(f + ".java"))
+        .toList());
   }
 
   static Stream<Arguments> units() {
@@ -91,8 +92,10 @@ class TwoShotGpuCudaTest {
   /** kernel -> {registers, stack frame + spill bytes} from ptxas -v. */
   static Map<String, int[]> usage(String log) {
     Map<String, int[]> m = new java.util.LinkedHashMap<>();
-    Matcher e = Pattern.compile("Compiling entry function '(\\w+)'[\\s\\S]*?(\\d+) bytes stack frame, (\\d+) bytes spill "
-        + "stores, (\\d+) bytes spill loads[\\s\\S]*?Used (\\d+) registers").matcher(log);
+    Matcher e = Pattern
+        .compile("Compiling entry function '(\\w+)'[\\s\\S]*?(\\d+) bytes stack frame, (\\d+) bytes spill "
+            + "stores, (\\d+) bytes spill loads[\\s\\S]*?Used (\\d+) registers")
+        .matcher(log);
     while (e.find()) {
       m.put(e.group(1), new int[] {Integer.parseInt(e.group(5)),
           Integer.parseInt(e.group(2)) + Integer.parseInt(e.group(3)) + Integer.parseInt(e.group(4))});
