@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * payload bytes and saturation counts, the refusal of NaN/Inf (same exception, same message), decoded floats
  * (overwrite and accumulate; NaNs compared as NaN, see {@link #bits}), decode-reduce (with and without the caller's
  * own part, in place), and the verdict on corrupted bodies. Inputs are fresh random (the seed is printed and named in
- * every failure; {@code -Dtaco.test.seed} replays it) and awkward: shapes not a multiple of the lanes or of G, single
+ * every failure; {@code -Dtaco.seed} replays it) and awkward: shapes not a multiple of the lanes or of G, single
  * elements, zeros and -0, groups 2^40 apart, the whole float32 range,
  * subnormals, rows so small that the decode multipliers are subnormal, values on rounding ties, values near
  * {@link Float#MAX_VALUE}, and NaN/Inf (whole rows and groups included) under both policies.

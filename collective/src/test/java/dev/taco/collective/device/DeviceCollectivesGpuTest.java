@@ -33,11 +33,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  * all-gather and reduce-scatter, bf16 and fp32 tensors, shapes from 1 element to 256 MiB with rows not divisible by R,
  * cols not multiples of G or 8, several pipelined pieces; NCCL at world size 1 with CUDA-graph capture; and the
  * failures (a rank that throws or never comes, shapes that differ across ranks, NaN input, device out of memory).
- * Skipped, with the reason, where there is no GPU. The seed is printed; {@code -Dtaco.test.seed=N} repeats it.
+ * Skipped, with the reason, where there is no GPU. The seed is printed; {@code -Dtaco.seed=N} repeats it.
  */
 @Tag("gpu")
 class DeviceCollectivesGpuTest {
-  private static final long SEED = Long.getLong("taco.test.seed", System.nanoTime());
+  private static final long SEED = Long.getLong("taco.seed", System.nanoTime());
   private static CudaContext ctx;
 
   static final List<Plan> PLANS = List.of(Plan.EXACT, Plan.of(Codecs.byName("none")), Plan.of(Codecs.byName("taco")),

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * size 1 on device 0, and with {@code initAll} over every visible device), {@code fromEnvironment}, NCCL's error
  * strings, abort, and a watchdog that fires on a collective stuck behind a spinning kernel. Skipped, with the reason,
  * where there is no GPU or no libnccl. Self-contained (the JUnit console launcher runs it without Maven); the seed is
- * printed and can be fixed with {@code -Dtaco.test.seed=N}.
+ * printed and can be fixed with {@code -Dtaco.seed=N}.
  */
 @Tag("gpu")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -41,12 +41,12 @@ class NcclGpuTest {
   private static final Duration INIT = Duration.ofSeconds(60);
   private static final int COUNT = 4099; // odd: no power-of-two luck
 
-  private static final long SEED = Long.getLong("taco.test.seed", System.nanoTime());
+  private static final long SEED = Long.getLong("taco.seed", System.nanoTime());
   private static CudaContext ctx;
 
   @BeforeAll
   static void open() {
-    System.out.println("NcclGpuTest seed = " + SEED + " (-Dtaco.test.seed=" + SEED + " repeats it)");
+    System.out.println("NcclGpuTest seed = " + SEED + " (-Dtaco.seed=" + SEED + " repeats it)");
     if (ready()) ctx = CudaContext.open(0);
   }
 

@@ -33,10 +33,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * ({@link #COLS}: not multiples of G, 8 or 32 included: scalar row tails, lanes past the last group, 1 to 5 warps a
  * row), world 2..4 with {@code me} at
  * either end and in the middle. Inputs are fresh each run: the seed is in every assertion message
- * ({@code -Dtwoshot.seed=S} repeats a run).
+ * ({@code -Dtaco.seed=S} repeats a run).
  */
 class TwoShotGpuKernelsTest {
-  static final long SEED = Long.getLong("twoshot.seed", new Random().nextLong());
+  static final long SEED = Long.getLong("taco.seed", new Random().nextLong());
   static final int ROWS = 8;
   static final int REAL = 5;
   static final int ROW0 = 3;

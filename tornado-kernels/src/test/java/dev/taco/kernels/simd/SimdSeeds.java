@@ -6,7 +6,7 @@ import java.util.SplittableRandom;
 
 /**
  * The fresh random seed of a SIMD-versus-reference test class, printed, once the SIMD kernels are known active; the
- * system property {@code taco.test.seed} replays a printed one.
+ * system property {@code taco.seed} replays a printed one.
  */
 public final class SimdSeeds {
   private SimdSeeds() {}
@@ -18,7 +18,7 @@ public final class SimdSeeds {
    */
   public static long fresh(String test) {
     assertThat(Simd.available()).as("the SIMD kernels must be active in the test JVM").isTrue();
-    String replay = System.getProperty("taco.test.seed");
+    String replay = System.getProperty("taco.seed");
     long seed = replay != null ? Long.parseLong(replay) : new SplittableRandom().nextLong();
     System.out.println(test + " seed " + seed + ", " + Lanes.L + " float lanes");
     return seed;
