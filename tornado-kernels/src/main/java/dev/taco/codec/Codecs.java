@@ -1,7 +1,6 @@
 package dev.taco.codec;
 
 import dev.taco.codec.AbstractCodec.NonFinite;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -57,13 +56,81 @@ public final class Codecs {
   }
 
   /**
-   * Creates the codec a spec denotes.
+   * A parsed codec spec: the base name and what the spec set explicitly; a null field was not given and takes the
+   * codec's default. Calibration keeps what the user fixed (DESIGN §4) by asking these fields, not the text.
+   *
+   * @param text the spec as given
+   * @param base the lower-cased base name, one of {@link #NAMES}
+   * @param nonFinite the NaN/Inf policy ({@code REFUSE} unless {@code nonfinite=propagate})
+   * @param groupSize {@code g=N}, or null
+   * @param format {@code e4m3} / {@code e5m2}, or null
+   * @param alpha {@code alpha=A}, or null
+   * @param hadamard {@code hadamard=on|off}, or null
+   */
+  public record Spec(String text, String base, NonFinite nonFinite, Integer groupSize, Fp8Format format, Float alpha,
+      Boolean hadamard) {
+    /**
+     * Creates the codec this spec denotes.
+     *
+     * @throws IllegalArgumentException for an unknown name, a parameter the codec does not take, or a bad value,
+     *     listing the valid names
+     */
+    public AbstractCodec codec() {
+      Integer g = groupSize;
+      Fp8Format f = format;
+      NonFinite nf = nonFinite;
+      boolean taco = base.startsWith("taco");
+      if (!taco && (f != null || alpha != null || hadamard != null)) {
+        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
+            + "valid: " + NAMES);
+      }
+      boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
+      if (!grouped && g != null) {
+        throw new IllegalArgumentException("codec '" + text + "': " + base + " has no group size; valid: " + NAMES);
+      }
+      return switch (base) {
+        case "fp32" -> new Fp32Codec(nf);
+        case "none" -> new Bf16Codec(nf);
+        case "fp8-tensor" -> new Fp8TensorCodec(nf);
+        case "fp8-group" -> new Fp8GroupCodec(g == null ? Fp8GroupCodec.DEFAULT_GROUP : g, nf);
+        case "int8-group" -> new Int8GroupCodec(g == null ? Int8GroupCodec.DEFAULT_GROUP : g, nf);
+        case "int4-group" -> new Int4GroupCodec(g == null ? Int4GroupCodec.DEFAULT_GROUP : g, nf);
+        case "hadamard-int8" -> new HadamardInt8Codec(g == null ? HadamardInt8Codec.DEFAULT_GROUP : g, nf);
+        case "taco", "taco-no-ds" -> new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g,
+            f == null ? Fp8Format.E4M3 : f, alpha == null ? 1f : alpha, hadamard == null || hadamard,
+            !base.equals("taco-no-ds"), nf);
+        case "taco-no-ash", "taco-no-hadamard" -> {
+          if (hadamard != null || (base.equals("taco-no-ash") && alpha != null)) {
+            throw new IllegalArgumentException("codec '" + text + "': " + base + " fixes "
+                + (hadamard != null ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
+          }
+          yield new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g, f == null ? Fp8Format.E4M3 : f,
+              base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nf);
+        }
+        default -> throw new IllegalArgumentException("unknown codec '" + text + "'; valid: " + NAMES);
+      };
+    }
+  }
+
+  /**
+   * Creates the codec a spec denotes: {@code parse(spec).codec()}.
    *
    * @param spec a name with optional parameters, as in the class doc (case-insensitive)
    * @return a new codec
    * @throws IllegalArgumentException for an unknown name or parameter, or a bad value, listing the valid names
    */
   public static AbstractCodec byName(String spec) {
+    return parse(spec).codec();
+  }
+
+  /**
+   * Parses a spec into its base name and the parameters it sets, without checking that the codec takes them
+   * ({@link Spec#codec()} does).
+   *
+   * @param spec a name with optional parameters, as in the class doc (case-insensitive)
+   * @throws IllegalArgumentException for an empty spec or a parameter no codec takes or a bad value
+   */
+  public static Spec parse(String spec) {
     if (spec == null || spec.isBlank()) {
       throw new IllegalArgumentException("empty codec name; valid: " + NAMES);
     }
@@ -75,19 +142,14 @@ public final class Codecs {
         break;
       }
     }
-    String base = s.substring(0, cut);
-    List<String> params = new ArrayList<>();
-    for (String p : s.substring(Math.min(cut + 1, s.length())).split(",")) {
-      if (!p.isBlank()) {
-        params.add(p.trim());
-      }
-    }
     NonFinite nf = NonFinite.REFUSE;
     Integer g = null;
     Fp8Format f = null;
     Float alpha = null;
     Boolean had = null;
-    for (String p : params) {
+    for (String p : s.substring(Math.min(cut + 1, s.length())).split(",")) {
+      p = p.trim();
+      if (p.isEmpty()) continue;
       switch (p) {
         case "nonfinite=refuse" -> nf = NonFinite.REFUSE;
         case "nonfinite=propagate" -> nf = NonFinite.PROPAGATE;
@@ -110,36 +172,7 @@ public final class Codecs {
         }
       }
     }
-    boolean taco = base.startsWith("taco");
-    if (!taco && (f != null || alpha != null || had != null)) {
-      throw new IllegalArgumentException("codec '" + spec + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
-          + "valid: " + NAMES);
-    }
-    boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
-    if (!grouped && g != null) {
-      throw new IllegalArgumentException("codec '" + spec + "': " + base + " has no group size; valid: " + NAMES);
-    }
-    return switch (base) {
-      case "fp32" -> new Fp32Codec(nf);
-      case "none" -> new Bf16Codec(nf);
-      case "fp8-tensor" -> new Fp8TensorCodec(nf);
-      case "fp8-group" -> new Fp8GroupCodec(g == null ? Fp8GroupCodec.DEFAULT_GROUP : g, nf);
-      case "int8-group" -> new Int8GroupCodec(g == null ? Int8GroupCodec.DEFAULT_GROUP : g, nf);
-      case "int4-group" -> new Int4GroupCodec(g == null ? Int4GroupCodec.DEFAULT_GROUP : g, nf);
-      case "hadamard-int8" -> new HadamardInt8Codec(g == null ? HadamardInt8Codec.DEFAULT_GROUP : g, nf);
-      case "taco", "taco-no-ds" -> new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g,
-          f == null ? Fp8Format.E4M3 : f, alpha == null ? 1f : alpha, had == null || had, !base.equals("taco-no-ds"),
-          nf);
-      case "taco-no-ash", "taco-no-hadamard" -> {
-        if (had != null || (base.equals("taco-no-ash") && alpha != null)) {
-          throw new IllegalArgumentException("codec '" + spec + "': " + base + " fixes "
-              + (had != null ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
-        }
-        yield new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g, f == null ? Fp8Format.E4M3 : f,
-            base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nf);
-      }
-      default -> throw new IllegalArgumentException("unknown codec '" + spec + "'; valid: " + NAMES);
-    };
+    return new Spec(spec, s.substring(0, cut), nf, g, f, alpha, had);
   }
 
   private static int intParam(String spec, String p) {

@@ -304,6 +304,28 @@ class CodecTest {
     assertThat(roundTrip(c, x, 3, 70)).hasSize(210); // the good payload still decodes
   }
 
+  @Test
+  void parseKeepsWhatTheSpecSetApartFromDefaults() {
+    Codecs.Spec s = Codecs.parse(" TACO:E5M2,g=128 ");
+    assertThat(s.base()).isEqualTo("taco");
+    assertThat(s.groupSize()).as("g=128 is the default, but was given").isEqualTo(128);
+    assertThat(s.format()).isEqualTo(Fp8Format.E5M2);
+    assertThat(s.alpha()).isNull();
+    assertThat(s.hadamard()).isNull();
+    assertThat(s.codec().groupSize()).isEqualTo(128);
+    Codecs.Spec plain = Codecs.parse("taco");
+    assertThat(plain.groupSize()).isNull();
+    assertThat(plain.codec().groupSize()).isEqualTo(TacoCodec.DEFAULT_GROUP);
+    assertThat(Codecs.parse("taco,hadamard=off").hadamard()).isFalse();
+    assertThat(Codecs.parse("int8-group,nonfinite=propagate").nonFinite()).isEqualTo(AbstractCodec.NonFinite.PROPAGATE);
+    // parse checks the parameters' syntax; codec() whether the codec takes them
+    Codecs.Spec wrong = Codecs.parse("none:g=64");
+    assertThatThrownBy(wrong::codec).hasMessageContaining("none has no group size");
+    assertThatThrownBy(() -> Codecs.parse("taco:g=x")).hasMessageContaining("bad parameter 'g=x'");
+    assertThatThrownBy(() -> Codecs.parse("taco:zstd")).hasMessageContaining("bad parameter 'zstd'");
+    assertThatThrownBy(() -> Codecs.parse(" ")).hasMessageContaining("empty codec name");
+  }
+
   /** Rewrites a header field and fixes the header CRC, so that only the field check can catch it. */
   static byte[] withField(byte[] p, int off, int value, int width) {
     byte[] b = p.clone();

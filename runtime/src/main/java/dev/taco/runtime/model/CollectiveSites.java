@@ -114,19 +114,18 @@ public final class CollectiveSites {
     this.exact = exact;
     this.wire = new HostWire(exact);
     this.spec = spec;
-    AbstractCodec codec = spec.equals("fp32") ? null : Codecs.byName(spec);
+    Codecs.Spec parsed = spec.equals("fp32") ? null : Codecs.parse(spec);
+    AbstractCodec codec = parsed == null ? null : parsed.codec();
     this.fixed = Plan.of(codec);
     this.calibrationSteps = calibrationSteps;
     this.recalibrateInterval = recalibrateInterval;
-    if (calibrationSteps > 0 && exact.worldSize() > 1) {
+    if (calibrationSteps > 0 && exact.worldSize() > 1 && parsed != null) {
       // what the user fixed stays fixed: an explicit g= keeps G, an explicit hadamard= or an ablation (taco-no-*)
       // keeps the transform; calibration searches the rest, and the wire layout
-      boolean fixedG = hasParameter(spec, "g=");
       for (int g : GROUP_SIZES) {
-        if (fixedG && g != codec.groupSize()) continue;
+        if (parsed.groupSize() != null && g != codec.groupSize()) continue;
         if (codec instanceof TacoCodec t) {
-          boolean fixedH = hasParameter(spec, "hadamard=")
-              || !(t.name().equals("taco") || t.name().equals("taco-no-ds"));
+          boolean fixedH = parsed.hadamard() != null || !(t.name().equals("taco") || t.name().equals("taco-no-ds"));
           for (boolean h : fixedH ? new boolean[] {t.hadamard()} : new boolean[] {true, false})
             candidates.add(t.with(g, h));
         } else if (codec instanceof Int8GroupCodec c) {
@@ -134,14 +133,6 @@ public final class CollectiveSites {
         }
       }
     }
-  }
-
-  /** Whether the user's codec spec sets {@code key} ({@code g=}, {@code hadamard=}) among its parameters. */
-  private static boolean hasParameter(String spec, String key) {
-    for (String p : spec.toLowerCase(java.util.Locale.ROOT).split("[:,]")) {
-      if (p.strip().startsWith(key)) return true;
-    }
-    return false;
   }
 
   /** Every site exact (float32, no codec, no calibration) over {@code comm}. */
