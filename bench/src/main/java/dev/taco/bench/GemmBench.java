@@ -41,10 +41,12 @@ public class GemmBench {
   /** OpenBLAS SGEMM (numpy) on these 2-core machines, n = 1024–2048 (DESIGN.md §7). */
   static final double OPENBLAS_ANCHOR_GFLOPS = 185.0;
 
-  @Param({"512", "1024"}) public int n;
+  @Param({"512", "1024"})
+  public int n;
 
   /** The naive benchmark does nothing (returns at once) for n above this; lower it to skip slow runs. */
-  @Param({"1024"}) public int naiveMaxN;
+  @Param({"1024"})
+  public int naiveMaxN;
 
   float[] a, b, c;
 

@@ -48,7 +48,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 public class GemmShapesBench {
   /** A {@link Shape#key()}; main passes the list. */
-  @Param({"default:1024x128x192:AB:set"}) public String shape;
+  @Param({"default:1024x128x192:AB:set"})
+  public String shape;
 
   private Shape s;
   private float[] a, b, c;

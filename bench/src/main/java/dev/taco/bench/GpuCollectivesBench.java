@@ -198,8 +198,8 @@ public final class GpuCollectivesBench {
       if (op.equals("all-reduce") && world == 2 && mib == 64 && pieceBytes == DeviceCollectives.DEFAULT_PIECE_BYTES) {
         System.out.printf(Locale.ROOT,
             "acceptance: all-reduce kernels at 64 MiB, R = 2: %.4f ms per rank (target <= 0.15;"
-                + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f, decompress-reduce-recompress %.4f,"
-                + " decompress %.4f%n",
+                + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f,"
+                + " decompress-reduce-recompress %.4f, decompress %.4f%n",
             k, floor, kernelSum, median(kinds[0]), median(kinds[1]), median(kinds[2]));
       }
       return String.format(Locale.ROOT, "{\"op\": \"%s\", \"ranks\": %d, \"mib\": %d, \"piece_bytes\": %s, "

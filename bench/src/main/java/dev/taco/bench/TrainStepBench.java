@@ -50,7 +50,8 @@ public class TrainStepBench {
   @State(Scope.Benchmark)
   public static class Ranks {
     /** {@code none} or {@code taco} (any codec spec). */
-    @Param({"none", "taco"}) public String codec;
+    @Param({"none", "taco"})
+    public String codec;
 
     static final int R = 2, B = 8;
     final GptConfig cfg = new GptConfig(256, 128, 4, 4, 128, R);

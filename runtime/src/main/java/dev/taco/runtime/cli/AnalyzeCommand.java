@@ -33,27 +33,34 @@ import picocli.CommandLine.Spec;
  * (nothing is read) or any file is missing or malformed: each such file gets one line {@code taco: error:
  * <file>: <reason>} on stderr, the other files are still analysed.
  */
-@Command(name = "analyze", mixinStandardHelpOptions = true, version = TacoCli.VERSION, description = {
-    "Measure codecs on your own tensors: relative L2 error, SNR, cosine, max abs error,"
+@Command(name = "analyze", mixinStandardHelpOptions = true, version = TacoCli.VERSION,
+    description = {"Measure codecs on your own tensors: relative L2 error, SNR, cosine, max abs error,"
         + " zero-collapse rate, saturation count and bytes per element, per tensor and codec.",
-    "Reads NumPy .npy (little-endian f2/f4/f8, C order) and .safetensors (F16, BF16, F32, F64). A tensor is"
-        + " viewed as rows x cols with cols = its last dimension.",
-    "Exit status: 0 if every file was read (a codec that refuses a tensor, e.g. for NaN/Inf, is shown in its"
-        + " row); 2 for an unknown codec or an unreadable or malformed file (one line each on stderr)."})
+        "Reads NumPy .npy (little-endian f2/f4/f8, C order) and .safetensors (F16, BF16, F32, F64). A tensor is"
+            + " viewed as rows x cols with cols = its last dimension.",
+        "Exit status: 0 if every file was read (a codec that refuses a tensor, e.g. for NaN/Inf, is shown in its"
+            + " row); 2 for an unknown codec or an unreadable or malformed file (one line each on stderr)."})
 final class AnalyzeCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(AnalyzeCommand.class);
 
-  @Spec CommandSpec spec;
+  @Spec
+  CommandSpec spec;
 
-  @Parameters(arity = "1..*", paramLabel = "FILE", description = ".npy or .safetensors files.") List<Path> files;
+  @Parameters(arity = "1..*", paramLabel = "FILE", description = ".npy or .safetensors files.")
+  List<Path> files;
 
-  @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]", description = "Codecs to measure, comma-separated, with parameters after a colon as in"
-      + " `taco:e5m2,g=128,hadamard=off`. Default: all known.") String codecs;
+  @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]",
+      description = "Codecs to measure, comma-separated, with parameters after a colon as in"
+          + " `taco:e5m2,g=128,hadamard=off`. Default: all known.")
+  String codecs;
 
-  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.") Path json;
+  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.")
+  Path json;
 
-  @Option(names = "--plots", paramLabel = "DIR", description = "Write per tensor a histogram of |values| and of the per-element relative error per codec"
-      + " (PNG, log axis) into DIR.") Path plots;
+  @Option(names = "--plots", paramLabel = "DIR",
+      description = "Write per tensor a histogram of |values| and of the per-element relative error per codec"
+          + " (PNG, log axis) into DIR.")
+  Path plots;
 
   /** Refuses output paths that cannot be written, before any work. */
   private void checkOutputs() {

@@ -37,9 +37,10 @@ import picocli.CommandLine.Option;
  * and codec error side by side. Flags are named as in Megatron-LM. {@code taco analyze} measures every codec on
  * users' own {@code .npy} and {@code .safetensors} tensors ({@link AnalyzeCommand}).
  */
-@Command(name = "taco", mixinStandardHelpOptions = true, version = TacoCli.VERSION, description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).", subcommands = {
-    TacoCli.Train.class, AnalyzeCommand.class, TacoCli.TestCommand.class,
-    CommandLine.HelpCommand.class})
+@Command(name = "taco", mixinStandardHelpOptions = true, version = TacoCli.VERSION,
+    description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).",
+    subcommands = {TacoCli.Train.class, AnalyzeCommand.class, TacoCli.TestCommand.class,
+        CommandLine.HelpCommand.class})
 public final class TacoCli {
   /** What {@code -V} prints, for {@code taco} and every subcommand. */
   static final String VERSION = "taco 0.1.0";
@@ -48,7 +49,8 @@ public final class TacoCli {
    * {@code taco test}: listed for {@code taco --help}; the launcher script runs the suite itself ({@code ./taco test}
    * is {@code mvn verify}, what CI runs), so reaching this means the command line was started some other way.
    */
-  @Command(name = "test", mixinStandardHelpOptions = true, version = VERSION, description = "Run the test suite: ./taco test (mvn verify in the checkout, what CI runs).")
+  @Command(name = "test", mixinStandardHelpOptions = true, version = VERSION,
+      description = "Run the test suite: ./taco test (mvn verify in the checkout, what CI runs).")
   static final class TestCommand implements Callable<Integer> {
     @Override
     public Integer call() {
@@ -59,123 +61,165 @@ public final class TacoCli {
   private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
 
   /** {@code taco train}: the main job. */
-  @Command(name = "train", mixinStandardHelpOptions = true, version = VERSION, description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
-      + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
+  @Command(name = "train", mixinStandardHelpOptions = true, version = VERSION,
+      description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
+          + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
-    @Option(names = {"--compression",
-        "--compare"}, paramLabel = "CODEC[,CODEC...]", description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
+    @Option(names = {"--compression", "--compare"}, paramLabel = "CODEC[,CODEC...]",
+        description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
             + " int8-group, fp8-tensor, fp32 (exact), or any codec of `taco analyze`, with parameters after a colon"
-            + " (taco:e5m2,g=128,hadamard=off). Default: ${DEFAULT-VALUE}.") String compression = "none,taco";
+            + " (taco:e5m2,g=128,hadamard=off). Default: ${DEFAULT-VALUE}.")
+    String compression = "none,taco";
 
-    @Option(names = {"--tensor-model-parallel-size",
-        "--tp"}, description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.") int tp = 2;
+    @Option(names = {"--tensor-model-parallel-size", "--tp"},
+        description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
+    int tp = 2;
 
     @Option(names = "--sequence-parallel", description = "Megatron's sequence parallelism: the LayerNorm, residual and"
         + " embedding regions hold 1/tp of the tokens, an all-gather before each column-parallel linear and a"
         + " reduce-scatter after each row-parallel one (the conjugates backward), each through the codec at its own"
-        + " site. Needs --seq-length divisible by --tp.") boolean sequenceParallel;
+        + " site. Needs --seq-length divisible by --tp.")
+    boolean sequenceParallel;
 
     @Option(names = "--data-parallel-size", description = "Data-parallel replicas of the TP group (ranks = tp x this,"
         + " TP ranks adjacent as in Megatron), each on its share of every global batch, gradients all-reduced over"
-        + " the replicas. Default: ${DEFAULT-VALUE}.") int dataParallel = 1;
+        + " the replicas. Default: ${DEFAULT-VALUE}.")
+    int dataParallel = 1;
 
     @Option(names = "--global-batch-size", description = "Sequences per optimizer step over all replicas: a multiple"
         + " of --micro-batch-size x --data-parallel-size; the rest is gradient accumulation. Default: micro-batch x"
-        + " data-parallel size.") Integer globalBatch;
+        + " data-parallel size.")
+    Integer globalBatch;
 
     @Option(names = "--dp-compression", paramLabel = "CODEC", description = "Codec of the data-parallel gradient"
-        + " all-reduce (fp32: exact). Default: ${DEFAULT-VALUE}.") String dpCompression = "fp32";
+        + " all-reduce (fp32: exact). Default: ${DEFAULT-VALUE}.")
+    String dpCompression = "fp32";
 
-    @Option(names = {"--steps",
-        "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.") int steps = 120;
+    @Option(names = {"--steps", "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
+    int steps = 120;
 
-    @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on. Default: the bundled Jargon File.") Path data;
+    @Option(names = "--data", paramLabel = "FILE",
+        description = "UTF-8 text to train on. Default: the bundled Jargon File.")
+    Path data;
 
-    @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.") long seed = 1234;
+    @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.")
+    long seed = 1234;
 
-    @Option(names = "--num-layers", description = "Transformer blocks. Default: ${DEFAULT-VALUE}.") int numLayers = 4;
+    @Option(names = "--num-layers", description = "Transformer blocks. Default: ${DEFAULT-VALUE}.")
+    int numLayers = 4;
 
-    @Option(names = "--hidden-size", description = "Model width C. Default: ${DEFAULT-VALUE}.") int hiddenSize = 128;
+    @Option(names = "--hidden-size", description = "Model width C. Default: ${DEFAULT-VALUE}.")
+    int hiddenSize = 128;
 
-    @Option(names = "--num-attention-heads", description = "Attention heads. Default: ${DEFAULT-VALUE}.") int numHeads = 4;
+    @Option(names = "--num-attention-heads", description = "Attention heads. Default: ${DEFAULT-VALUE}.")
+    int numHeads = 4;
 
-    @Option(names = "--seq-length", description = "Context length T in bytes. Default: ${DEFAULT-VALUE}.") int seqLength = 128;
+    @Option(names = "--seq-length", description = "Context length T in bytes. Default: ${DEFAULT-VALUE}.")
+    int seqLength = 128;
 
-    @Option(names = "--micro-batch-size", description = "Sequences per micro-batch of each data-parallel replica (a step"
-        + " takes --global-batch-size / (this x --data-parallel-size) of them). Default: ${DEFAULT-VALUE}.") int microBatch = 8;
+    @Option(names = "--micro-batch-size",
+        description = "Sequences per micro-batch of each data-parallel replica (a step"
+            + " takes --global-batch-size / (this x --data-parallel-size) of them). Default: ${DEFAULT-VALUE}.")
+    int microBatch = 8;
 
-    @Option(names = "--lr", description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.") float lr = 2e-3f;
+    @Option(names = "--lr",
+        description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
+    float lr = 2e-3f;
 
-    @Option(names = "--min-lr", description = "Learning rate at the end of the cosine decay. Default: a tenth of --lr.") Float minLr;
+    @Option(names = "--min-lr", description = "Learning rate at the end of the cosine decay. Default: a tenth of --lr.")
+    Float minLr;
 
     @Option(names = "--lr-warmup-iters", description = "Steps of linear learning-rate warmup (capped at --steps)."
-        + " Default: ${DEFAULT-VALUE}.") int warmupIters = 12;
+        + " Default: ${DEFAULT-VALUE}.")
+    int warmupIters = 12;
 
     @Option(names = "--weight-decay", description = "AdamW weight decay on the weight matrices (not on biases,"
-        + " LayerNorms). Default: ${DEFAULT-VALUE}.") float weightDecay = 0.1f;
+        + " LayerNorms). Default: ${DEFAULT-VALUE}.")
+    float weightDecay = 0.1f;
 
     @Option(names = "--clip-grad", description = "Global gradient-norm clipping threshold; 0 turns clipping off."
-        + " Default: ${DEFAULT-VALUE}.") float clipGrad = 1.0f;
+        + " Default: ${DEFAULT-VALUE}.")
+    float clipGrad = 1.0f;
 
     @Option(names = "--log-interval", description = "Steps between rows of the printed loss table (evaluation steps"
-        + " are always printed). Default: ${DEFAULT-VALUE}.") int logInterval = 10;
+        + " are always printed). Default: ${DEFAULT-VALUE}.")
+    int logInterval = 10;
 
-    @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.") int evalInterval = 20;
+    @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.")
+    int evalInterval = 20;
 
-    @Option(names = "--eval-iters", description = "Validation micro-batches per evaluation. Default: ${DEFAULT-VALUE}.") int evalIters = 4;
+    @Option(names = "--eval-iters", description = "Validation micro-batches per evaluation. Default: ${DEFAULT-VALUE}.")
+    int evalIters = 4;
 
-    @Option(names = "--calibration-steps", description = "Tensors per collective site that calibrate its plan (group size,"
-        + " Hadamard on/off, channel permutation); 0 = the codec's defaults. Default: ${DEFAULT-VALUE}.") int calibrationSteps = 2;
+    @Option(names = "--calibration-steps",
+        description = "Tensors per collective site that calibrate its plan (group size,"
+            + " Hadamard on/off, channel permutation); 0 = the codec's defaults. Default: ${DEFAULT-VALUE}.")
+    int calibrationSteps = 2;
 
-    @Option(names = "--recalibrate-interval", description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.") int recalibrateInterval = 0;
+    @Option(names = "--recalibrate-interval",
+        description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
+    int recalibrateInterval = 0;
 
     @Option(names = "--codec-error-interval", description = "Rank 0 measures the codec's error on the TP tensors of"
         + " steps 0, N, 2N, ... (the report's codec table); 0 = never. Each measurement encodes and decodes every"
-        + " site's tensor on the CPU, which slows a long GPU run. Default: ${DEFAULT-VALUE}.") int codecErrorInterval = Trainer.CODEC_ERROR_INTERVAL;
+        + " site's tensor on the CPU, which slows a long GPU run. Default: ${DEFAULT-VALUE}.")
+    int codecErrorInterval = Trainer.CODEC_ERROR_INTERVAL;
 
     @Option(names = "--distributed-timeout-minutes", description = "How long a rank waits in one collective for the"
-        + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.") int distributedTimeoutMinutes = 2;
+        + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
+    int distributedTimeoutMinutes = 2;
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
         + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 only the codecs with GPU kernels: fp32, none,"
         + " int8-group, fp8-tensor and the dual-scale taco codecs), auto (cuda if a GPU is usable, else cpu)."
-        + " Default: ${DEFAULT-VALUE}.") String device = "cpu";
+        + " Default: ${DEFAULT-VALUE}.")
+    String device = "cpu";
 
     @Option(names = "--precision", paramLabel = "fp32|bf16", description = "On a GPU, what the matrix products multiply"
         + " in: bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, as PyTorch's bf16 autocast; the"
         + " default) or fp32 (exact; for testing). Weights, gradients, optimizer state and the residual stream are fp32"
         + " either way; bf16 stores the activations that only matrix products read in bf16, as autocast does. The"
         + " CPU trains in fp32 (with --device auto and no GPU, GPU-only options are ignored with"
-        + " a warning).") String precision;
+        + " a warning).")
+    String precision;
 
     @Option(names = "--tp-transport", paramLabel = "auto|device-local|nccl", description = "On GPUs, how the TP ranks"
         + " talk: nccl (a GPU per rank, GPUs 0..tp-1, NCCL), device-local (every rank on GPU 0, device copies; for"
         + " tests, no real link), auto (nccl when there are tp GPUs and NCCL loads, else device-local). Default:"
-        + " ${DEFAULT-VALUE}.") String tpTransport = "auto";
+        + " ${DEFAULT-VALUE}.")
+    String tpTransport = "auto";
 
     @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
         + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
-        + " keeps its partial sums), and the report says so. Needs --tp > 1.") boolean noTpComm;
+        + " keeps its partial sums), and the report says so. Needs --tp > 1.")
+    boolean noTpComm;
 
     @Option(names = "--save", paramLabel = "DIR", description = "Save checkpoints into DIR (Megatron's layout:"
         + " DIR/iter_0000010/, DIR/latest_checkpointed_iteration.txt; with several --compression codecs, DIR/<codec>/"
-        + " each): every --save-interval steps, at --exit-interval and at the end.") Path save;
+        + " each): every --save-interval steps, at --exit-interval and at the end.")
+    Path save;
 
     @Option(names = "--save-interval", description = "Steps between checkpoints (0: only at the exit and the end)."
-        + " Default: ${DEFAULT-VALUE}.") int saveInterval = 0;
+        + " Default: ${DEFAULT-VALUE}.")
+    int saveInterval = 0;
 
     @Option(names = "--load", paramLabel = "DIR", description = "Resume from the newest checkpoint in DIR (weights,"
         + " optimizer state, data position, codec plans); a checkpoint of another TP size is resharded. A DIR without"
-        + " checkpoints starts from scratch with a warning.") Path load;
+        + " checkpoints starts from scratch with a warning.")
+    Path load;
 
     @Option(names = "--exit-interval", description = "Stop after this step, saving first when --save is given (0:"
-        + " run all --steps). Default: ${DEFAULT-VALUE}.") int exitInterval = 0;
+        + " run all --steps). Default: ${DEFAULT-VALUE}.")
+    int exitInterval = 0;
 
     @Option(names = "--overwrite", description = "Write into an --out folder that already holds a report.json"
-        + " (refused otherwise).") boolean overwrite;
+        + " (refused otherwise).")
+    boolean overwrite;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "Output folder for report.json, loss.png and (with several codecs) loss-diff.png. Default:"
-        + " runs/<timestamp>.") Path out;
+    @Option(names = "--out", paramLabel = "DIR",
+        description = "Output folder for report.json, loss.png and (with several codecs) loss-diff.png. Default:"
+            + " runs/<timestamp>.")
+    Path out;
 
     @Override
     public Integer call() throws Exception {

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("gpu")
 class TacoCliGpuTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   static void assumeGpu() {
     assumeTrue(Cuda.available() && Cuda.deviceCount() > 0 && Cublas.available(),

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The command line: bad input gives one line on stderr and a non-zero exit; a small run writes its report. */
 public class TacoCliTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   /** What one command line did: its exit status and what it printed. */
   public record Result(int status, String out, String err) {}

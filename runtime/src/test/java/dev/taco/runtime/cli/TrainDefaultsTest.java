@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
  * 9.5e-7 at TP = 2, 7.2e-7 at TP = 4).
  */
 class TrainDefaultsTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   @Test
   void tp1Tp2AndTp4AgreeWithin1e4OverFiftyStepsAtTheDefaults() throws Exception {

@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * naming the file; a process killed while saving leaves the previous checkpoint loadable.
  */
 class CheckpointTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   /** The tiny model of the CLI tests, on a small text, with the given extra flags. */
   private TacoCliTest.Result train(Path out, String... more) throws IOException {

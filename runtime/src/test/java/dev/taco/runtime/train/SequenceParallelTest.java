@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the bytes are reported per collective kind, and a sequence length R does not divide is refused naming the flags.
  */
 class SequenceParallelTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   @Test
   void threeHundredStepsWithTacoStayWithin2PercentOfUncompressed() throws Exception {

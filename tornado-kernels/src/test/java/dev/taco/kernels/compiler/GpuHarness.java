@@ -14,6 +14,28 @@ import java.util.regex.Pattern;
  * Needs only nvcc and a GPU: {@code nvcc -arch=sm_90 -o k k.cu && ./k}.
  */
 final class GpuHarness {
+  /** The harness's comparison function and the head of its main, between the tables and the kernel calls. */
+  private static final String CHECK_AND_MAIN = """
+
+      static int check(const char* name, int i, unsigned long long got, unsigned long long want, int width, int fp, int ulp, int anyNan) {
+        if (got == want) return 0;
+        if (fp && (ulp > 0 || anyNan)) {
+          unsigned long long sign = 1ull << (width - 1), expMask = width == 32 ? 0x7f800000ull : 0x7ff0000000000000ull;
+          unsigned long long mant = width == 32 ? 0x7fffffull : 0xfffffffffffffull;
+          bool gotNan = (got & expMask) == expMask && (got & mant) != 0, wantNan = (want & expMask) == expMask && (want & mant) != 0;
+          if (gotNan && wantNan && anyNan) return 0;
+          long long og = (got & sign) ? -(long long)(got & ~sign) : (long long)got;
+          long long ow = (want & sign) ? -(long long)(want & ~sign) : (long long)want;
+          if (!gotNan && !wantNan && (og - ow <= ulp && ow - og <= ulp)) return 0;
+        }
+        fprintf(stderr, "MISMATCH %s[%d]: gpu 0x%llx, jvm 0x%llx\\n", name, i, got, want);
+        return 1;
+      }
+
+      int main() {
+        int bad = 0;
+      """;
+
   private GpuHarness() {}
 
   /** Host bit type, printf width and whether the Java type is floating point. */
@@ -82,27 +104,7 @@ final class GpuHarness {
       sb.append(table("static const " + b.ctype() + " in_" + names.get(a), inputs[a], b));
       sb.append(table("static const " + b.ctype() + " want_" + names.get(a), expected[a], b));
     }
-    sb.append(
-        """
-
-            static int check(const char* name, int i, unsigned long long got, unsigned long long want, int width, int fp, int ulp, int anyNan) {
-              if (got == want) return 0;
-              if (fp && (ulp > 0 || anyNan)) {
-                unsigned long long sign = 1ull << (width - 1), expMask = width == 32 ? 0x7f800000ull : 0x7ff0000000000000ull;
-                unsigned long long mant = width == 32 ? 0x7fffffull : 0xfffffffffffffull;
-                bool gotNan = (got & expMask) == expMask && (got & mant) != 0, wantNan = (want & expMask) == expMask && (want & mant) != 0;
-                if (gotNan && wantNan && anyNan) return 0;
-                long long og = (got & sign) ? -(long long)(got & ~sign) : (long long)got;
-                long long ow = (want & sign) ? -(long long)(want & ~sign) : (long long)want;
-                if (!gotNan && !wantNan && (og - ow <= ulp && ow - og <= ulp)) return 0;
-              }
-              fprintf(stderr, "MISMATCH %s[%d]: gpu 0x%llx, jvm 0x%llx\\n", name, i, got, want);
-              return 1;
-            }
-
-            int main() {
-              int bad = 0;
-            """);
+    sb.append(CHECK_AND_MAIN);
     StringBuilder args = new StringBuilder();
     for (int a = 0; a < inputs.length; a++) {
       String nm = names.get(a);

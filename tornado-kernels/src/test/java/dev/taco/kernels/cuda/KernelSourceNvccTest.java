@@ -15,7 +15,8 @@ import org.junit.jupiter.api.io.TempDir;
  * is installed (CPU machines and CI have it), so a typo in a kernel shows up without a GPU.
  */
 class KernelSourceNvccTest {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   private static Path nvcc() {
     for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {

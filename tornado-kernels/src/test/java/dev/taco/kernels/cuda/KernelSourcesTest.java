@@ -23,7 +23,8 @@ class KernelSourcesTest {
   static final KernelRequest COMPRESS = TacoCudaSources.compress(64, true, Fp8.E4M3, true);
   static final List<Path> MAIN = List.of(Path.of("src/main/java"));
 
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   @Test
   void theSourceSetIsWhatTheKernelCanCall() {

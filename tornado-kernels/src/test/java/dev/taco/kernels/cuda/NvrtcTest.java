@@ -11,7 +11,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** NVRTC compilation to PTX; needs libnvrtc but no GPU, and skips with the reason where it is missing. */
 class NvrtcTest {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   @Test
   void defaultOptionsTargetTheArchitectureWithCxx17() {

@@ -13,7 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** PtxCache keying, atomic writes, hits and misses; runs without a GPU or NVRTC. */
 class PtxCacheTest {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   private static final String SRC = "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }";
   private static final List<String> OPTS = List.of("--gpu-architecture=compute_90", "--std=c++17");
