@@ -1,6 +1,7 @@
 package dev.taco.collective;
 
 import dev.taco.codec.MalformedPayloadException;
+import dev.taco.codec.NonFiniteInputException;
 import dev.taco.kernels.cpu.Transpose;
 import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
@@ -100,8 +101,8 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
       int piece) {
     try {
       out.slots()[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
-    } catch (IllegalArgumentException e) { // the codec refused the chunk (NaN/Inf): say where in the tensor it is
-      throw new IllegalArgumentException(where(plan, row0, realRows) + ", rank " + rank() + ": " + e.getMessage(), e);
+    } catch (NonFiniteInputException e) { // say where in the tensor the refused chunk is
+      throw new NonFiniteInputException(where(plan, row0, realRows) + ", rank " + rank(), e);
     }
   }
 
@@ -120,10 +121,9 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
     float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
     try {
       out.slots()[rank()] = encodeChunk(plan, sum, rows, cols);
-    } catch (IllegalArgumentException e) { // own rows NaN/Inf, or a sum that overflowed float32
-      throw new IllegalArgumentException("the sum over ranks of the " + where(plan, row0, realRows) + ", rank "
-          + rank() + ", is not finite (its own rows hold NaN/Inf, or the sum overflowed float32): " + e.getMessage(),
-          e);
+    } catch (NonFiniteInputException e) { // own rows NaN/Inf, or a sum that overflowed float32
+      throw new NonFiniteInputException("the sum over ranks of the " + where(plan, row0, realRows) + ", rank " + rank()
+          + ", is not finite (its own rows hold NaN/Inf, or the sum overflowed float32)", e);
     }
   }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Codecs;
+import dev.taco.codec.NonFiniteInputException;
 import dev.taco.codec.MalformedPayloadException;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -212,8 +213,10 @@ class TwoShotTest {
       if (comm.rank() == 2) x[14] = Float.NaN;
       TwoShot.allReduce(new HostWire(comm), none, x, 6, 10);
       return null;
-    })).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("non-finite")
+    })).isInstanceOf(NonFiniteInputException.class).hasMessageContaining("non-finite")
         .hasMessageContaining("row 1, col 4").hasMessageContaining("chunk of tensor rows 0..2")
+        .satisfies(t -> assertThat(((NonFiniteInputException) t).location()).contains("chunk of tensor rows 0..2")
+            .contains("non-finite input NaN").doesNotContain("nonfinite=propagate"))
         .satisfies(t -> assertThat(t.getSuppressed()).hasSize(2).allSatisfy(s -> assertThat(s)
             .isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 failed")));
   }

@@ -156,15 +156,14 @@ public abstract class AbstractCodec implements Codec {
   /**
    * The header, flagged non-finite when the input's first NaN/Inf is at index {@code i} ({@code i >= 0}).
    *
-   * @throws IllegalArgumentException naming that index, its row and column, under policy refuse
+   * @throws NonFiniteInputException naming that index, its row and column, under policy refuse
    */
   private PayloadHeader refuseOrFlag(PayloadHeader h, float[] x, int off, int cols, int i) {
     if (i < 0) {
       return h;
     }
     if (nonFinite == NonFinite.REFUSE) {
-      throw new IllegalArgumentException(name() + ": non-finite input " + x[off + i] + " at index " + i
-          + " (row " + i / cols + ", col " + i % cols + "); encode with nonfinite=propagate to send it");
+      throw new NonFiniteInputException(name(), x[off + i], i, cols);
     }
     return h.withFlags(h.flags() | PayloadHeader.FLAG_NONFINITE);
   }

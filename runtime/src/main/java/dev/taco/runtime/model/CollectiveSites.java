@@ -4,6 +4,7 @@ import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
 import dev.taco.codec.Int8GroupCodec;
+import dev.taco.codec.NonFiniteInputException;
 import dev.taco.codec.TacoCodec;
 import dev.taco.collective.Communicator;
 import dev.taco.collective.HostWire;
@@ -259,9 +260,6 @@ public final class CollectiveSites {
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
   public void allReduce(String name, float[] buf, int rows, int cols) {
-    if (worldSize() == 1) {
-      return;
-    }
     run("all-reduce", name, buf, rows, cols, plan -> TwoShot.allReduce(wire, plan, buf, rows, cols));
   }
 
@@ -271,14 +269,16 @@ public final class CollectiveSites {
    */
   private void run(String kind, String name, float[] tensor, int rows, int cols,
       java.util.function.Consumer<Plan> op) {
-    Plan plan = planAt(name, () -> tensor, rows, cols, kind);
+    // one rank sends nothing: no plan, but the collective's checks of the shapes, then its copy (or nothing)
+    boolean alone = worldSize() == 1;
+    Plan plan = alone ? Plan.EXACT : planAt(name, () -> tensor, rows, cols, kind);
     long before = exact.bytesSent();
     try {
       op.accept(plan);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(kind + " at " + name + ": " + e.getMessage(), e);
+      throw atSite(kind + " at " + name, e);
     }
-    countBytes(kind, before);
+    if (!alone) countBytes(kind, before);
   }
 
   /**
@@ -291,10 +291,6 @@ public final class CollectiveSites {
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
   public void allGather(String name, float[] shard, int shardRows, int cols, float[] out) {
-    if (worldSize() == 1) {
-      System.arraycopy(shard, 0, out, 0, shardRows * cols);
-      return;
-    }
     run("all-gather", name, shard, shardRows, cols, plan -> TwoShot.allGather(wire, plan, shard, shardRows, cols, out));
   }
 
@@ -308,10 +304,6 @@ public final class CollectiveSites {
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
   public void reduceScatter(String name, float[] x, int rows, int cols, float[] shard) {
-    if (worldSize() == 1) {
-      System.arraycopy(x, 0, shard, 0, rows * cols);
-      return;
-    }
     run("reduce-scatter", name, x, rows, cols, plan -> TwoShot.reduceScatter(wire, plan, x, rows, cols, shard));
   }
 
@@ -384,8 +376,14 @@ public final class CollectiveSites {
       if (sampling && !plan.exact()) sample(name, plan, host != null ? host : tensor.get(), rows, cols);
       return plan;
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(kind + " at " + name + ": " + e.getMessage(), e);
+      throw atSite(kind + " at " + name, e);
     }
+  }
+
+  /** {@code e} with {@code site} in front of its message, a codec's refusal of NaN/Inf keeping its type. */
+  private static IllegalArgumentException atSite(String site, IllegalArgumentException e) {
+    return e instanceof NonFiniteInputException n ? new NonFiniteInputException(site, n)
+        : new IllegalArgumentException(site + ": " + e.getMessage(), e);
   }
 
   private void sample(String name, Plan plan, float[] buf, int rows, int cols) {

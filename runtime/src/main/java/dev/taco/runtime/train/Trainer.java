@@ -1,6 +1,7 @@
 package dev.taco.runtime.train;
 
 import dev.taco.codec.Codecs;
+import dev.taco.codec.NonFiniteInputException;
 import dev.taco.collective.Communicator;
 import dev.taco.collective.LocalCommunicator;
 import dev.taco.collective.LocalGroup;
@@ -519,16 +520,12 @@ public final class Trainer {
         if (!Float.isFinite(loss)) {
           throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
         }
+      } catch (NonFiniteInputException e) {
+        // the codec's advice (nonfinite=propagate) is for data that is NaN on purpose, not for a diverged run
+        throw new IllegalStateException(
+            "training diverged (NaN/Inf) at step " + step + ": " + e.location() + "; lower --lr", e);
       } catch (IllegalArgumentException e) {
-        String msg = String.valueOf(e.getMessage());
-        if (msg.contains("non-finite")) {
-          // the codec's advice (nonfinite=propagate) is for data that is NaN on purpose, not for a diverged run
-          msg = "training diverged (NaN/Inf) at step " + step + ": "
-              + msg.replaceAll(";? ?encode with nonfinite=propagate.*$", "")
-              + "; lower --lr";
-          throw new IllegalStateException(msg, e);
-        }
-        throw new IllegalStateException("step " + step + ", rank " + rank + ": " + msg, e);
+        throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage(), e);
       }
       wire += model.bytesSent() - before;
       if (sites == null || sites.calibrationMeasurements() == calibrated) {

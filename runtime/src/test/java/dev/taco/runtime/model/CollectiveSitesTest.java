@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
+import dev.taco.codec.NonFiniteInputException;
 import dev.taco.collective.LocalGroup;
 import dev.taco.collective.Plan;
 import java.util.ArrayList;
@@ -237,6 +238,36 @@ class CollectiveSitesTest {
       assertThat(plan.codec()).as(where)
           .startsWith(spec.substring(0, spec.indexOf(':') < 0 ? spec.length() : spec.indexOf(':')));
     }
+  }
+
+  @Test
+  void nanAtASiteIsRefusedAsNonFiniteNamingTheSite() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
+      float[] x = activations(seed, comm.rank());
+      if (comm.rank() == 1) x[3 * COLS + 5] = Float.NaN;
+      new CollectiveSites(comm, "taco", 0, 0).allReduce("layer2.attn.fwd", x, ROWS, COLS);
+      return null;
+    })).as("seed " + seed).isInstanceOf(NonFiniteInputException.class)
+        .hasMessageContaining("all-reduce at layer2.attn.fwd").hasMessageContaining("non-finite input NaN");
+  }
+
+  @Test
+  void oneRankChecksShapesAsManyRanksDo() {
+    var comm = LocalGroup.create(1).get(0);
+    CollectiveSites sites = new CollectiveSites(comm, "taco", 0, 0);
+    assertThatThrownBy(() -> sites.allReduce("layer0.mlp.fwd", new float[10], ROWS, COLS))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("all-reduce at layer0.mlp.fwd: all-reduce: the tensor holds 10 values");
+    assertThatThrownBy(() -> sites.allGather("layer0.sp.ag", new float[ROWS * COLS], ROWS, COLS, new float[5]))
+        .hasMessageContaining("all-gather at layer0.sp.ag").hasMessageContaining("the output holds 5 values");
+    assertThatThrownBy(() -> sites.reduceScatter("layer0.sp.rs", new float[ROWS * COLS], ROWS, 0, new float[1]))
+        .hasMessageContaining("reduce-scatter at layer0.sp.rs");
+    float[] x = activations(7, 0), shard = new float[ROWS * COLS];
+    sites.reduceScatter("layer0.sp.rs", x, ROWS, COLS, shard);
+    assertThat(shard).as("one rank's reduce-scatter is a copy").isEqualTo(x);
+    assertThat(sites.bytesSent()).isZero();
+    comm.close();
   }
 
   @Test
