@@ -60,7 +60,8 @@ final class GradCheck {
       double num = (lp - lm) / ((double) xp - (double) xm); // the steps actually taken in float
       double a = analytic[off + i];
       double err = Math.abs(a - num) / Math.max(Math.max(Math.abs(a), Math.abs(num)), floor);
-      if (err > maxErr) {
+      // a NaN error (NaN gradient or loss) is the worst there is, and stays so: NaN never passes
+      if (Double.isNaN(err) ? !Double.isNaN(maxErr) : err > maxErr) {
         maxErr = err;
         worst = i;
         wa = a;
