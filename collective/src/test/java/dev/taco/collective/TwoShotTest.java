@@ -116,7 +116,7 @@ class TwoShotTest {
   @ParameterizedTest(name = "{0} R={1}")
   @MethodSource("casesAndWorlds")
   void withinTheCodecBoundBitIdenticalReplicasAndBytesFromShapeAndPlan(Case c, int world) {
-    long seed = new SplittableRandom().nextLong();
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
     for (int[] shape : SHAPES) {
       for (Op op : Op.values()) {
         int rows = op == Op.REDUCE_SCATTER ? shape[0] * world : shape[0];
@@ -146,7 +146,7 @@ class TwoShotTest {
 
   @Test
   void oneRankMovesNothingAndQuantisesNothing() {
-    long seed = new SplittableRandom().nextLong();
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
     Plan taco = Plan.of(Codecs.byName("taco"));
     for (Op op : Op.values()) {
       List<Object[]> res = run(op, taco, 1, seed, 7, 100);
@@ -158,7 +158,7 @@ class TwoShotTest {
 
   @Test
   void allReduceIsAllGatherOfReduceScatterBitForBit() {
-    long seed = new SplittableRandom().nextLong();
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
     int world = 4, rows = 16, cols = 192;
     Plan taco = Plan.of(Codecs.byName("taco"));
     List<float[]> viaHalves = LocalGroup.run(world, comm -> {
@@ -177,7 +177,7 @@ class TwoShotTest {
 
   @Test
   void everyLayoutIsUndoneAfterTheAllReduce() {
-    long seed = new SplittableRandom().nextLong();
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
     int world = 3, rows = 10, cols = 128;
     AbstractCodec codec = Codecs.byName("taco:g=32");
     int[] perm = new int[cols];
