@@ -71,14 +71,6 @@ public record LaunchEnv(int rank, int worldSize, int localRank, String masterAdd
     return new LaunchEnv(rank, worldSize, localRank, masterAddr, masterPort);
   }
 
-  /**
-   * @return the launch described by this process's environment
-   * @throws IllegalArgumentException as {@link #parse(Map)}
-   */
-  public static LaunchEnv fromSystem() {
-    return parse(System.getenv());
-  }
-
   /** @return {@code MASTER_ADDR:MASTER_PORT}, an IPv6 address in brackets, e.g. {@code "127.0.0.1:29500"} */
   public String endpoint() {
     return (masterAddr.indexOf(':') >= 0 ? "[" + masterAddr + "]" : masterAddr) + ":" + masterPort;

@@ -727,8 +727,7 @@ public final class TacoCli {
       Throwable root = ex;
       while (root.getCause() != null && root.getMessage() == null) root = root.getCause();
       String msg = root instanceof IOException io ? reason(io)
-          : root instanceof OutOfMemoryError ? "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20)
-              + " MiB): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers"
+          : root instanceof OutOfMemoryError ? outOfMemory()
               : root.getMessage() != null ? root.getMessage() : root.toString();
       System.err.println("taco: error: " + asTyped(c, args, msg));
       return ex instanceof IllegalArgumentException ? 2 : 1;
@@ -736,9 +735,15 @@ public final class TacoCli {
     try {
       return cl.execute(args);
     } catch (OutOfMemoryError e) {
-      System.err.println("taco: error: out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20)
-          + " MiB): use smaller inputs or sizes, or raise -Xmx through TACO_JAVA_OPTS");
+      System.err.println("taco: error: " + outOfMemory());
       return 1;
     }
+  }
+
+  /** What to say when the heap ran out, wherever it did (a training rank, reading tensors for analyze). */
+  private static String outOfMemory() {
+    return "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20) + " MiB): lower --micro-batch-size,"
+        + " --seq-length, --hidden-size or --num-layers, analyze fewer or smaller tensors, or raise -Xmx through"
+        + " TACO_JAVA_OPTS";
   }
 }

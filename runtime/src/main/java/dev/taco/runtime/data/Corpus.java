@@ -97,14 +97,17 @@ public final class Corpus {
     return new Corpus(name, text, valFraction);
   }
 
+  /** The corpus's name: the data file's, or the bundled one's. */
   public String name() {
     return name;
   }
 
+  /** Bytes (= tokens) in the training split. */
   public int trainBytes() {
     return train.length;
   }
 
+  /** Bytes (= tokens) in the validation split. */
   public int valBytes() {
     return val.length;
   }

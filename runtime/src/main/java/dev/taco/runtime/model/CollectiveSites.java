@@ -141,10 +141,12 @@ public final class CollectiveSites {
     return new CollectiveSites(comm, "fp32", 0, 0);
   }
 
+  /** This rank in the tensor-parallel group, 0..R-1. */
   public int rank() {
     return exact.rank();
   }
 
+  /** R, the tensor-parallel group's size. */
   public int worldSize() {
     return exact.worldSize();
   }

@@ -145,6 +145,7 @@ public final class Gpt<A> {
     return 4.0 * (cfg.tp() * (l * perLayer + rest + 4 * perRankParams) + full);
   }
 
+  /** The model's shape and parallel layout. */
   public GptConfig config() {
     return cfg;
   }
@@ -186,7 +187,8 @@ public final class Gpt<A> {
    * all B·T, or with sequence parallelism its B·T/R (the mean over the ranks is the micro-batch's).
    *
    * @param in token ids (B,T), each in [0, vocab)
-   * @param tgt next-token ids (B,T)
+   * @param tgt next-token ids (B,T), each in [0, vocab)
+   * @throws IllegalArgumentException for arrays not of B·T ids, or an id outside [0, vocab)
    */
   public float forward(int[] in, int[] tgt) {
     load(in, tgt);
@@ -197,6 +199,10 @@ public final class Gpt<A> {
    * One training step's forward and backward: zero-grad, {@link #forward}, {@link #backward}, as one
    * {@link Ops#replay} (a GPU backend at TP = 1 replays it as a CUDA graph from the second step on); returns the mean
    * loss. The same numbers as the three calls.
+   *
+   * @param in token ids (B,T), each in [0, vocab)
+   * @param tgt next-token ids (B,T), each in [0, vocab)
+   * @throws IllegalArgumentException for arrays not of B·T ids, or an id outside [0, vocab)
    */
   public float trainStep(int[] in, int[] tgt) {
     return trainStep(in, tgt, 1f, true);
@@ -207,6 +213,12 @@ public final class Gpt<A> {
    * that adds the gradient of {@code lossScale} × the mean loss to {@link #grads()} (1/A for A micro-batches per
    * step), as one {@link Ops#replay} (the first and the later micro-batches are two graphs; a run keeps its scale).
    * Returns the mean loss over this rank's tokens.
+   *
+   * @param in token ids (B,T), each in [0, vocab)
+   * @param tgt next-token ids (B,T), each in [0, vocab)
+   * @param lossScale the factor on this micro-batch's loss gradient (1/A for A micro-batches)
+   * @param zeroGrad whether to zero the gradients first (the step's first micro-batch)
+   * @throws IllegalArgumentException for arrays not of B·T ids, or an id outside [0, vocab)
    */
   public float trainStep(int[] in, int[] tgt, float lossScale, boolean zeroGrad) {
     load(in, tgt);
@@ -228,6 +240,14 @@ public final class Gpt<A> {
     if (in.length != b * t || tgt.length != b * t) {
       throw new IllegalArgumentException("expected " + b * t + " tokens and targets (B=" + b + ", T=" + t + "), got "
           + in.length + " and " + tgt.length);
+    }
+    int v = cfg.vocabSize();
+    for (int i = 0; i < in.length; i++) {
+      // a GPU would read another row of the embedding, or past it, without a word
+      if (in[i] < 0 || in[i] >= v || tgt[i] < 0 || tgt[i] >= v) {
+        throw new IllegalArgumentException("token " + i + " (b " + i / t + ", t " + i % t + "): input " + in[i]
+            + ", target " + tgt[i] + "; ids must be in [0, " + v + ")");
+      }
     }
     System.arraycopy(in, 0, inputs, 0, in.length);
     System.arraycopy(tgt, 0, targets, 0, tgt.length);

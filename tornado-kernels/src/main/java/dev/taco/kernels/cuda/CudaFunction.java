@@ -59,7 +59,7 @@ public final class CudaFunction {
    * @throws CudaException            if the launch is rejected
    */
   public void launch(Dim3 grid, Dim3 block, int sharedBytes, CudaStream stream, KernelArgs args) {
-    if (sharedBytes < 0) throw new IllegalArgumentException("sharedBytes < 0");
+    if (sharedBytes < 0) throw new IllegalArgumentException("sharedBytes must be >= 0, got " + sharedBytes);
     ctx.makeCurrent();
     ctx.driver().launchKernel(handle, grid.x(), grid.y(), grid.z(), block.x(), block.y(), block.z(), sharedBytes,
         stream == null ? 0L : stream.handle(), args.address());

@@ -27,7 +27,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
   /** Package-private: {@link CudaContext#alloc(long)} and tests (a fake pointer, never dereferenced). */
   DeviceBuffer(CudaContext ctx, long pointer, long bytes, boolean owner) {
-    if (bytes < 0) throw new IllegalArgumentException("bytes < 0");
+    if (bytes < 0) throw new IllegalArgumentException("bytes must be >= 0, got " + bytes);
     this.ctx = ctx;
     this.pointer = pointer;
     this.bytes = bytes;

@@ -505,18 +505,20 @@ public final class GpuSelfCheck {
       KernelArgs none = new KernelArgs();
       Dim3 g = Dim3.of(1);
       Dim3 b = Dim3.of(32);
-      double direct = medianMicros(ctx, st, () -> f.launch(g, b, 0, st, none));
+      double direct = medianMicros(st, () -> f.launch(g, b, 0, st, none));
       CudaDriver d = ctx.driver();
       long fh = f.handle();
       long sh = st.handle();
-      double viaInterface = medianMicros(ctx, st, () -> d.launchKernelInterfaceMapped(fh, 1, 32, 0, sh, null));
+      double viaInterface = medianMicros(st, () -> d.launchKernelInterfaceMapped(fh, 1, 32, 0, sh, null));
+      require(direct > 0 && viaInterface > 0 && Double.isFinite(direct) && Double.isFinite(viaInterface),
+          "launch times must be positive and finite, got " + direct + " and " + viaInterface + " µs");
       return String.format(Locale.ROOT,
           "median %.2f µs/launch direct mapping, %.2f µs/launch interface mapping (DESIGN §5: 5-6 vs 7.4)",
           direct, viaInterface);
     }
   }
 
-  private static double medianMicros(CudaContext ctx, CudaStream st, Runnable launch) {
+  private static double medianMicros(CudaStream st, Runnable launch) {
     int batches = 20;
     int per = 2000;
     for (int i = 0; i < per; i++) launch.run(); // warm-up (JIT, driver)

@@ -1,8 +1,6 @@
 package dev.taco.kernels.cuda;
 
 import com.sun.jna.Pointer;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * Page-locked ("pinned") host memory from {@code cuMemAllocHost_v2}: the host side of asynchronous
@@ -38,17 +36,6 @@ public final class PinnedBuffer implements AutoCloseable {
 
   /** @return the context it was allocated in */
   public CudaContext context() { return ctx; }
-
-  /**
-   * @return a little-endian view of the memory (valid until {@link #close()}); at most 2^31 − 1 bytes
-   * @throws IllegalStateException if larger than a ByteBuffer can address, or closed
-   */
-  public ByteBuffer asByteBuffer() {
-    checkOpen();
-    if (bytes > Integer.MAX_VALUE)
-      throw new IllegalStateException("pinned buffer too large for a ByteBuffer: " + bytes);
-    return pointer.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN);
-  }
 
   /**
    * Copies a whole primitive array into this buffer at byte offset {@code offset}.

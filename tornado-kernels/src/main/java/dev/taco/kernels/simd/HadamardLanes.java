@@ -83,7 +83,7 @@ final class HadamardLanes {
         radix4(t, n, h, 1f, t, 0);
       }
       int o = dstOff + g * n;
-      maxBits[g] = 4 * h == n ? radix4(t, n, h, s, dst, o) : radix2(t, n, h, s, dst, o);
+      maxBits[g] = 4 * h == n ? radix4(t, n, h, s, dst, o) : radix2(t, h, s, dst, o);
     }
   }
 
@@ -184,7 +184,7 @@ final class HadamardLanes {
    * The last stage, h = n/2, of the group in {@code t}, times {@code s}, into {@code out[outOff ..]}; returns the
    * largest absolute-value bits.
    */
-  private static int radix2(float[] t, int n, int h, float s, float[] out, int outOff) {
+  private static int radix2(float[] t, int h, float s, float[] out, int outOff) {
     IntVector m = IntVector.zero(Lanes.I);
     for (int j = 0; j < h; j += L) {
       FloatVector u = FloatVector.fromArray(Lanes.F, t, j);
