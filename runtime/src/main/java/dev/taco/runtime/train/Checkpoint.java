@@ -206,6 +206,11 @@ public final class Checkpoint {
       throw new IllegalArgumentException("checkpoint " + metaFile + " is not a valid checkpoint description (truncated"
           + " or corrupt)");
     }
+    for (String key : List.of("format", "model", "compression", "tensor_model_parallel_size", "files", "sites",
+        "data")) {
+      if (!meta.has(key))
+        throw new IllegalArgumentException("checkpoint " + metaFile + " lacks the field \"" + key + "\"");
+    }
     try {
       if (meta.get("format").getAsInt() != FORMAT) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " has format " + meta.get("format")
@@ -250,7 +255,7 @@ public final class Checkpoint {
       log.info("loaded checkpoint {} (step {})", ck, step);
       return new State(ck, step, params, m, v, sites, drawn, tp);
     } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException e) {
-      throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type");
+      throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
     }
   }
 

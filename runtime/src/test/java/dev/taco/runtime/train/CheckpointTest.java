@@ -202,6 +202,16 @@ class CheckpointTest {
 
     Files.write(meta, java.util.Arrays.copyOf(goodMeta, goodMeta.length / 2));
     assertOneLine(train(tmp.resolve("x3"), resume), meta.toString());
+    var json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    json.remove("compression");
+    Files.writeString(meta, json.toString());
+    assertOneLine(train(tmp.resolve("x13"), resume), meta + " lacks the field \"compression\"");
+    json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    json.add("sites", new com.google.gson.JsonPrimitive(3));
+    Files.writeString(meta, json.toString());
+    assertOneLine(train(tmp.resolve("x14"), resume), meta + " lacks a field or holds one of the wrong type");
     Files.write(meta, goodMeta);
 
     String[] wider = {"--tp", "2", "--steps", "4", "--compression", "none", "--load", ck.toString(), "--hidden-size",
@@ -220,7 +230,7 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x12"), "--steps", "1", "--save", model.toString()), "exists and is not a folder");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "7\n"); // names a checkpoint that is not there
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
-    for (int i = 1; i <= 12; i++) { // each failed before writing anything: no empty --out folder is left behind
+    for (int i = 1; i <= 14; i++) { // each failed before writing anything: no empty --out folder is left behind
       assertThat(tmp.resolve("x" + i)).as("--out of a failed run").doesNotExist();
     }
     // the intact checkpoint still loads
