@@ -27,6 +27,17 @@ final class Bufs {
     return a;
   }
 
+  /**
+   * Asserts that the float32 result {@code got} is finite and within {@code tol · scale} of the float64 reference
+   * {@code ref}, where {@code scale} is the sum of the magnitudes of the terms that {@code ref} adds up: the error of a
+   * float32 sum grows with that, not with |ref| (which cancellation can make arbitrarily small).
+   */
+  static void assertNear(String what, double got, double ref, double scale, double tol) {
+    assertThat(got).as("%s is finite", what).isFinite();
+    assertThat(Math.abs(got - ref)).as("%s: got %s, float64 %s, terms' magnitude %s", what, got, ref, scale)
+        .isLessThanOrEqualTo(tol * scale);
+  }
+
   /** An output or gradient buffer of n zeros at {@link #OFF}, sentinel pads. */
   static float[] output(int n) {
     float[] a = new float[OFF + n + TAIL];
