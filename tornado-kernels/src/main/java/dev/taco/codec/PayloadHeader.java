@@ -153,9 +153,12 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
     return Bytes.getInt(in, off + 24);
   }
 
-  /** True if {@code g} is a power of two in 32..256 (the group sizes of DESIGN §3.1). */
+  /** The group sizes of the wire format (DESIGN §3.1): the powers of two in 32..256. */
+  public static final java.util.List<Integer> GROUP_SIZES = java.util.List.of(32, 64, 128, 256);
+
+  /** True if {@code g} is one of {@link #GROUP_SIZES}. */
   public static boolean validGroupSize(int g) {
-    return g >= 32 && g <= 256 && Integer.bitCount(g) == 1;
+    return GROUP_SIZES.contains(g);
   }
 
   static MalformedPayloadException bad(String name, String what) {

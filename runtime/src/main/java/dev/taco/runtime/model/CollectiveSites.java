@@ -35,7 +35,7 @@ import java.util.Map;
  */
 public final class CollectiveSites {
   /** Group sizes a calibration tries. */
-  static final int[] GROUP_SIZES = {32, 64, 128, 256};
+  static final java.util.List<Integer> GROUP_SIZES = dev.taco.codec.PayloadHeader.GROUP_SIZES;
 
   private static final WireLayout[] LAYOUTS = WireLayout.values();
 

@@ -40,7 +40,8 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public GpuTacoCodec(CudaContext ctx, int groupSize, boolean hadamard, int format) {
     if (!TacoCudaSources.GROUP_SIZES.contains(groupSize)) {
-      throw new IllegalArgumentException("GPU taco: G must be 64, 128 or 256, got " + groupSize);
+      throw new IllegalArgumentException(
+          "GPU taco: G must be one of " + TacoCudaSources.GROUP_SIZES + ", got " + groupSize);
     }
     if (format != Fp8.E4M3 && format != Fp8.E5M2) {
       throw new IllegalArgumentException("GPU taco: format must be E4M3 (1) or E5M2 (2), got " + format);
@@ -73,7 +74,8 @@ public final class GpuTacoCodec implements AutoCloseable {
   public static void checkShape(int rows, int cols, int groupSize) {
     int perWarp = KernelContext.WARP_SIZE * TacoGpuKernels.V;
     if (!TacoCudaSources.GROUP_SIZES.contains(groupSize)) {
-      throw new IllegalArgumentException("GPU taco: G must be 64, 128 or 256, got " + groupSize);
+      throw new IllegalArgumentException(
+          "GPU taco: G must be one of " + TacoCudaSources.GROUP_SIZES + ", got " + groupSize);
     }
     if (rows <= 0) {
       throw new IllegalArgumentException("GPU taco: rows must be positive, got " + rows);

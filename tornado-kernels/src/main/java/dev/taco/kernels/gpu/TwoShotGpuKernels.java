@@ -83,8 +83,8 @@ public final class TwoShotGpuKernels {
    */
   public static final int MAX_COLS = 16384;
 
-  /** Group sizes the TACO kernels take. */
-  public static final List<Integer> GROUP_SIZES = List.of(32, 64, 128, 256);
+  /** Group sizes the TACO kernels take: every one of the wire format's. */
+  public static final List<Integer> GROUP_SIZES = dev.taco.codec.PayloadHeader.GROUP_SIZES;
 
   /** Raw wire format: bf16 elements (the {@code none} codec's body), 2 bytes each. */
   public static final int RAW_BF16 = 2;

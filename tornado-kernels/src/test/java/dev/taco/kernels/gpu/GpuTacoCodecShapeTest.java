@@ -16,10 +16,10 @@ class GpuTacoCodecShapeTest {
 
   @ParameterizedTest(name = "{0} x {1}, G={2}: {3}")
   @CsvSource(delimiter = '|', value = {
-      "8|1024|0|G must be 64, 128 or 256, got 0",
-      "8|1024|32|G must be 64, 128 or 256, got 32",
-      "8|1024|100|G must be 64, 128 or 256",
-      "8|2048|512|G must be 64, 128 or 256",
+      "8|1024|0|G must be one of [64, 128, 256], got 0",
+      "8|1024|32|G must be one of [64, 128, 256], got 32",
+      "8|1024|100|G must be one of [64, 128, 256]",
+      "8|2048|512|G must be one of [64, 128, 256]",
       "0|1024|64|rows must be positive, got 0",
       "-3|1024|64|rows must be positive",
       "8|512|64|cols = 512 unsupported: cols must be a multiple of 1024 in 1024..16384",
