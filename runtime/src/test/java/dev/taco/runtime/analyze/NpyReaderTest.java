@@ -15,7 +15,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** {@link NpyReader} on numpy-written files and on every malformed or unsupported case. */
 class NpyReaderTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   static String dict(String descr, String fortran, String shape) {
     return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";

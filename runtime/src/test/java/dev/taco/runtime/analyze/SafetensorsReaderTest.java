@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
  * specifies) and on every malformed case. The library-written fixtures are checked in {@link FixturesTest}.
  */
 class SafetensorsReaderTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   static String t(String name, String dtype, String shape, long begin, long end) {
     return "\"" + name + "\": {\"dtype\": \"" + dtype + "\", \"shape\": " + shape + ", \"data_offsets\": [" + begin

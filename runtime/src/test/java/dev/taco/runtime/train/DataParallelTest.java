@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
  * replicas and accumulated micro-batches.
  */
 class DataParallelTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   private TacoCliTest.Result train(Path out, String... more) {
     List<String> args = new ArrayList<>(List.of("train", "--num-layers", "2", "--hidden-size", "64",

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
  * stopped one do not run.
  */
 class StopSignalTest {
-  @TempDir Path tmp;
+  @TempDir
+  Path tmp;
 
   @Test
   void sigtermFinishesTheStepSavesAndWritesThePartialReport() throws Exception {

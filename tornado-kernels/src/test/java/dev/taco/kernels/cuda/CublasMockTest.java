@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the real answer), each scenario reported as a test of its own. Skipped where there is no C compiler.
  */
 class CublasMockTest {
-  @TempDir static Path dir;
+  @TempDir
+  static Path dir;
   static Path cuda;
   static Path cublas;
   static String out;

@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * itself. Skipped where there is no C compiler.
  */
 class MockDriverTest {
-  @TempDir static Path dir;
+  @TempDir
+  static Path dir;
   static Path so;
 
   private static Path cc() {

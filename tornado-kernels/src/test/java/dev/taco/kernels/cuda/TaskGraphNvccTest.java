@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * exactly the task's launch arguments.
  */
 class TaskGraphNvccTest {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   @Test
   void aMethodReferenceTaskTranslatesAndCompiles() throws Exception {

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  * And the three kernels translate to CUDA C that {@code nvcc --ptx -arch=sm_90} compiles (skipped without nvcc).
  */
 class GroupTwoShotKernelsTest {
-  @TempDir Path dir;
+  @TempDir
+  Path dir;
 
   @Test
   void theKernelsTranslateAndCompileWithNvcc() throws Exception {
