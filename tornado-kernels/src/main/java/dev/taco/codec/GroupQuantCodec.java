@@ -27,7 +27,7 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   /**
    * @param name the codec's name
    * @param codecId its {@link PayloadHeader} codec id
-   * @param groupSize G, a power of two in 32..256, or 0 for one group spanning the whole tensor
+   * @param groupSize G, a power of two in 32..256; 0 (one group spanning the whole tensor) for fp8-tensor only
    * @param kind {@link GroupKernels#INT8}, {@link GroupKernels#INT4} or {@link GroupKernels#E4M3}
    * @param hadamard WHT each group before quantising
    * @param nonFinite NaN/Inf policy
@@ -37,7 +37,8 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     super(nonFinite);
     this.name = name;
     this.codecId = codecId;
-    if (groupSize != 0 && !PayloadHeader.validGroupSize(groupSize)) {
+    // 0 (one group spanning the tensor) is fp8-tensor's alone: for the grouped codecs g=0 is a user's mistake
+    if (codecId == PayloadHeader.FP8_TENSOR ? groupSize != 0 : !PayloadHeader.validGroupSize(groupSize)) {
       throw new IllegalArgumentException(name() + ": group size must be a power of two in 32..256, got "
           + groupSize);
     }

@@ -326,6 +326,15 @@ class CodecTest {
     assertThatThrownBy(() -> Codecs.parse(" ")).hasMessageContaining("empty codec name");
   }
 
+  @Test
+  void groupSizeZeroIsRefusedByEveryGroupedCodec() {
+    for (String c : new String[] {"fp8-group", "int8-group", "int4-group", "hadamard-int8", "taco"}) {
+      assertThatThrownBy(() -> Codecs.byName(c + ":g=0")).as(c).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("group size must be a power of two in 32..256, got 0");
+    }
+    assertThat(Codecs.byName("fp8-tensor").groupSize()).as("one group over the tensor: its own codec").isZero();
+  }
+
   /** Rewrites a header field and fixes the header CRC, so that only the field check can catch it. */
   static byte[] withField(byte[] p, int off, int value, int width) {
     byte[] b = p.clone();
