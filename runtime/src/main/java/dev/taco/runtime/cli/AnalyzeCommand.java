@@ -67,22 +67,31 @@ final class AnalyzeCommand implements Callable<Integer> {
     if (json != null && java.nio.file.Files.isDirectory(json)) {
       throw new IllegalArgumentException("--json " + json.toAbsolutePath() + " is a folder; give a file name");
     }
-    if (json != null && json.toAbsolutePath().getParent() != null
-        && java.nio.file.Files.exists(json.toAbsolutePath().getParent())
-        && !java.nio.file.Files.isWritable(json.toAbsolutePath().getParent())) {
-      throw new IllegalArgumentException("--json folder " + json.toAbsolutePath().getParent() + " is not writable");
+    // the folders the JSON goes into are made when it is written: the nearest one that exists must be a folder
+    Path jsonDir = json == null ? null : json.toAbsolutePath().getParent();
+    while (jsonDir != null && !java.nio.file.Files.exists(jsonDir)) jsonDir = jsonDir.getParent();
+    if (jsonDir != null && !java.nio.file.Files.isDirectory(jsonDir)) {
+      throw new IllegalArgumentException("--json " + json.toAbsolutePath() + ": " + jsonDir + " is not a folder");
+    }
+    if (jsonDir != null && !java.nio.file.Files.isWritable(jsonDir)) {
+      throw new IllegalArgumentException("--json folder " + jsonDir + " is not writable");
     }
     if (plots != null && java.nio.file.Files.exists(plots) && !java.nio.file.Files.isDirectory(plots)) {
       throw new IllegalArgumentException("--plots " + plots.toAbsolutePath() + " exists and is not a folder");
     }
     if (plots != null) {
+      plotsCreated = !java.nio.file.Files.exists(plots);
       try {
         java.nio.file.Files.createDirectories(plots);
       } catch (java.io.IOException e) {
-        throw new IllegalArgumentException("cannot create --plots folder " + plots.toAbsolutePath() + ": " + e);
+        throw new IllegalArgumentException(
+            "cannot create --plots folder " + plots.toAbsolutePath() + ": " + TacoCli.reason(e));
       }
     }
   }
+
+  /** Whether {@link #checkOutputs} made the {@code --plots} folder (removed again if nothing was analysed). */
+  private boolean plotsCreated;
 
   @Override
   public Integer call() throws Exception {
@@ -106,9 +115,17 @@ final class AnalyzeCommand implements Callable<Integer> {
       throw e.getCause();
     }
     w.flush();
+    if (failed == files.size()) { // nothing was read: no outputs (a --plots folder made for them goes again)
+      if (plotsCreated) java.nio.file.Files.deleteIfExists(plots);
+      return 2;
+    }
     if (json != null) {
-      TensorAnalysis.writeJson(json, "taco " + String.join(" ", spec.commandLine().getParseResult().originalArgs()),
-          all);
+      try {
+        TensorAnalysis.writeJson(json,
+            "taco " + String.join(" ", spec.commandLine().getParseResult().originalArgs()), all);
+      } catch (java.io.IOException e) { // not naming the temporary file the JSON is written to first
+        throw new IllegalArgumentException("cannot write --json " + json.toAbsolutePath() + ": " + TacoCli.why(e));
+      }
       w.println("wrote " + json);
     }
     if (plots != null) {

@@ -388,6 +388,22 @@ public class TacoCliTest {
     assertOneLineError(run("analyze", "--json", tmp.toString(), npy.toString()), "is a folder");
     Path file = Files.writeString(tmp.resolve("f"), "x");
     assertOneLineError(run("analyze", "--plots", file.toString(), npy.toString()), "exists and is not a folder");
+    // refused before any work, in words (it was FileAlreadyExistsException, after the table)
+    Result under = run("analyze", "--json", file.resolve("x.json").toString(), npy.toString());
+    assertOneLineError(under, file + " is not a folder");
+    assertThat(under.out()).doesNotContain("rel L2");
+    assertOneLineError(run("analyze", "--json", file.resolve("deeper/x.json").toString(), npy.toString()),
+        file + " is not a folder");
+    // every input failed: no JSON, and the --plots folder made for the plots is gone again
+    Path json = tmp.resolve("none.json"), plots = tmp.resolve("none-plots");
+    Result none = run("analyze", "--json", json.toString(), "--plots", plots.toString(),
+        tmp.resolve("missing.npy").toString());
+    assertThat(none.status()).isEqualTo(2);
+    assertThat(none.out()).doesNotContain("wrote");
+    assertThat(json).doesNotExist();
+    assertThat(plots).doesNotExist();
+    // a train --out under a file: the reason in words
+    assertOneLineError(run("train", "--steps", "1", "--out", file.resolve("run").toString()), "Not a directory");
   }
 
   @Test
