@@ -3,7 +3,9 @@
 #   bash bench/gpu-h.sh OUT_DIR                 -> OUT_DIR/gpu-train.json (bench/gpu_h_results.py) and every run's files
 #   STAGES="collectives train-nvlink" bash bench/gpu-h.sh OUT_DIR     a subset (one device call each: below)
 # Stages (STAGES, in this order by default; "assemble" always runs last):
-#   tests           the NCCL GPU tests at two ranks (NcclGpuTest through bench/gpu-tests.sh), then one small model
+#   tests           the NCCL GPU tests at two ranks (NcclGpuTest: one JVM, a thread a GPU, a thread that stops;
+#                   NcclProcessGpuTest: a process a GPU from torchrun's variables, one killed with SIGKILL mid-all-reduce;
+#                   through bench/gpu-tests.sh), then one small model
 #                   trained at TP=2 over NCCL and over device-local (fp32, none, taco): the per-step losses side by side
 #   collectives     bench/gpu-collectives-nccl.sh (TACO vs NCCL bf16, every op and size, NVLink and NCCL_P2P_DISABLE=1)
 #   train-nvlink    TP=2 over NCCL, SHAPES (sequence parallelism off): tokens/s with --compression none and taco and
@@ -71,8 +73,9 @@ for stage in $STAGES; do
   case $stage in
     tests)
       run_limited "$out/tests.log" 300 bash bench/gpu-tests.sh "$out/tests" \
-        --select-class dev.taco.collective.nccl.NcclGpuTest
-      grep -E "initAll over|tests (successful|failed|skipped)|MethodSource|=>" "$out/tests.log" | head -30
+        --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.nccl.NcclProcessGpuTest
+      grep -E "initAll over|failed .* s after|tests (successful|failed|skipped)|MethodSource|=>" "$out/tests.log" \
+        | head -30
       if [ "$S_TRANSPORT" = nccl ]; then # TP training over NCCL against the same run with the ranks sharing GPU 0
         small=(--tp 2 --compression fp32,none,taco --hidden-size 256 --num-layers 2 --num-attention-heads 4
                --seq-length 256 --micro-batch-size 4 --steps 30 --eval-interval 10 --codec-error-interval 0 --seed 1

@@ -11,7 +11,8 @@ sel=("$@")
 if [ ${#sel[@]} -eq 0 ]; then
   sel=(--select-class dev.taco.kernels.cuda.CudaGpuTest --select-class dev.taco.kernels.cuda.TaskGraphGpuTest
        --select-class dev.taco.kernels.cuda.CublasGpuTest
-       --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.device.DeviceCollectivesGpuTest
+       --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.nccl.NcclProcessGpuTest
+       --select-class dev.taco.collective.device.DeviceCollectivesGpuTest
        --select-class dev.taco.runtime.model.GptCudaGpuTest --select-class dev.taco.runtime.layers.FlashAttentionGpuTest
        --select-class dev.taco.runtime.cli.TacoCliGpuTest)
 fi

@@ -206,6 +206,39 @@ class NcclGpuTest {
   }
 
   @Test
+  @Order(99)
+  void aRankThreadThatStopsMakesTheOtherFailWithinItsTimeout() throws Exception {
+    assumeGpu();
+    assumeTrue(Cuda.deviceCount() >= 2, "needs two GPUs: NCCL takes one rank per GPU");
+    UniqueId id = Nccl.get().uniqueId();
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try (CudaContext other = CudaContext.open(1)) {
+      Future<NcclCommunicator> f0 = pool
+          .submit(() -> NcclCommunicator.init(ctx, 0, 2, id, INIT, Duration.ofSeconds(2)));
+      Future<NcclCommunicator> f1 = pool.submit(() -> NcclCommunicator.init(other, 1, 2, id, INIT,
+          Duration.ofSeconds(2)));
+      List<NcclCommunicator> comms = List.of(f0.get(90, TimeUnit.SECONDS), f1.get(90, TimeUnit.SECONDS));
+      try (CudaStream st = ctx.createStream();
+          DeviceBuffer send = ctx.alloc(1024L * 4);
+          DeviceBuffer recv = ctx.alloc(1024L * 4)) {
+        long t0 = System.nanoTime();
+        comms.get(0).allReduce(send, recv, 1024, NcclDataType.FLOAT32, st); // rank 1's thread never comes
+        CollectiveException e = catchThrowableOfType(CollectiveException.class, () -> comms.get(0).synchronize(st));
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("rank 0 failed %.3f s after its all-reduce: %s%n", seconds,
+            e == null ? null : e.getMessage());
+        assertThat(e).as("synchronize throws").isNotNull()
+            .hasMessageContaining("rank 0: allReduce(count=1024, fp32) not complete after 2.0 s");
+        assertThat(seconds).as("about the 2 s timeout").isBetween(1.9, 6.0);
+      } finally {
+        onEveryRank(comms, NcclCommunicator::close);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   @Order(100) // last: the spinning kernel holds the GPU for 3 s
   void theWatchdogAbortsACollectiveStuckBehindASpinningKernel() throws Exception {
     assumeGpu();
@@ -258,24 +291,33 @@ class NcclGpuTest {
     }
   }
 
-  /** Every op on every type: rank r's inputs are {@code n * COUNT} random integers small enough to sum exactly. */
+  /** Every op on every type, on one thread per communicator of {@code comms} (all ranks of one group). */
   private static void checkEveryOp(List<NcclCommunicator> comms) throws Exception {
-    int n = comms.size();
     for (NcclDataType t : NcclDataType.values()) {
-      Random rnd = new Random(SEED * 31 + t.ordinal());
-      int[][] in = new int[n][n * COUNT];
-      int lo = t == NcclDataType.UINT8 ? 0 : t == NcclDataType.BFLOAT16 ? -16 : -1000;
-      int hi = t == NcclDataType.UINT8 ? 255 / n : t == NcclDataType.BFLOAT16 ? 16 : 1000;
-      for (int[] row : in) for (int i = 0; i < row.length; i++) row[i] = lo + rnd.nextInt(hi - lo + 1);
-      onEveryRank(comms, c -> checkRank(c, t, in));
+      int[][] in = inputs(t, comms.size(), SEED);
+      onEveryRank(comms, c -> checkRank(c, t, in, SEED));
     }
   }
 
-  private static void checkRank(NcclCommunicator c, NcclDataType t, int[][] in) {
+  /**
+   * Every rank's inputs for type {@code t}: {@code n * COUNT} random integers a rank, small enough to sum exactly;
+   * the same on every rank (and in every process) for the same seed.
+   */
+  static int[][] inputs(NcclDataType t, int n, long seed) {
+    Random rnd = new Random(seed * 31 + t.ordinal());
+    int[][] in = new int[n][n * COUNT];
+    int lo = t == NcclDataType.UINT8 ? 0 : t == NcclDataType.BFLOAT16 ? -16 : -1000;
+    int hi = t == NcclDataType.UINT8 ? 255 / n : t == NcclDataType.BFLOAT16 ? 16 : 1000;
+    for (int[] row : in) for (int i = 0; i < row.length; i++) row[i] = lo + rnd.nextInt(hi - lo + 1);
+    return in;
+  }
+
+  /** Every op of rank {@code c} on type {@code t} against the exact results from every rank's inputs {@code in}. */
+  static void checkRank(NcclCommunicator c, NcclDataType t, int[][] in, long seed) {
     int n = c.worldSize();
     int r = c.rank();
     int root = n - 1;
-    String who = "rank " + r + ", " + t.label() + ", seed " + SEED;
+    String who = "rank " + r + ", " + t.label() + ", seed " + seed;
     CudaContext cx = c.context();
     long bytes = (long) COUNT * t.bytes();
     try (CudaStream st = cx.createStream();

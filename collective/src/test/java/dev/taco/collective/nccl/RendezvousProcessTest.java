@@ -3,9 +3,6 @@ package dev.taco.collective.nccl;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Random;
@@ -52,36 +49,27 @@ class RendezvousProcessTest {
     byte[] id = new byte[UniqueId.BYTES];
     new Random().nextBytes(id);
     id[0] = 42;
-    ProcessBuilder pb = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"), "-cp",
-        System.getProperty("java.class.path"), Child.class.getName());
-    pb.environment().putAll(Map.of("RANK", String.valueOf(dead), "WORLD_SIZE", "2", "LOCAL_RANK", "0", "MASTER_ADDR",
-        "127.0.0.1", "MASTER_PORT", String.valueOf(port)));
-    pb.redirectErrorStream(true);
-    Process child = pb.start();
-    try {
+    try (
+        ChildJvm child = new ChildJvm(Child.class, Map.of("RANK", String.valueOf(dead), "WORLD_SIZE", "2", "LOCAL_RANK",
+            "0", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", String.valueOf(port)))) {
       int live = 1 - dead;
       CompletableFuture<Rendezvous> here = CompletableFuture.supplyAsync(
           () -> Rendezvous.join(new LaunchEnv(live, 2, 0, "127.0.0.1", port), () -> id, Duration.ofSeconds(20)));
-      BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-      String line = out.readLine(); // past the child's log lines
-      while (line != null && !line.startsWith("JOINED")) line = out.readLine();
-      assertThat(line).as("the child's report").startsWith("JOINED rank " + dead);
+      String line = child.await("JOINED", 20);
+      assertThat(line).as("the child's report:%n%s", child.output()).startsWith("JOINED rank " + dead);
       if (dead == 1) assertThat(line).as("the child got rank 0's id").endsWith("id byte 42");
       try (Rendezvous rv = here.get(20, TimeUnit.SECONDS)) {
         BlockingQueue<String> heard = new LinkedBlockingQueue<>();
         rv.onPeerFailure(heard::add);
         assertThat(heard.poll(500, TimeUnit.MILLISECONDS)).as("nothing before the kill").isNull();
         long t0 = System.nanoTime();
-        child.destroyForcibly(); // SIGKILL on Linux
+        child.process.destroyForcibly(); // SIGKILL on Linux
         String msg = heard.poll(10, TimeUnit.SECONDS);
         assertThat(msg).as("rank %d hears of rank %d's death", live, dead).isNotNull()
             .startsWith("rendezvous: rank " + dead + " died");
         assertThat((System.nanoTime() - t0) / 1e9).as("seconds until it was heard").isLessThan(10);
         assertThat(rv.peerFailure()).contains("rank " + dead + " died");
       }
-    } finally {
-      child.destroyForcibly();
-      child.waitFor(10, TimeUnit.SECONDS);
     }
   }
 }

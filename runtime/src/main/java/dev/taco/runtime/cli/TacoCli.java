@@ -524,9 +524,9 @@ public final class TacoCli {
     long max = Runtime.getRuntime().maxMemory();
     if (need > 0.9 * max) {
       throw new IllegalArgumentException(String.format(Locale.ROOT,
-          "this model and micro-batch need about %.1f GiB but the"
-              + " heap is %.1f GiB: lower --micro-batch-size, --seq-length, --hidden-size or --num-layers (or raise -Xmx"
-              + " through TACO_JAVA_OPTS)",
+          "this model and micro-batch need about %.2f GiB, more than 90 %% of the %.2f GiB heap (the rest is for"
+              + " the JVM and the run): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers (or raise"
+              + " -Xmx through TACO_JAVA_OPTS)",
           need / (1L << 30), max / (double) (1L << 30)));
     }
   }
