@@ -283,7 +283,7 @@ public final class Trainer {
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
     if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
-    List<long[]> wireBytes;
+    List<WireBytes> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
     int dpSize = opt.dataParallel(), world = r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
@@ -311,7 +311,7 @@ public final class Trainer {
         try {
           CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
-          long[] wire = gpu != null
+          WireBytes wire = gpu != null
               ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, nccl.isEmpty() ? null : nccl.get(g),
                   ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving)
               : trainCpuRank(cfg, corpus, opt, place, sites, history, bar, resume, last, saving, byKind);
@@ -335,11 +335,11 @@ public final class Trainer {
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     long total = 0, steady = 0;
-    for (long[] w : wireBytes) {
-      total += w[0];
-      steady += w[1];
+    for (WireBytes w : wireBytes) {
+      total += w.training();
+      steady += w.steady();
     }
-    long steadySteps = wireBytes.get(0)[2];
+    long steadySteps = wireBytes.get(0).steadySteps();
     double initialVal = Double.NaN, finalVal = Double.NaN;
     for (RunResult.StepRow row : history) { // a resumed run has no evaluation before its first step: NaN there
       if (row.val_loss() == null) continue;
@@ -397,18 +397,24 @@ public final class Trainer {
     return asked;
   }
 
+  /**
+   * Bytes one rank sent in training steps' TP collectives: in all of them, and in the steps in which no site
+   * calibrated (the steady state the report's bytes per step are taken from), of which there were {@code steadySteps}.
+   */
+  private record WireBytes(long training, long steady, long steadySteps) {}
+
   /** On a GPU, rank 0 times steps 1, 1 + this, 1 + 2·this, ... by CUDA events around each operation. */
   static final int TIMED_INTERVAL = 10;
 
   /** One CPU rank: its model over its TP group's sites and, with DP, its DP group's gradient all-reduce. */
-  private static long[] trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static WireBytes trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       List<RunResult.StepRow> history, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
       Map<String, Long> byKind) {
     Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed());
     CollectiveSites dpSites = opt.dataParallel() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
-    long[] wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
+    WireBytes wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
     if (dpSites != null) {
       byKind.merge("data-parallel all-reduce (gradients, " + opt.dpCompression() + ")", dpSites.bytesSent(), Long::sum);
     }
@@ -420,7 +426,7 @@ public final class Trainer {
    * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
    * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
    */
-  private static long[] trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static WireBytes trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       Gpu gpu, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
       Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
@@ -439,7 +445,7 @@ public final class Trainer {
           opt.seed());
       DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
           model.grads()) : null;
-      long[] wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
+      WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
           saving);
       if (timer != null && timer.steps() > 0) {
         double total = 0;
@@ -462,7 +468,7 @@ public final class Trainer {
    * on a GPU the device collectives'), those of the steps in which no site calibrated, and the number of those steps. {@code sites} samples codec error on the reporting rank every
    * {@link Options#codecErrorInterval} steps; null for a GPU rank alone.
    */
-  private static <A> long[] trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
+  private static <A> WireBytes trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       DataParallel dp, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
       int last, Saving saving) {
     Communicator exact = place.tp();
@@ -569,7 +575,7 @@ public final class Trainer {
         break;
       }
     }
-    return new long[] {wire, steadyWire, steadySteps};
+    return new WireBytes(wire, steadyWire, steadySteps);
   }
 
   /**
