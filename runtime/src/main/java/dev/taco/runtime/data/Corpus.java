@@ -57,6 +57,7 @@ public final class Corpus {
    *     invalid UTF-8 sequence; the message gives the byte offset)
    */
   public static Corpus fromFile(Path file, double valFraction) {
+    if (file.toString().isEmpty()) throw new IllegalArgumentException("the data file name is empty");
     if (Files.isDirectory(file))
       throw new IllegalArgumentException("data file " + file.toAbsolutePath() + " is a directory");
     byte[] text;

@@ -208,6 +208,7 @@ public class TacoCliTest {
     Path file = Files.writeString(tmp.resolve("afile"), "x");
     assertOneLineError(run(tiny(file)), "exists and is not a folder");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.toString())), "is a directory");
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--data", "")), "the data file name is empty");
   }
 
   @Test
