@@ -159,6 +159,10 @@ final class AnalyzeCommand implements Callable<Integer> {
         failed++;
         continue;
       }
+      if (tensors.isEmpty()) { // read fine, but there is nothing to measure: say so, not silence
+        w.flush();
+        System.err.println("taco: " + f + ": holds no tensors");
+      }
       for (NamedTensor t : tensors) {
         List<TensorAnalysis.Row> rows = TensorAnalysis.analyze(f.toString(), t, chosen);
         if (!headed) TensorAnalysis.printHeader(w, width);

@@ -439,6 +439,11 @@ public class TacoCliTest {
     assertThat(row.get("codec").getAsString()).isEqualTo("taco (columns)");
     assertThat(row.get("bytes_per_element").getAsDouble()).isLessThan(1.2);
     assertThat(row.get("rel_l2").getAsDouble()).isBetween(1e-4, 0.1);
+    // a file with no tensors is said to hold none (it printed nothing and exited 0)
+    Path none = TestFiles.safetensors(tmp.resolve("none.safetensors"), "{}", new byte[0]);
+    Result nothing = run("analyze", none.toString());
+    assertThat(nothing.status()).isZero();
+    assertThat(nothing.err()).contains("none.safetensors: holds no tensors");
     // every file failed: the errors and no table header
     Result bad = run("analyze", tmp.resolve("missing.npy").toString());
     assertThat(bad.status()).isEqualTo(2);
