@@ -241,14 +241,6 @@ public final class Gpt<A> {
       throw new IllegalArgumentException("expected " + b * t + " tokens and targets (B=" + b + ", T=" + t + "), got "
           + in.length + " and " + tgt.length);
     }
-    int v = cfg.vocabSize();
-    for (int i = 0; i < in.length; i++) {
-      // a GPU would read another row of the embedding, or past it, without a word
-      if (in[i] < 0 || in[i] >= v || tgt[i] < 0 || tgt[i] >= v) {
-        throw new IllegalArgumentException("token " + i + " (b " + i / t + ", t " + i % t + "): input " + in[i]
-            + ", target " + tgt[i] + "; ids must be in [0, " + v + ")");
-      }
-    }
     System.arraycopy(in, 0, inputs, 0, in.length);
     System.arraycopy(tgt, 0, targets, 0, tgt.length);
     if (rowTargets != targets) System.arraycopy(tgt, (int) (rowStart / cfg.hiddenSize()), rowTargets, 0, rows);
