@@ -206,32 +206,27 @@ public final class Checkpoint {
       throw new IllegalArgumentException("checkpoint " + metaFile + " is not a valid checkpoint description (truncated"
           + " or corrupt)");
     }
-    for (String key : List.of("format", "model", "compression", "tensor_model_parallel_size", "files", "sites",
-        "data")) {
-      if (!meta.has(key))
-        throw new IllegalArgumentException("checkpoint " + metaFile + " lacks the field \"" + key + "\"");
-    }
     try {
-      if (meta.get("format").getAsInt() != FORMAT) {
+      if (field(metaFile, meta, "format").getAsInt() != FORMAT) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " has format " + meta.get("format")
             + ", this version reads " + FORMAT);
       }
-      JsonObject shape = meta.getAsJsonObject("model");
+      JsonObject shape = field(metaFile, meta, "model").getAsJsonObject();
       modelShape(cfg).forEach((k, want) -> {
-        int got = shape.get(k).getAsInt();
+        int got = field(metaFile, shape, k).getAsInt();
         if (got != want) {
           throw new IllegalArgumentException("checkpoint " + metaFile + " holds a model with " + k + " " + got
               + ", this run has " + want);
         }
       });
-      String written = meta.get("compression").getAsString();
+      String written = field(metaFile, meta, "compression").getAsString();
       if (!written.equals(compression)) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " was written by a --compression " + written
             + " run, this run is " + compression
             + " (with several codecs, --save/--load DIR holds one folder per codec)");
       }
-      int tp = meta.get("tensor_model_parallel_size").getAsInt();
-      JsonObject files = meta.getAsJsonObject("files");
+      int tp = field(metaFile, meta, "tensor_model_parallel_size").getAsInt();
+      JsonObject files = field(metaFile, meta, "files").getAsJsonObject();
       for (String f : List.of(MODEL, OPTIMIZER)) checkFile(ck.resolve(f), files.getAsJsonObject(f));
       ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
       float[] params = new float[full.fullSize()], m = new float[full.fullSize()], v = new float[full.fullSize()];
@@ -242,7 +237,7 @@ public final class Checkpoint {
         copy(ck.resolve(OPTIMIZER), o, "exp_avg_sq." + t.name(), t, v);
       }
       List<Map<String, CollectiveSites.SiteState>> sites = new ArrayList<>();
-      for (JsonElement replica : meta.getAsJsonArray("sites")) {
+      for (JsonElement replica : field(metaFile, meta, "sites").getAsJsonArray()) {
         Map<String, CollectiveSites.SiteState> one = new LinkedHashMap<>();
         for (Map.Entry<String, JsonElement> e : replica.getAsJsonObject().entrySet()) {
           one.put(e.getKey(), siteFromJson(e.getValue().getAsJsonObject()));
@@ -250,13 +245,22 @@ public final class Checkpoint {
         sites.add(one);
       }
       if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
-      long drawn = meta.getAsJsonObject("data").get("batches_drawn").getAsLong();
+      long drawn = field(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn").getAsLong();
       if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
       log.info("loaded checkpoint {} (step {})", ck, step);
       return new State(ck, step, params, m, v, sites, drawn, tp);
     } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException e) {
       throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
     }
+  }
+
+  /** {@code o}'s field {@code key}, or a refusal naming it and the description {@code metaFile}. */
+  private static JsonElement field(Path metaFile, JsonObject o, String key) {
+    JsonElement e = o.get(key);
+    if (e == null || e.isJsonNull()) {
+      throw new IllegalArgumentException("checkpoint " + metaFile + " lacks the field \"" + key + "\"");
+    }
+    return e;
   }
 
   private static Map<String, Integer> modelShape(GptConfig cfg) {
