@@ -76,39 +76,41 @@ public final class Codecs {
      *     listing the valid names
      */
     public AbstractCodec codec() {
-      Integer g = groupSize;
-      Fp8Format f = format;
-      NonFinite nf = nonFinite;
       boolean taco = base.startsWith("taco");
-      if (!taco && (f != null || alpha != null || hadamard != null)) {
+      if (!taco && (format != null || alpha != null || hadamard != null)) {
         throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
             + "valid: " + NAMES);
       }
       boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
-      if (!grouped && g != null) {
+      if (!grouped && groupSize != null) {
         throw new IllegalArgumentException("codec '" + text + "': " + base + " has no group size; valid: " + NAMES);
       }
       return switch (base) {
-        case "fp32" -> new Fp32Codec(nf);
-        case "none" -> new Bf16Codec(nf);
-        case "fp8-tensor" -> new Fp8TensorCodec(nf);
-        case "fp8-group" -> new Fp8GroupCodec(g == null ? Fp8GroupCodec.DEFAULT_GROUP : g, nf);
-        case "int8-group" -> new Int8GroupCodec(g == null ? Int8GroupCodec.DEFAULT_GROUP : g, nf);
-        case "int4-group" -> new Int4GroupCodec(g == null ? Int4GroupCodec.DEFAULT_GROUP : g, nf);
-        case "hadamard-int8" -> new HadamardInt8Codec(g == null ? HadamardInt8Codec.DEFAULT_GROUP : g, nf);
-        case "taco", "taco-no-ds" -> new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g,
-            f == null ? Fp8Format.E4M3 : f, alpha == null ? 1f : alpha, hadamard == null || hadamard,
-            !base.equals("taco-no-ds"), nf);
+        case "fp32" -> new Fp32Codec(nonFinite);
+        case "none" -> new Bf16Codec(nonFinite);
+        case "fp8-tensor" -> new Fp8TensorCodec(nonFinite);
+        case "fp8-group" -> new Fp8GroupCodec(groupOr(Fp8GroupCodec.DEFAULT_GROUP), nonFinite);
+        case "int8-group" -> new Int8GroupCodec(groupOr(Int8GroupCodec.DEFAULT_GROUP), nonFinite);
+        case "int4-group" -> new Int4GroupCodec(groupOr(Int4GroupCodec.DEFAULT_GROUP), nonFinite);
+        case "hadamard-int8" -> new HadamardInt8Codec(groupOr(HadamardInt8Codec.DEFAULT_GROUP), nonFinite);
+        case "taco", "taco-no-ds" -> new TacoCodec(base, groupOr(TacoCodec.DEFAULT_GROUP),
+            format == null ? Fp8Format.E4M3 : format, alpha == null ? 1f : alpha, hadamard == null || hadamard,
+            !base.equals("taco-no-ds"), nonFinite);
         case "taco-no-ash", "taco-no-hadamard" -> {
           if (hadamard != null || (base.equals("taco-no-ash") && alpha != null)) {
             throw new IllegalArgumentException("codec '" + text + "': " + base + " fixes "
                 + (hadamard != null ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
           }
-          yield new TacoCodec(base, g == null ? TacoCodec.DEFAULT_GROUP : g, f == null ? Fp8Format.E4M3 : f,
-              base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nf);
+          yield new TacoCodec(base, groupOr(TacoCodec.DEFAULT_GROUP), format == null ? Fp8Format.E4M3 : format,
+              base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nonFinite);
         }
         default -> throw new IllegalArgumentException("unknown codec '" + text + "'; valid: " + NAMES);
       };
+    }
+
+    /** G as given, or the codec's default. */
+    private int groupOr(int defaultGroup) {
+      return groupSize == null ? defaultGroup : groupSize;
     }
   }
 
