@@ -1,7 +1,11 @@
 package dev.taco.collective;
 
 import dev.taco.codec.AbstractCodec;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.Objects;
 
 /**
@@ -72,12 +76,25 @@ public record Plan(AbstractCodec codec, WireLayout layout, int[] permutation) {
   }
 
   /**
-   * e.g. {@code taco:e4m3,g=256,alpha=1.0,hadamard=off in-order}, {@code fp32 in-order}, or {@code ... permuted#1f3a2b}
-   * (the permutation's hash: two plans that describe alike send alike).
+   * e.g. {@code taco:e4m3,g=256,alpha=1.0,hadamard=off in-order}, {@code fp32 in-order}, or
+   * {@code ... permuted#3f0c...} (the first 128 bits of the permutation's SHA-256, in hex: two plans that describe
+   * alike send alike, unless SHA-256 collides; {@link Wire#agree} compares ranks' plans by this text, and a 32-bit
+   * hash let two different permutations of 64 channels pass it).
    */
   public String describe() {
     return (codec == null ? "fp32" : codec.toString()) + " " + layout.label()
-        + (permutation == null ? "" : "#" + Integer.toHexString(Arrays.hashCode(permutation)));
+        + (permutation == null ? "" : "#" + digest(permutation));
+  }
+
+  /** The first 16 bytes of the SHA-256 of the permutation's entries (int32 big-endian), as 32 hex digits. */
+  private static String digest(int[] permutation) {
+    ByteBuffer bytes = ByteBuffer.allocate(Integer.BYTES * permutation.length);
+    bytes.asIntBuffer().put(permutation);
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes.array()), 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java platform has SHA-256", e);
+    }
   }
 
   @Override

@@ -221,9 +221,33 @@ class TwoShotTest {
             .isInstanceOf(CollectiveException.class).hasMessageContaining("rank 2 failed")));
   }
 
+  /**
+   * Two different permutations of 64 channels with the same {@code Arrays.hashCode} (a birthday search over shuffles,
+   * seed 1: about 60 000 of them), which a plan description carrying a 32-bit hash let pass as the same plan.
+   */
+  static int[][] hashCollidingPermutations() {
+    java.util.Random rnd = new java.util.Random(1);
+    java.util.Map<Integer, int[]> seen = new java.util.HashMap<>();
+    while (true) {
+      int[] p = java.util.stream.IntStream.range(0, 64).toArray();
+      for (int i = p.length - 1; i > 0; i--) {
+        int j = rnd.nextInt(i + 1);
+        int t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+      }
+      int[] q = seen.putIfAbsent(java.util.Arrays.hashCode(p), p);
+      if (q != null && !java.util.Arrays.equals(q, p)) {
+        return new int[][] {q, p};
+      }
+    }
+  }
+
   @Test
   void callsThatDifferAcrossRanksAreAClearErrorOnEveryRankNotAWrongTensor() {
     Plan taco = Plan.of(Codecs.byName("taco"));
+    int[][] hashTwins = hashCollidingPermutations();
+    assertThat(java.util.Arrays.hashCode(hashTwins[0])).isEqualTo(java.util.Arrays.hashCode(hashTwins[1]));
     int[] perm = {1, 0, 2, 3, 4, 5, 6, 7};
     record Call(String op, Plan plan, int rows, int cols) {}
     // rank 0's call, rank 1's call: shapes whose chunks coincide (4 x 2 and 3 x 2 both make 2-row chunks), another
@@ -233,6 +257,8 @@ class TwoShotTest {
         new Call[] {new Call("ar", Plan.EXACT, 2, 8), new Call("ar", Plan.EXACT, 4, 4)},
         new Call[] {new Call("ar", taco, 8, 8), new Call("ar", taco.tokenAxis(), 8, 8)},
         new Call[] {new Call("ar", taco.permuted(perm), 8, 8), new Call("ar", taco, 8, 8)},
+        new Call[] {new Call("ar", Plan.EXACT.permuted(hashTwins[0]), 2, 64),
+            new Call("ar", Plan.EXACT.permuted(hashTwins[1]), 2, 64)},
         new Call[] {new Call("ar", taco, 2, 4), new Call("ag", taco, 1, 4)});
     for (Call[] pair : pairs) {
       List<Object> errors = LocalGroup.run(2, comm -> {
