@@ -180,12 +180,7 @@ public abstract class AbstractCodec implements Codec {
 
   @Override
   public final int decode(byte[] in, int inOff, int len, float[] out, int outOff, boolean accumulate) {
-    Objects.requireNonNull(in, "in");
     Objects.requireNonNull(out, "out");
-    if (inOff < 0 || len < 0 || inOff > in.length - len) {
-      throw new IllegalArgumentException(name() + ": in[" + inOff + " .. +" + len + ") is outside in.length "
-          + in.length);
-    }
     PayloadHeader h = parse(in, inOff, len);
     int n = h.count();
     if (outOff < 0 || outOff > out.length - n) {
@@ -206,6 +201,10 @@ public abstract class AbstractCodec implements Codec {
     if (outOff < 0 || outOff > out.length - n || own != null && (ownOff < 0 || ownOff > own.length - n)) {
       throw new IllegalArgumentException(name() + ": decodeReduce of " + rows + " x " + cols + " needs " + n
           + " values at out[" + outOff + "]" + (own == null ? "" : " and own[" + ownOff + "]"));
+    }
+    if (own == out && ownOff != outOff && Math.abs(ownOff - outOff) < n) {
+      throw new IllegalArgumentException(name() + ": decodeReduce of " + n + " values: out[" + outOff + " ..] overlaps"
+          + " own[" + ownOff + " ..] in the same array; out may be own only at the same offset");
     }
     List<PayloadHeader> headers = new ArrayList<>();
     List<byte[]> bodies = new ArrayList<>();
@@ -284,8 +283,14 @@ public abstract class AbstractCodec implements Codec {
    *
    * @return the header
    * @throws MalformedPayloadException if anything is wrong
+   * @throws IllegalArgumentException if {@code in[inOff .. inOff + len)} is not inside {@code in}
    */
   public final PayloadHeader parse(byte[] in, int inOff, int len) {
+    Objects.requireNonNull(in, "in");
+    if (inOff < 0 || len < 0 || inOff > in.length - len) {
+      throw new IllegalArgumentException(name() + ": in[" + inOff + " .. +" + len + ") is outside in.length "
+          + in.length);
+    }
     PayloadHeader h = PayloadHeader.read(in, inOff, len, codecId(), name());
     checkHeader(h.withFlags(h.flags() & ~PayloadHeader.FLAG_NONFINITE));
     long expected = PayloadHeader.SIZE + bodyLength(h);

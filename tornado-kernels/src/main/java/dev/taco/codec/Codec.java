@@ -63,10 +63,10 @@ public interface Codec {
    *
    * @param payloads whole payloads (each array is one payload), null entries skipped
    * @param own the caller's exact contribution, {@code rows x cols} from {@code ownOff}, or null for none
-   * @param out {@code rows x cols} from {@code outOff}; may be {@code own}
+   * @param out {@code rows x cols} from {@code outOff}; may be {@code own} at the same offset
    * @throws MalformedPayloadException if a payload fails validation, holds another shape than {@code rows x cols} or
    *     disagrees with the others on group size, format or transform; {@code out} is then unchanged
-   * @throws IllegalArgumentException for bad sizes or ranges
+   * @throws IllegalArgumentException for bad sizes or ranges, or {@code out} overlapping {@code own} at another offset
    */
   void decodeReduce(byte[][] payloads, int rows, int cols, float[] own, int ownOff, float[] out, int outOff);
 }

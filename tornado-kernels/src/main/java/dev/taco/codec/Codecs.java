@@ -130,7 +130,8 @@ public final class Codecs {
    * ({@link Spec#codec()} does).
    *
    * @param spec a name with optional parameters, as in the class doc (case-insensitive)
-   * @throws IllegalArgumentException for an empty spec or a parameter no codec takes or a bad value
+   * @throws IllegalArgumentException for an empty spec, a parameter no codec takes, a bad value or a parameter given
+   *     twice
    */
   public static Spec parse(String spec) {
     if (spec == null || spec.isBlank()) {
@@ -149,9 +150,14 @@ public final class Codecs {
     Fp8Format f = null;
     Float alpha = null;
     Boolean had = null;
+    java.util.Set<String> given = new java.util.HashSet<>();
     for (String p : s.substring(Math.min(cut + 1, s.length())).split(",")) {
       p = p.trim();
       if (p.isEmpty()) continue;
+      String key = p.equals("e4m3") || p.equals("e5m2") ? "the fp8 format" : p.replaceAll("\\s*=.*", "");
+      if (!given.add(key)) {
+        throw new IllegalArgumentException("codec '" + spec + "': " + key + " is given twice");
+      }
       switch (p) {
         case "nonfinite=refuse" -> nf = NonFinite.REFUSE;
         case "nonfinite=propagate" -> nf = NonFinite.PROPAGATE;
@@ -164,7 +170,7 @@ public final class Codecs {
             g = intParam(spec, p);
           } else if (p.startsWith("alpha=")) {
             try {
-              alpha = Float.parseFloat(p.substring(6));
+              alpha = Float.parseFloat(p.substring(6)) + 0f; // -0 is 0: one plan, one description
             } catch (NumberFormatException e) {
               throw badParam(spec, p);
             }
@@ -174,7 +180,7 @@ public final class Codecs {
         }
       }
     }
-    return new Spec(spec, s.substring(0, cut), nf, g, f, alpha, had);
+    return new Spec(spec, s.substring(0, cut).trim(), nf, g, f, alpha, had);
   }
 
   private static int intParam(String spec, String p) {

@@ -1,5 +1,6 @@
 package dev.taco.codec;
 
+import dev.taco.kernels.Bytes;
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.simd.GroupLanes;
@@ -113,12 +114,40 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int[] v = view(h);
     int codeOff = bodyOff + (int) (4 * scales(v));
-    if (Simd.enabled()) { // 0, or Lanes.NON_FINITE
-      return RowSplit.run(v[0], v[1], (r0, r1) -> GroupLanes.encode(x, off + r0 * v[1], r1 - r0, v[1], v[2], kind,
+    long flags = 0; // 0, or Lanes.NON_FINITE; |x/absmax| <= 1: no finite value can exceed the code range
+    if (Simd.enabled()) {
+      flags = RowSplit.run(v[0], v[1], (r0, r1) -> GroupLanes.encode(x, off + r0 * v[1], r1 - r0, v[1], v[2], kind,
           hadamard, out, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0)));
+    } else {
+      GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
     }
-    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
-    return 0; // |x/absmax| <= 1: no finite value can exceed the code range
+    if (hadamard) {
+      refuseOverflow(x, off, v, out, bodyOff);
+    }
+    return flags;
+  }
+
+  /**
+   * Throws if a group's scale came out non-finite: the transform's sums of finite values can overflow float32 (from
+   * about {@code Float.MAX_VALUE / G} up; a group holding NaN/Inf is sent untransformed with a finite scale), and the
+   * decoder would refuse the payload as malformed.
+   *
+   * @throws IllegalArgumentException naming the group, its row and the group's largest magnitude
+   */
+  private void refuseOverflow(float[] x, int off, int[] v, byte[] out, int bodyOff) {
+    int ng = groupsPerRow(v);
+    for (int s = 0; s < v[0] * ng; s++) {
+      if (!Float.isFinite(Bytes.getFloat(out, bodyOff + 4 * s))) {
+        int row = s / ng, c0 = (s % ng) * v[2];
+        float max = 0f;
+        for (int c = c0; c < Math.min(c0 + v[2], v[1]); c++) {
+          max = Math.max(max, Math.abs(x[off + row * v[1] + c]));
+        }
+        throw new IllegalArgumentException(name() + ": the Walsh-Hadamard transform of group " + s % ng + " of row "
+            + row + " overflows float32 (its largest magnitude is " + max + "; the transform adds up to G = " + v[2]
+            + " values): scale the tensor down, or use taco, which pre-scales each row by a power of two");
+      }
+    }
   }
 
   @Override

@@ -245,6 +245,62 @@ class CodecTest {
     }
   }
 
+  /**
+   * Finite values up to {@code Float.MAX_VALUE}: a codec either encodes them into a payload its own decoder accepts,
+   * or refuses them at encode with an error that says so (hadamard-int8, whose transform overflows; it once wrote a
+   * payload with an infinite scale that every decoder then called malformed).
+   */
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void hugeFiniteValuesRoundTripOrAreRefusedAtEncode(Case k) {
+    SplittableRandom rnd = new SplittableRandom();
+    float[] x = new float[4 * 256];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = (rnd.nextBoolean() ? 1 : -1) * (i % 3 == 0 ? Float.MAX_VALUE : (float) (rnd.nextDouble() * 3e38));
+    }
+    byte[] buf = new byte[k.codec.encodedSize(4, 256)];
+    if (k.codec.name().startsWith("hadamard")) {
+      assertThatThrownBy(() -> k.codec.encode(x, 0, 4, 256, buf, 0)).isInstanceOf(IllegalArgumentException.class)
+          .isNotInstanceOf(MalformedPayloadException.class).isNotInstanceOf(NonFiniteInputException.class)
+          .hasMessageContaining("overflows float32").hasMessageContaining("group 0 of row 0")
+          .hasMessageContaining("3.4028235E38");
+      return;
+    }
+    int len = k.codec.encode(x, 0, 4, 256, buf, 0);
+    float[] y = new float[x.length];
+    k.codec.decode(buf, 0, len, y, 0, false); // no MalformedPayloadException
+    for (float v : y) {
+      assertThat(Float.isNaN(v)).isFalse();
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("codecs")
+  void decodeReduceRefusesOutOverlappingOwnAtAnotherOffset(Case k) {
+    float[] x = Inputs.gaussian(new SplittableRandom().nextLong(), 2 * 64);
+    byte[][] peers = {encode(k.codec, x, 2, 64), null};
+    float[] buf = Inputs.gaussian(new SplittableRandom().nextLong(), 2 * 64 + 1);
+    float[] before = buf.clone();
+    assertThatThrownBy(() -> k.codec.decodeReduce(peers, 2, 64, buf, 0, buf, 1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("overlaps own[0 ..]");
+    assertThat(buf).isEqualTo(before);
+    float[] expect = new float[128];
+    k.codec.decodeReduce(peers, 2, 64, before, 1, expect, 0);
+    k.codec.decodeReduce(peers, 2, 64, buf, 1, buf, 1); // out may be own at the same offset
+    assertThat(Arrays.copyOfRange(buf, 1, 129)).isEqualTo(expect);
+  }
+
+  @Test
+  void parseRefusesARangeOutsideTheArray() {
+    AbstractCodec c = new TacoCodec();
+    byte[] good = encode(c, Inputs.gaussian(3, 128), 1, 128);
+    for (int[] r : new int[][] {{-1, good.length}, {0, -1}, {1, good.length}}) {
+      assertThatThrownBy(() -> c.parse(good, r[0], r[1])).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("is outside in.length " + good.length);
+    }
+    assertThat(c.parse(good, 0, good.length).cols()).isEqualTo(128);
+  }
+
   /** Decodes and asserts MalformedPayloadException, with {@code out} left untouched. */
   static void assertMalformed(Codec c, byte[] in, int off, int len, String what) {
     float[] out = new float[5000];
@@ -324,6 +380,14 @@ class CodecTest {
     assertThatThrownBy(() -> Codecs.parse("taco:g=x")).hasMessageContaining("bad parameter 'g=x'");
     assertThatThrownBy(() -> Codecs.parse("taco:zstd")).hasMessageContaining("bad parameter 'zstd'");
     assertThatThrownBy(() -> Codecs.parse(" ")).hasMessageContaining("empty codec name");
+    // a parameter given twice is a mistake, not "the last one wins"
+    assertThatThrownBy(() -> Codecs.parse("taco:g=64,g=128")).hasMessageContaining("g is given twice");
+    assertThatThrownBy(() -> Codecs.parse("taco:e4m3,e5m2")).hasMessageContaining("the fp8 format is given twice");
+    assertThatThrownBy(() -> Codecs.parse("none:nonfinite=propagate,nonfinite=refuse"))
+        .hasMessageContaining("nonfinite is given twice");
+    // -0 is 0 (one plan describes itself one way on every rank), and spaces around the name are not part of it
+    assertThat(Codecs.byName("taco:alpha=-0").toString()).isEqualTo(Codecs.byName("taco:alpha=0").toString());
+    assertThat(Codecs.parse("taco : e5m2").base()).isEqualTo("taco");
   }
 
   @Test
