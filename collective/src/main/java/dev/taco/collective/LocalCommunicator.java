@@ -1,6 +1,5 @@
 package dev.taco.collective;
 
-import dev.taco.codec.MalformedPayloadException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -59,6 +58,7 @@ public final class LocalCommunicator implements Communicator {
   public void allReduce(float[] buf, int off, int n) {
     String op = "allReduce(n=" + n + ")";
     checkRange(op, "buf", buf, off, n, 1);
+    checkOpen(op);
     if (n == 0) {
       return;
     }
@@ -78,6 +78,7 @@ public final class LocalCommunicator implements Communicator {
     String op = "allGather(n=" + n + ")";
     checkRange(op, "send", send, sendOff, n, 1);
     checkRange(op, "recv", recv, recvOff, n, worldSize());
+    checkOpen(op);
     if (n == 0) {
       return;
     }
@@ -101,6 +102,7 @@ public final class LocalCommunicator implements Communicator {
     int world = worldSize();
     checkRange(op, "send", send, sendOff, n, world);
     checkRange(op, "recv", recv, recvOff, n, 1);
+    checkOpen(op);
     if (n == 0) {
       return;
     }
@@ -123,6 +125,7 @@ public final class LocalCommunicator implements Communicator {
     int world = worldSize();
     checkRange(op, "send", send, sendOff, n, world);
     checkRange(op, "recv", recv, recvOff, n, world);
+    checkOpen(op);
     if (n == 0) {
       return;
     }
@@ -134,12 +137,16 @@ public final class LocalCommunicator implements Communicator {
       }
     }
     byte[][] in = withContext(op, () -> allToAllBytes(out));
+    for (int q = 0; q < world; q++) { // every chunk checked before recv is written
+      if (q != rank && in[q].length != n * Float.BYTES) {
+        throw new CollectiveException(op + " on rank " + rank + ": rank " + q + " sent " + in[q].length
+            + " bytes, expected " + n * Float.BYTES + " (every rank must call allToAll with the same n); recv is"
+            + " unchanged");
+      }
+    }
     for (int q = 0; q < world; q++) {
       if (q == rank) {
         System.arraycopy(send, sendOff + q * n, recv, recvOff + q * n, n);
-      } else if (in[q].length != n * Float.BYTES) {
-        throw new MalformedPayloadException(op + " on rank " + rank + ": rank " + q + " sent " + in[q].length
-            + " bytes, expected " + n * Float.BYTES);
       } else {
         view(in[q]).get(recv, recvOff + q * n, n);
       }

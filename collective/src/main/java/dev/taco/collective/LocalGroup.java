@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -24,6 +25,12 @@ public final class LocalGroup {
 
   /** Timeout of one collective when none is given: 120 s. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(120);
+
+  /**
+   * The longest timeout a collective takes, here and in the NCCL transport: 100 years, in effect none (a deadline of
+   * {@code System.nanoTime()} plus a few hundred years overflows a long).
+   */
+  public static final Duration MAX_TIMEOUT = Duration.ofDays(36_500);
 
   /**
    * The body one rank runs in {@link #run}.
@@ -47,6 +54,8 @@ public final class LocalGroup {
   /** Mailboxes by round parity, [parity][from][to]; see {@link #exchange}. */
   private final byte[][][][] mailbox;
   private final boolean[] arrived;
+  /** What each rank that has arrived in the current round called (every rank must call the same). */
+  private final String[] arrivedOp;
   private final boolean[] closed;
   private int arrivedCount;
   private long generation;
@@ -57,13 +66,15 @@ public final class LocalGroup {
     if (worldSize < 1) {
       throw new IllegalArgumentException("worldSize must be >= 1, got " + worldSize);
     }
-    if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-      throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+    if (timeout == null || timeout.isNegative() || timeout.isZero() || timeout.compareTo(MAX_TIMEOUT) > 0) {
+      throw new IllegalArgumentException("timeout must be positive and at most " + MAX_TIMEOUT.toDays() + " days, got "
+          + timeout);
     }
     this.worldSize = worldSize;
     this.timeoutNanos = timeout.toNanos();
     this.mailbox = new byte[2][worldSize][worldSize][];
     this.arrived = new boolean[worldSize];
+    this.arrivedOp = new String[worldSize];
     this.closed = new boolean[worldSize];
   }
 
@@ -83,7 +94,7 @@ public final class LocalGroup {
    *
    * @param timeout how long one rank waits in one collective for the others before the group is aborted
    * @return the communicators of ranks {@code 0..worldSize-1}, in rank order
-   * @throws IllegalArgumentException if {@code worldSize < 1} or the timeout is not positive
+   * @throws IllegalArgumentException if {@code worldSize < 1} or the timeout is not positive or over {@link #MAX_TIMEOUT}
    */
   public static List<LocalCommunicator> create(int worldSize, Duration timeout) {
     LocalGroup group = new LocalGroup(worldSize, timeout);
@@ -111,9 +122,10 @@ public final class LocalGroup {
    * {@link CollectiveException}.
    *
    * @return the ranks' results, in rank order
-   * @throws IllegalArgumentException if {@code worldSize < 1} or the timeout is not positive
+   * @throws IllegalArgumentException if {@code worldSize < 1} or the timeout is not positive or over {@link #MAX_TIMEOUT}
    */
   public static <T> List<T> run(int worldSize, Duration timeout, RankTask<T> task) {
+    Objects.requireNonNull(task, "task");
     List<LocalCommunicator> comms = create(worldSize, timeout);
     LocalGroup group = comms.get(0).group();
     List<T> results = new ArrayList<>(java.util.Collections.nCopies(worldSize, null));
@@ -228,10 +240,12 @@ public final class LocalGroup {
   }
 
   /**
-   * Blocks until every rank has called {@code await}, the group is aborted or the timeout passes.
+   * Blocks until every rank has called {@code await}, the group is aborted or the timeout passes. Every rank must
+   * call it with the same {@code op} (a barrier, an exchange of payloads and an exchange of control messages are told
+   * apart); the last rank to arrive checks that they did.
    *
-   * @throws CollectiveException naming {@code rank}, {@code op} and the reason, if the group was or gets aborted
-   *     or this rank times out (which aborts the group)
+   * @throws CollectiveException naming {@code rank}, {@code op} and the reason, if the group was or gets aborted,
+   *     this rank times out (which aborts the group) or the ranks called different operations (which aborts it too)
    */
   void await(int rank, String op) {
     lock.lock();
@@ -243,7 +257,15 @@ public final class LocalGroup {
         }
       }
       arrived[rank] = true;
+      arrivedOp[rank] = op;
       if (++arrivedCount == worldSize) {
+        for (int r = 0; r < worldSize; r++) {
+          if (!arrivedOp[r].equals(op)) {
+            throw fail(rank, op, abortLocked(rank, "the ranks called different collectives at once: rank " + r + " "
+                + arrivedOp[r] + ", rank " + rank + " " + op + " (every rank must call the same collectives in the"
+                + " same order)"));
+          }
+        }
         arrivedCount = 0;
         Arrays.fill(arrived, false);
         generation++;

@@ -103,6 +103,73 @@ class LocalGroupTest {
   }
 
   @Test
+  void aClosedCommunicatorRefusesEveryCollectiveEvenAtWorldSizeOne() {
+    LocalCommunicator c = LocalGroup.create(1).get(0);
+    c.close();
+    float[] buf = {1f, 2f};
+    assertThatThrownBy(() -> c.allReduce(buf, 0, 2)).isInstanceOf(CollectiveException.class)
+        .hasMessageContaining("allReduce(n=2) on rank 0: the communicator is closed");
+    assertThatThrownBy(() -> c.allGather(buf, 0, 1, new float[1], 0)).hasMessageContaining("closed");
+    assertThatThrownBy(() -> c.reduceScatter(buf, 0, 1, new float[1], 0)).hasMessageContaining("closed");
+    assertThatThrownBy(() -> c.allToAll(buf, 0, 1, new float[1], 0)).hasMessageContaining("closed");
+    assertThatThrownBy(() -> c.allToAllBytes(new byte[1][0])).hasMessageContaining("closed");
+    assertThat(buf).containsExactly(1f, 2f);
+  }
+
+  /** A barrier, a payload exchange and a control exchange met at once are a mismatch every rank reports. */
+  @Test
+  void ranksCallingDifferentCollectivesAtOnceFailNamingBoth() {
+    assertTimeoutPreemptively(FAST, () -> assertThatThrownBy(() -> LocalGroup.run(2, LONG, comm -> {
+      if (comm.rank() == 0) {
+        comm.allToAllBytes(new byte[][] {{1}, {2}});
+      } else {
+        comm.barrier();
+      }
+      return null;
+    })).isInstanceOf(CollectiveException.class)
+        .hasMessageContaining("the ranks called different collectives at once")
+        .hasMessageContaining("allToAllBytes").hasMessageContaining("barrier")
+        .satisfies(t -> assertThat(t.getSuppressed()).singleElement()
+            .satisfies(e -> assertThat(e).hasMessageContaining("different collectives"))));
+    assertTimeoutPreemptively(FAST, () -> assertThatThrownBy(() -> LocalGroup.run(2, LONG, comm -> {
+      float[] x = {1f, 2f, 3f, 4f};
+      if (comm.rank() == 0) {
+        comm.allReduce(x, 0, 4);
+      } else {
+        comm.barrier();
+      }
+      return null;
+    })).isInstanceOf(CollectiveException.class).hasMessageContaining("different collectives")
+        .hasMessageContaining("allToAllControl"));
+  }
+
+  @Test
+  void allToAllWithDifferentCountsFailsOnEveryRankWithRecvUnchanged() {
+    float[][] recv = {new float[4], new float[6]};
+    java.util.Arrays.fill(recv[0], -7f);
+    java.util.Arrays.fill(recv[1], -7f);
+    assertTimeoutPreemptively(FAST, () -> assertThatThrownBy(() -> LocalGroup.run(2, LONG, comm -> {
+      int n = comm.rank() + 2;
+      float[] send = new float[2 * n];
+      java.util.Arrays.fill(send, 1f);
+      comm.allToAll(send, 0, n, recv[comm.rank()], 0);
+      return null;
+    })).isInstanceOf(CollectiveException.class).hasMessageContaining("every rank must call allToAll with the same n")
+        .hasMessageContaining("recv is unchanged"));
+    assertThat(recv[0]).containsOnly(-7f);
+    assertThat(recv[1]).containsOnly(-7f);
+  }
+
+  @Test
+  void timeoutsBeyondAHundredYearsAndNullTasksAreRefusedByName() {
+    assertThatThrownBy(() -> LocalGroup.create(2, Duration.ofSeconds(Long.MAX_VALUE)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at most 36500 days");
+    assertThat(LocalGroup.create(2, LocalGroup.MAX_TIMEOUT)).hasSize(2);
+    assertThatThrownBy(() -> LocalGroup.run(2, null)).isInstanceOf(NullPointerException.class)
+        .hasMessage("task");
+  }
+
+  @Test
   void abortWakesWaitingPeersWithTheCause() {
     assertTimeoutPreemptively(FAST, () -> assertThatThrownBy(() -> LocalGroup.run(3, LONG, comm -> {
       if (comm.rank() == 2) {

@@ -1,5 +1,6 @@
 package dev.taco.collective.nccl;
 
+import dev.taco.collective.LocalGroup;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
@@ -20,11 +21,15 @@ final class Time {
    * @param d    a duration
    * @param name what it is, for the message
    * @return {@code d}
-   * @throws IllegalArgumentException if it is null, zero or negative
+   * @throws IllegalArgumentException if it is null, zero, negative or over {@link LocalGroup#MAX_TIMEOUT} (a deadline
+   *     in {@link System#nanoTime} units would overflow)
    */
   static Duration positive(Duration d, String name) {
     Objects.requireNonNull(d, name);
-    if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0: " + d);
+    if (d.isNegative() || d.isZero() || d.compareTo(LocalGroup.MAX_TIMEOUT) > 0) {
+      throw new IllegalArgumentException(name + " must be > 0 and at most " + LocalGroup.MAX_TIMEOUT.toDays()
+          + " days: " + d);
+    }
     return d;
   }
 
