@@ -16,6 +16,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -86,7 +91,7 @@ public final class Rendezvous implements AutoCloseable {
    * @return the joined rendezvous, listening for deaths
    * @throws CollectiveException      naming the missing ranks, the unreachable endpoint, the duplicate rank or the
    *                                  mismatched world size
-   * @throws IllegalArgumentException if the id has a bad length or the timeout is not positive
+   * @throws IllegalArgumentException if the id has a bad length or the timeout is not positive or over {@link dev.taco.collective.LocalGroup#MAX_TIMEOUT}
    */
   public static Rendezvous join(LaunchEnv env, Supplier<byte[]> idSource, Duration timeout) {
     Objects.requireNonNull(env, "env");
@@ -161,29 +166,38 @@ public final class Rendezvous implements AutoCloseable {
     String where = "rendezvous on " + env.endpoint();
     long deadline = System.nanoTime() + timeout.toNanos();
     Link[] peers = new Link[env.worldSize()];
+    // each connection's hello is read on a thread of its own: a stray connection that sends nothing (a port scan, a
+    // health check) must not hold up the peers behind it until the deadline
+    BlockingQueue<Link> hellos = new LinkedBlockingQueue<>();
+    Set<Socket> reading = ConcurrentHashMap.newKeySet(); // accepted, hello not read yet
     try (ServerSocket server = new ServerSocket()) {
       bind(server, env);
+      Thread.ofVirtual().name("taco-rendezvous-accept").start(() -> accept(server, deadline, where, reading, hellos));
       int joined = 0;
-      while (joined < env.worldSize() - 1) {
-        long left = deadline - System.nanoTime();
-        if (left <= 0) break;
-        server.setSoTimeout(Time.socketMillis(left));
-        Socket s;
-        try {
-          s = server.accept();
-        } catch (SocketTimeoutException e) {
-          break;
+      try {
+        while (joined < env.worldSize() - 1) {
+          long left = deadline - System.nanoTime();
+          Link link = left <= 0 ? null : hellos.poll(left, TimeUnit.NANOSECONDS);
+          if (link == null) break;
+          String problem = problem(link, peers, env, where);
+          if (problem != null) {
+            link.error(problem);
+            link.close();
+            throw abandon(peers, problem, null);
+          }
+          peers[link.rank] = link;
+          joined++;
         }
-        Link link = hello(s, deadline, where);
-        if (link == null) continue;
-        String problem = problem(link, peers, env, where);
-        if (problem != null) {
-          link.error(problem);
-          link.close();
-          throw abandon(peers, problem, null);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw abandon(peers, where + ": rank 0 was interrupted while waiting for the peers", e);
+      } finally {
+        server.close(); // no more peers: connections still saying hello, and hellos not taken, are dropped
+        synchronized (hellos) {
+          for (Socket s : reading) closeQuietly(s);
+          reading.clear();
+          for (Link l = hellos.poll(); l != null; l = hellos.poll()) l.close();
         }
-        peers[link.rank] = link;
-        joined++;
       }
       List<Integer> missing = new ArrayList<>();
       for (int r = 1; r < peers.length; r++) if (peers[r] == null) missing.add(r);
@@ -216,6 +230,34 @@ public final class Rendezvous implements AutoCloseable {
     } catch (IOException e) {
       throw new CollectiveException("rendezvous: rank 0 could not listen on MASTER_ADDR:MASTER_PORT="
           + env.endpoint() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Accepts connections until the server socket closes, reading each one's hello on a virtual thread of its own into
+   * {@code hellos} (stray connections are dropped there).
+   */
+  private static void accept(ServerSocket server, long deadline, String where, Set<Socket> reading,
+      BlockingQueue<Link> hellos) {
+    while (!server.isClosed()) {
+      Socket s;
+      try {
+        s = server.accept();
+      } catch (IOException e) {
+        return; // closed: rank 0 has all its peers, or gave up
+      }
+      reading.add(s);
+      Thread.ofVirtual().name("taco-rendezvous-hello").start(() -> {
+        Link link = hello(s, deadline, where);
+        synchronized (hellos) { // against rank 0's clean-up, which closes what is still in either set
+          if (link != null && reading.remove(s)) {
+            hellos.add(link);
+          } else if (link != null) {
+            link.close();
+          }
+          reading.remove(s);
+        }
+      });
     }
   }
 

@@ -278,4 +278,28 @@ class RendezvousTest {
       assertThat(peer.get(5, TimeUnit.SECONDS).id()).isEqualTo(id);
     });
   }
+
+  /**
+   * Connections that stay silent (a port scan, a health check), or send only the magic, while the real peer joins: rank
+   * 0 reads hellos side by side, so both ranks join long before the 30 s timeout, and the silent sockets are closed.
+   */
+  @Test
+  void silentConnectionsDoNotHoldUpThePeersBehindThem() {
+    assertTimeoutPreemptively(FAST, () -> {
+      int port = freePort();
+      byte[] id = randomId();
+      CompletableFuture<Rendezvous> host = join(env(0, 2, port), id, Duration.ofSeconds(30), new AtomicInteger());
+      Thread.sleep(200);
+      try (java.net.Socket silent = new java.net.Socket("127.0.0.1", port);
+          java.net.Socket magicOnly = new java.net.Socket("127.0.0.1", port)) {
+        new java.io.DataOutputStream(magicOnly.getOutputStream()).writeInt(Rendezvous.MAGIC);
+        Thread.sleep(200);
+        CompletableFuture<Rendezvous> peer = join(env(1, 2, port), id, Duration.ofSeconds(30), new AtomicInteger());
+        assertThat(host.get(5, TimeUnit.SECONDS).id()).isEqualTo(id);
+        assertThat(peer.get(5, TimeUnit.SECONDS).id()).isEqualTo(id);
+        silent.setSoTimeout(5000);
+        assertThat(silent.getInputStream().read()).as("rank 0 closed the silent connection").isEqualTo(-1);
+      }
+    });
+  }
 }
