@@ -15,6 +15,7 @@ import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.ParameterTensors;
 import java.io.IOException;
 import java.io.InputStream;
+import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +26,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -117,7 +119,7 @@ public final class Checkpoint {
     Files.createDirectories(tmp);
     List<SafetensorsWriter.Tensor> weights = new ArrayList<>(), moments = new ArrayList<>();
     for (ParameterTensors.Tensor t : full.tensors()) {
-      int[] shape = t.fullRows() == 1 ? new int[] {t.fullCols()} : new int[] {t.fullRows(), t.fullCols()};
+      int[] shape = shape(t);
       weights.add(new SafetensorsWriter.Tensor(t.name(), shape, unsharded[0], t.fullOffset()));
       moments.add(new SafetensorsWriter.Tensor("exp_avg." + t.name(), shape, unsharded[1], t.fullOffset()));
       moments.add(new SafetensorsWriter.Tensor("exp_avg_sq." + t.name(), shape, unsharded[2], t.fullOffset()));
@@ -207,13 +209,13 @@ public final class Checkpoint {
           + " or corrupt)");
     }
     try {
-      if (field(metaFile, meta, "format").getAsInt() != FORMAT) {
+      if (integer(metaFile, meta, "format", 0, Integer.MAX_VALUE) != FORMAT) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " has format " + meta.get("format")
             + ", this version reads " + FORMAT);
       }
       JsonObject shape = field(metaFile, meta, "model").getAsJsonObject();
       modelShape(cfg).forEach((k, want) -> {
-        int got = field(metaFile, shape, k).getAsInt();
+        long got = integer(metaFile, shape, k, 1, Integer.MAX_VALUE);
         if (got != want) {
           throw new IllegalArgumentException("checkpoint " + metaFile + " holds a model with " + k + " " + got
               + ", this run has " + want);
@@ -225,9 +227,16 @@ public final class Checkpoint {
             + " run, this run is " + compression
             + " (with several codecs, --save/--load DIR holds one folder per codec)");
       }
-      int tp = field(metaFile, meta, "tensor_model_parallel_size").getAsInt();
+      if (integer(metaFile, meta, "step", 0, Integer.MAX_VALUE) != step) {
+        throw new IllegalArgumentException(
+            "checkpoint " + metaFile + " is of step " + meta.get("step") + ", but " + latest
+                + " names step " + step);
+      }
+      int tp = (int) integer(metaFile, meta, "tensor_model_parallel_size", 1, Integer.MAX_VALUE);
       JsonObject files = field(metaFile, meta, "files").getAsJsonObject();
-      for (String f : List.of(MODEL, OPTIMIZER)) checkFile(ck.resolve(f), files.getAsJsonObject(f));
+      for (String f : List.of(MODEL, OPTIMIZER)) {
+        checkFile(metaFile, ck.resolve(f), field(metaFile, files, f).getAsJsonObject());
+      }
       ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
       float[] params = new float[full.fullSize()], m = new float[full.fullSize()], v = new float[full.fullSize()];
       Map<String, NamedTensor> w = byName(ck.resolve(MODEL)), o = byName(ck.resolve(OPTIMIZER));
@@ -245,13 +254,30 @@ public final class Checkpoint {
         sites.add(one);
       }
       if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
-      long drawn = field(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn").getAsLong();
+      long drawn = integer(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn", 0,
+          Long.MAX_VALUE);
       if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
       log.info("loaded checkpoint {} (step {})", ck, step);
       return new State(ck, step, params, m, v, sites, drawn, tp);
-    } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException e) {
+    } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException
+        | NumberFormatException e) {
       throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
     }
+  }
+
+  /**
+   * {@code o}'s field {@code key} as a whole number in {@code [min, max]}, or a refusal naming the field and the
+   * description {@code metaFile} (a string, a fraction or a number out of range is not silently read as another).
+   */
+  private static long integer(Path metaFile, JsonObject o, String key, long min, long max) {
+    JsonElement e = field(metaFile, o, key);
+    BigDecimal v = e.isJsonPrimitive() && e.getAsJsonPrimitive().isNumber() ? e.getAsBigDecimal() : null;
+    if (v == null || v.signum() != 0 && v.stripTrailingZeros().scale() > 0 || v.compareTo(BigDecimal.valueOf(min)) < 0
+        || v.compareTo(BigDecimal.valueOf(max)) > 0) {
+      throw new IllegalArgumentException("checkpoint " + metaFile + ": the field \"" + key + "\" must be a whole"
+          + " number in [" + min + ", " + max + "], got " + e);
+    }
+    return v.longValueExact();
   }
 
   /** {@code o}'s field {@code key}, or a refusal naming it and the description {@code metaFile}. */
@@ -273,14 +299,14 @@ public final class Checkpoint {
     return m;
   }
 
-  private static void checkFile(Path f, JsonObject want) {
+  private static void checkFile(Path metaFile, Path f, JsonObject want) {
     long size;
     try {
       size = Files.size(f);
     } catch (IOException e) {
       throw new IllegalArgumentException("checkpoint file " + f + " is missing");
     }
-    long bytes = want.get("bytes").getAsLong();
+    long bytes = integer(metaFile, want, "bytes", 0, Long.MAX_VALUE);
     if (size != bytes) {
       throw new IllegalArgumentException(
           "checkpoint file " + f + " holds " + size + " bytes, " + bytes + " were written"
@@ -292,7 +318,7 @@ public final class Checkpoint {
     } catch (IOException e) {
       throw new IllegalArgumentException("checkpoint file " + f + " cannot be read: " + e.getMessage());
     }
-    if (!crc.equals(want.get("crc32c").getAsString())) {
+    if (!crc.equals(field(metaFile, want, "crc32c").getAsString())) {
       throw new IllegalArgumentException("checkpoint file " + f + " is corrupt (CRC32C " + crc + ", written "
           + want.get("crc32c").getAsString() + ")");
     }
@@ -314,11 +340,17 @@ public final class Checkpoint {
       float[] into) {
     NamedTensor x = tensors.get(name);
     int n = t.fullRows() * t.fullCols();
-    if (x == null || x.data().length != n) {
+    if (x == null || !Arrays.equals(x.shape(), shape(t))) {
       throw new IllegalArgumentException("checkpoint file " + f + (x == null ? " has no tensor " + name
-          : ": tensor " + name + " has " + x.data().length + " elements, the model needs " + n));
+          : ": tensor " + name + " has shape " + Arrays.toString(x.shape()) + ", the model needs "
+              + Arrays.toString(shape(t))));
     }
     System.arraycopy(x.data(), 0, into, t.fullOffset(), n);
+  }
+
+  /** A parameter tensor's full (unsharded) shape as written: {@code [cols]} for a vector, else {@code [rows, cols]}. */
+  private static int[] shape(ParameterTensors.Tensor t) {
+    return t.fullRows() == 1 ? new int[] {t.fullCols()} : new int[] {t.fullRows(), t.fullCols()};
   }
 
   private static Map<String, Object> siteToJson(CollectiveSites.SiteState s) {

@@ -212,6 +212,46 @@ class CheckpointTest {
     json.add("sites", new com.google.gson.JsonPrimitive(3));
     Files.writeString(meta, json.toString());
     assertOneLine(train(tmp.resolve("x14"), resume), meta + " lacks a field or holds one of the wrong type");
+    // a number field that is a string, a fraction or out of range, and a step other than the one latest names
+    String[][] badFields = {{"format", "\"x\""}, {"tensor_model_parallel_size", "-1"}, {"step", "2.5"}};
+    for (int i = 0; i < badFields.length; i++) {
+      json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+          .getAsJsonObject();
+      json.add(badFields[i][0], com.google.gson.JsonParser.parseString(badFields[i][1]));
+      Files.writeString(meta, json.toString());
+      assertOneLine(train(tmp.resolve("x" + (15 + i)), resume), meta + ": the field \"" + badFields[i][0]
+          + "\" must be a whole number in [");
+    }
+    json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    json.getAsJsonObject("model").addProperty("hidden_size", 64.5);
+    Files.writeString(meta, json.toString());
+    assertOneLine(train(tmp.resolve("x18"), resume), "the field \"hidden_size\" must be a whole number");
+    json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    json.addProperty("step", 3);
+    Files.writeString(meta, json.toString());
+    assertOneLine(train(tmp.resolve("x19"), resume), meta + " is of step 3, but");
+    Files.write(meta, goodMeta);
+    // a tensor stored transposed, its checksum made right: the element count fits, the shape does not
+    String header = new String(good, 8, 400, java.nio.charset.StandardCharsets.ISO_8859_1);
+    java.util.regex.Matcher wide = java.util.regex.Pattern.compile("\"shape\":\\s*\\[(\\d+)(,\\s*)(\\d+)\\]")
+        .matcher(header);
+    boolean found;
+    while ((found = wide.find()) && wide.group(1).equals(wide.group(3))) {} // [b,a] is as long as [a,b]
+    assertThat(found).as("a 2-D tensor with rows != cols in " + header).isTrue();
+    byte[] transposed = good.clone();
+    byte[] swapped = (wide.group(3) + wide.group(2) + wide.group(1))
+        .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    System.arraycopy(swapped, 0, transposed, 8 + wide.start(1), swapped.length);
+    Files.write(model, transposed);
+    json = com.google.gson.JsonParser.parseString(new String(goodMeta, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    json.getAsJsonObject("files").getAsJsonObject(Checkpoint.MODEL).addProperty("crc32c", Checkpoint.crc32c(model));
+    Files.writeString(meta, json.toString());
+    assertOneLine(train(tmp.resolve("x20"), resume), "has shape [" + wide.group(3) + ", " + wide.group(1)
+        + "], the model needs [" + wide.group(1) + ", " + wide.group(3) + "]");
+    Files.write(model, good);
     Files.write(meta, goodMeta);
 
     String[] wider = {"--tp", "2", "--steps", "4", "--compression", "none", "--load", ck.toString(), "--hidden-size",
@@ -230,7 +270,7 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x12"), "--steps", "1", "--save", model.toString()), "exists and is not a folder");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "7\n"); // names a checkpoint that is not there
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
-    for (int i = 1; i <= 14; i++) { // each failed before writing anything: no empty --out folder is left behind
+    for (int i = 1; i <= 20; i++) { // each failed before writing anything: no empty --out folder is left behind
       assertThat(tmp.resolve("x" + i)).as("--out of a failed run").doesNotExist();
     }
     // the intact checkpoint still loads
