@@ -17,7 +17,10 @@ import java.util.Arrays;
  * <p>Payloads are the codec's self-describing payloads (header, scales, codes), or raw little-endian float32 for the
  * exact plan. Every payload that arrives is validated when it arrives, before any step writes to a tensor: one that is
  * not what the plan and the chunk's shape imply (another length or shape, a bad checksum, a malformed body) is rejected
- * with a {@link MalformedPayloadException} naming its source rank, and the caller's tensor is left as it was.
+ * with a {@link MalformedPayloadException} naming its source rank, and the caller's tensor is left as it was. What is
+ * not checked: raw float32 payloads of the exact plan carry no checksum (only their length is checked; the transport's
+ * own integrity is relied on, as NCCL does), and no payload names its source rank or collective, so a transport that
+ * delivered a valid payload to the wrong rank or call would go unnoticed.
  */
 public final class HostWire implements Wire<float[], HostWire.Slots> {
   private static final byte[] EMPTY = new byte[0];
