@@ -84,8 +84,18 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
     return rows * cols;
   }
 
-  /** Writes this header at {@code out[off .. off+28)}, with its CRC and the given body CRC. */
+  /**
+   * Writes this header at {@code out[off .. off+28)}, with its CRC and the given body CRC.
+   *
+   * @throws IllegalArgumentException if a field does not fit its place (codec id, format and flags one byte each, G
+   *     two, rows and cols positive) or {@code rows * cols} passes 2^31 - 1: a header that read back as another
+   */
   public void write(byte[] out, int off, int bodyCrc) {
+    if ((codecId | format | flags) >>> 8 != 0 || groupSize >>> 16 != 0 || rows < 1 || cols < 1
+        || (long) rows * cols > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("payload header " + this + " does not fit the wire format (codec id, format"
+          + " and flags 0..255, G 0..65535, rows and cols >= 1, rows * cols < 2^31)");
+    }
     Bytes.putInt(out, off, MAGIC);
     out[off + 4] = (byte) VERSION;
     out[off + 5] = (byte) codecId;

@@ -291,6 +291,20 @@ class CodecTest {
   }
 
   @Test
+  void aHeaderWhoseFieldsDoNotFitIsNotWritten() {
+    byte[] out = new byte[PayloadHeader.SIZE];
+    for (PayloadHeader h : new PayloadHeader[] {new PayloadHeader(260, 0, 0, 128, 2, 2),
+        new PayloadHeader(4, 0, 0, 70_000, 2, 2), new PayloadHeader(4, 0, 0x100, 128, 2, 2),
+        new PayloadHeader(4, 0, 0, 128, -5, 3), new PayloadHeader(4, 0, 0, 128, 65_536, 65_536)}) {
+      assertThatThrownBy(() -> h.write(out, 0, 0)).as(h.toString()).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("does not fit the wire format");
+      assertThat(out).containsOnly(0);
+    }
+    new PayloadHeader(4, 1, 0, 128, 2, 2).write(out, 0, 0);
+    assertThat(PayloadHeader.read(out, 0, out.length, 4, "taco").groupSize()).isEqualTo(128);
+  }
+
+  @Test
   void parseRefusesARangeOutsideTheArray() {
     AbstractCodec c = new TacoCodec();
     byte[] good = encode(c, Inputs.gaussian(3, 128), 1, 128);

@@ -192,12 +192,16 @@ public final class CollectiveSites {
   /**
    * Restores the sites' state saved by {@link #state} (a resumed run). Call before the first collective.
    *
-   * @throws IllegalArgumentException if a saved plan names an unknown codec or layout, or its error sums do not match
-   *     this codec's candidate plans (the checkpoint was written with another --compression)
+   * @throws IllegalArgumentException if a saved count is negative, a saved plan names an unknown codec or layout, or its
+   *     error sums do not match this codec's candidate plans (the checkpoint was written with another --compression)
    */
   public void restore(Map<String, SiteState> saved) {
     sites.clear();
     saved.forEach((name, st) -> {
+      if (st.uses() < 0 || st.calibrating() < 0 || st.seen() < 0) {
+        throw new IllegalArgumentException("site " + name + ": negative counts (uses " + st.uses() + ", calibrating "
+            + st.calibrating() + ", seen " + st.seen() + ")");
+      }
       Site site = new Site();
       site.uses = st.uses();
       site.calibrating = st.calibrating();

@@ -280,4 +280,24 @@ class CollectiveSitesTest {
     assertThatThrownBy(() -> new CollectiveSites(comm, "zstd", 1, 0)).isInstanceOf(IllegalArgumentException.class);
     comm.close();
   }
+
+  /** A checkpoint's site state that cannot be this run's: refused by name, not restored. */
+  @Test
+  void restoringNegativeCountsOrUnknownPlansIsRefusedNamingTheSite() {
+    var comm = LocalGroup.create(1).get(0);
+    CollectiveSites sites = new CollectiveSites(comm, "taco", 0, 0);
+    java.util.function.BiFunction<Integer, String[], CollectiveSites.SiteState> state = (uses,
+        plan) -> new CollectiveSites.SiteState(uses, 0, 0, null, null, plan[0], plan[1], null, 0.1);
+    String[] good = {"taco:g=64", "in-order"};
+    assertThatThrownBy(() -> sites.restore(Map.of("layer0.attn.fwd", state.apply(-3, good))))
+        .hasMessageContaining("site layer0.attn.fwd: negative counts (uses -3");
+    assertThatThrownBy(
+        () -> sites.restore(Map.of("layer1.mlp.fwd", state.apply(2, new String[] {"bogus", "in-order"}))))
+        .hasMessageContaining("bogus");
+    assertThatThrownBy(() -> sites.restore(Map.of("layer1.mlp.fwd", state.apply(2, new String[] {"taco", "sideways"}))))
+        .hasMessageContaining("site layer1.mlp.fwd: unknown wire layout sideways");
+    sites.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
+    assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=64");
+    comm.close();
+  }
 }
