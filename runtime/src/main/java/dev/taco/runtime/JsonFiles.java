@@ -8,14 +8,12 @@ import com.google.gson.stream.JsonWriter;
 import java.io.IOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /**
  * Writes the reports ({@code report.json}, {@code taco analyze --json}) as strict JSON (RFC 8259): NaN and ±Infinity,
- * which JSON cannot express, are written as {@code null}; files appear atomically (temp file in the same folder,
- * then rename), so a reader never sees half a report.
+ * which JSON cannot express, are written as {@code null}; files appear atomically ({@link AtomicFile}), so a reader
+ * never sees half a report.
  */
 public final class JsonFiles {
   private JsonFiles() {}
@@ -48,21 +46,10 @@ public final class JsonFiles {
    * @throws IOException if the folder cannot be created or written
    */
   public static void write(Path out, Object root) throws IOException {
-    Path abs = out.toAbsolutePath();
-    Files.createDirectories(abs.getParent());
-    Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
-    try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+    AtomicFile.write(out, o -> {
+      Writer w = new java.io.OutputStreamWriter(o, StandardCharsets.UTF_8);
       GSON.toJson(root, w);
-    } catch (IOException | RuntimeException e) {
-      Files.deleteIfExists(tmp);
-      throw e;
-    }
-    try {
-      // temp files are created owner-only; a report is for everyone who can read the folder
-      Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-    } catch (UnsupportedOperationException e) {
-      // not a POSIX file system: keep its defaults
-    }
-    Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      w.flush();
+    });
   }
 }

@@ -37,15 +37,15 @@ public final class Codecs {
   }
 
   /**
-   * Splits a comma-separated list of codec specs as the command line takes it: a comma followed by {@code key=value}
-   * continues the previous codec's parameters ({@code taco:e5m2,g=128,none} is two codecs). Names are trimmed and
-   * lower-cased and each is validated with {@link #byName}.
+   * Splits a comma-separated list of codec specs as the command line takes it: a comma followed by {@code key=value},
+   * {@code e4m3} or {@code e5m2} continues the previous codec's parameters ({@code taco:e5m2,g=128,none} is two
+   * codecs). Names are trimmed and lower-cased and each is validated with {@link #byName}.
    *
    * @throws IllegalArgumentException for an empty list or name, a name given twice, or an unknown codec
    */
   public static java.util.List<String> parseList(String value) {
     java.util.List<String> out = new java.util.ArrayList<>();
-    for (String part : value.split(",(?![^:,]*=)", -1)) {
+    for (String part : value.split("(?i),(?![^:,]*=)(?!\\s*e[45]m[23]\\s*(,|$))", -1)) {
       String c = part.strip().toLowerCase(Locale.ROOT);
       if (c.isEmpty()) throw new IllegalArgumentException("empty codec name in '" + value + "'");
       if (out.contains(c)) throw new IllegalArgumentException("codec '" + c + "' is listed twice");
@@ -144,6 +144,10 @@ public final class Codecs {
         cut = i;
         break;
       }
+    }
+    if (cut < s.length() && s.substring(cut + 1).isBlank()) {
+      throw new IllegalArgumentException(
+          "codec '" + spec + "': nothing after '" + s.charAt(cut) + "'; valid: " + NAMES);
     }
     NonFinite nf = NonFinite.REFUSE;
     Integer g = null;

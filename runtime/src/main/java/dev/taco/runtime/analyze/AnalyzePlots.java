@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import dev.taco.runtime.AtomicFile;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -128,7 +129,7 @@ public final class AnalyzePlots {
       chart.addSeries("nothing to show (all zero / exact)", new double[] {1}, new double[] {0})
           .setMarker(SeriesMarkers.NONE);
     }
-    BitmapEncoder.saveBitmap(chart, file.toString(), BitmapEncoder.BitmapFormat.PNG);
+    AtomicFile.write(file, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
     return file;
   }
 }

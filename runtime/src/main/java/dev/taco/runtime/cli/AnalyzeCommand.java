@@ -67,6 +67,11 @@ final class AnalyzeCommand implements Callable<Integer> {
     if (json != null && java.nio.file.Files.isDirectory(json)) {
       throw new IllegalArgumentException("--json " + json.toAbsolutePath() + " is a folder; give a file name");
     }
+    for (Path f : json == null ? List.<Path>of() : files) {
+      if (json.toAbsolutePath().normalize().equals(f.toAbsolutePath().normalize()) || isSameFile(json, f)) {
+        throw new IllegalArgumentException("--json " + json + " is one of the input files; give another name");
+      }
+    }
     // the folders the JSON goes into are made when it is written: the nearest one that exists must be a folder
     Path jsonDir = json == null ? null : json.toAbsolutePath().getParent();
     while (jsonDir != null && !java.nio.file.Files.exists(jsonDir)) jsonDir = jsonDir.getParent();
@@ -87,6 +92,14 @@ final class AnalyzeCommand implements Callable<Integer> {
         throw new IllegalArgumentException(
             "cannot create --plots folder " + plots.toAbsolutePath() + ": " + TacoCli.reason(e));
       }
+    }
+  }
+
+  private static boolean isSameFile(Path a, Path b) {
+    try {
+      return java.nio.file.Files.exists(a) && java.nio.file.Files.exists(b) && java.nio.file.Files.isSameFile(a, b);
+    } catch (java.io.IOException e) {
+      return false;
     }
   }
 
@@ -123,8 +136,8 @@ final class AnalyzeCommand implements Callable<Integer> {
       try {
         TensorAnalysis.writeJson(json,
             "taco " + String.join(" ", spec.commandLine().getParseResult().originalArgs()), all);
-      } catch (java.io.IOException e) { // not naming the temporary file the JSON is written to first
-        throw new IllegalArgumentException("cannot write --json " + json.toAbsolutePath() + ": " + TacoCli.why(e));
+      } catch (java.io.IOException e) { // AtomicFile's message names the file and the reason
+        throw new IllegalArgumentException("--json: " + e.getMessage());
       }
       w.println("wrote " + json);
     }

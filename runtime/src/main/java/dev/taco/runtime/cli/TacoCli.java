@@ -274,7 +274,9 @@ public final class TacoCli {
               : run.nccl() ? "GPUs 0.." + (tp - 1) + " through NCCL"
                   : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
       List<RunResult> runs = new ArrayList<>();
-      if (noTpComm) log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
+      if (run != null && !run.tpComm()) { // (without a GPU, --device auto has ignored it)
+        log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
+      }
       if (gpu != null && tp > 1 && codecErrorInterval > 0) {
         log.info("codec-error samples every {} steps encode and decode every site's tensor on the CPU, which sets the"
             + " pace of a long GPU run; --codec-error-interval 0 turns them off", codecErrorInterval);
@@ -556,14 +558,19 @@ public final class TacoCli {
       return out;
     }
     String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
-    Files.createDirectories(Path.of("runs"));
-    for (int i = 1;; i++) {
-      Path p = Path.of("runs", i == 1 ? stamp : stamp + "-" + i);
-      try {
-        return Files.createDirectory(p);
-      } catch (java.nio.file.FileAlreadyExistsException e) {
-        // a run started in the same second: try the next suffix
+    try {
+      Files.createDirectories(Path.of("runs"));
+      for (int i = 1;; i++) {
+        Path p = Path.of("runs", i == 1 ? stamp : stamp + "-" + i);
+        try {
+          return Files.createDirectory(p);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+          // a run started in the same second: try the next suffix
+        }
       }
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot create the default output folder " + Path.of("runs", stamp)
+          .toAbsolutePath() + ": " + reason(e) + " (--out DIR writes elsewhere)");
     }
   }
 

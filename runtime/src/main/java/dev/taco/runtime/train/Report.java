@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import dev.taco.runtime.AtomicFile;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -97,7 +98,7 @@ public final class Report {
       }
     }
     Path out = dir.resolve("loss.png");
-    BitmapEncoder.saveBitmap(chart, out.toString(), BitmapEncoder.BitmapFormat.PNG);
+    AtomicFile.write(out, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
     return out;
   }
 
@@ -129,7 +130,7 @@ public final class Report {
       if (!xs.isEmpty()) chart.addSeries(runs.get(r).compression() + " - " + base.compression(), xs, ys);
     }
     Path out = dir.resolve("loss-diff.png");
-    BitmapEncoder.saveBitmap(chart, out.toString(), BitmapEncoder.BitmapFormat.PNG);
+    AtomicFile.write(out, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
     return out;
   }
 }

@@ -154,6 +154,12 @@ public class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "none,,taco")), "empty codec name");
     assertThat(TacoCli.codecList("taco:e5m2,g=32,hadamard=off,none")).containsExactly("taco:e5m2,g=32,hadamard=off",
         "none");
+    assertThat(TacoCli.codecList("taco:g=64,e5m2,none")).containsExactly("taco:g=64,e5m2", "none");
+    // a second format is the same codec's mistake, wherever it stands, not an unknown codec 'e5m2'
+    for (String twice : new String[] {"taco:e4m3,e5m2", "taco:e4m3,E5M2,g=64", "none,taco:e4m3,e5m2"}) {
+      assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", twice)), "the fp8 format is given twice");
+    }
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "taco:")), "codec 'taco:': nothing after ':'");
     assertThat(tmp.resolve("o")).doesNotExist();
   }
 
@@ -198,7 +204,9 @@ public class TacoCliTest {
     Path out = tmp.resolve("auto-gpu-options");
     Result r = run(tiny(out, "--device", "auto", "--precision", "bf16", "--no-tp-comm", "--tp-transport", "nccl"));
     assertThat(r.status()).as(r.err()).isZero();
-    assertThat(r.err()).contains("--precision bf16, --no-tp-comm, --tp-transport nccl ignored: no GPU");
+    assertThat(r.err()).contains("--precision bf16, --no-tp-comm, --tp-transport nccl ignored: no GPU")
+        .as("the ignored --no-tp-comm does not make the run's losses wrong")
+        .doesNotContain("losses of this run are wrong");
     JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
     assertThat(report.getAsJsonObject("config").get("device").getAsString()).isEqualTo("cpu");
   }
@@ -387,6 +395,11 @@ public class TacoCliTest {
     assertThat(r.out()).contains("taco:e5m2,g=128,hadamard=off").contains(" none ");
     assertOneLineError(run("analyze", "--codec", ",", npy.toString()), "--codec: empty codec name");
     assertOneLineError(run("analyze", "--json", tmp.toString(), npy.toString()), "is a folder");
+    Path input = Files.copy(npy, tmp.resolve("input.npy"));
+    byte[] before = Files.readAllBytes(input);
+    assertOneLineError(run("analyze", input.toString(), "--json", tmp.resolve("./input.npy").toString()),
+        "is one of the input files");
+    assertThat(input).hasBinaryContent(before);
     Path file = Files.writeString(tmp.resolve("f"), "x");
     assertOneLineError(run("analyze", "--plots", file.toString(), npy.toString()), "exists and is not a folder");
     // refused before any work, in words (it was FileAlreadyExistsException, after the table)

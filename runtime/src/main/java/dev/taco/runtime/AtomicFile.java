@@ -1,0 +1,62 @@
+package dev.taco.runtime;
+
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * Writes an output file (a report, a plot) so that it appears whole or not at all: into a temp file in the same
+ * folder, then renamed over the target. A write that fails (a full disk, a folder that went away) leaves no truncated
+ * file behind and names the file it was writing.
+ */
+public final class AtomicFile {
+  private AtomicFile() {}
+
+  /** What writes the content. */
+  @FunctionalInterface
+  public interface Content {
+    /** @throws IOException if writing fails */
+    void writeTo(OutputStream out) throws IOException;
+  }
+
+  /**
+   * Writes {@code out} (creating its folder) with what {@code content} writes, readable by everyone who can read the
+   * folder.
+   *
+   * @throws IOException naming {@code out} and the reason, if the folder cannot be made or the file written; any
+   *     earlier file at {@code out} is then left as it was
+   */
+  public static void write(Path out, Content content) throws IOException {
+    Path abs = out.toAbsolutePath();
+    Path tmp = null;
+    try {
+      Files.createDirectories(abs.getParent());
+      tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
+      try (OutputStream o = new BufferedOutputStream(Files.newOutputStream(tmp))) {
+        content.writeTo(o);
+      }
+      try {
+        // temp files are created owner-only; a report is for everyone who can read the folder
+        Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+      } catch (UnsupportedOperationException e) {
+        // not a POSIX file system: keep its defaults
+      }
+      Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException | RuntimeException e) {
+      if (tmp != null) Files.deleteIfExists(tmp);
+      if (e instanceof RuntimeException r) throw r;
+      throw new IOException("cannot write " + abs + ": " + reason((IOException) e), e);
+    }
+  }
+
+  /** The reason in words: a file system error's reason, else the message (an encoder's own, then its cause's). */
+  private static String reason(IOException e) {
+    if (e instanceof java.nio.file.FileSystemException fs && fs.getReason() != null) return fs.getReason();
+    Throwable c = e.getCause();
+    return e.getMessage() + (c != null && c.getMessage() != null && !c.getMessage().equals(e.getMessage())
+        ? " (" + c.getMessage() + ")" : "");
+  }
+}
