@@ -283,7 +283,19 @@ public final class TacoCli {
       }
       StopSignal.install();
       for (String c : codecs) {
-        runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
+        try {
+          runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
+        } catch (RuntimeException | OutOfMemoryError e) {
+          if (runs.isEmpty()) throw e;
+          // the runs that finished before this one are not lost: their report, then this run's error
+          try {
+            report(runs, corpus, cfg, run, opt);
+            log.warn("run '{}' failed; the report holds the {} run(s) before it", c, runs.size());
+          } catch (IOException | RuntimeException r) {
+            e.addSuppressed(r);
+          }
+          throw e;
+        }
         if (StopSignal.requested() != null) break; // the codecs after this one do not run
       }
       report(runs, corpus, cfg, run, opt);

@@ -120,6 +120,25 @@ class CheckpointTest {
     assertThat(losses(tmp.resolve("E"), 0).keySet()).startsWith(3);
   }
 
+  /** A later codec's run that fails (here: its checkpoint is corrupt) does not lose the runs that finished before it. */
+  @Test
+  void aRunThatFailsAfterAnotherFinishedKeepsTheFinishedRunsReport() throws Exception {
+    Path ck = tmp.resolve("D");
+    assertThat(train(tmp.resolve("B"), "--tp", "2", "--steps", "4", "--save", ck.toString(), "--exit-interval", "2")
+        .status()).isZero();
+    Path model = ck.resolve("taco").resolve("iter_0000002").resolve(Checkpoint.MODEL);
+    byte[] bytes = Files.readAllBytes(model);
+    bytes[bytes.length / 2] ^= 0x10;
+    Files.write(model, bytes);
+    Path out = tmp.resolve("C");
+    TacoCliTest.Result r = train(out, "--tp", "2", "--steps", "4", "--load", ck.toString());
+    assertThat(r.status()).as(r.err()).isEqualTo(2); // a checkpoint that cannot be loaded is a usage error
+    assertThat(r.err()).contains("run 'taco' failed; the report holds the 1 run(s) before it")
+        .contains("taco: error: checkpoint file " + model + " is corrupt");
+    assertThat(losses(out, 0).keySet()).as("none's resumed run, in the report").containsExactly(2, 3, 4);
+    assertThat(out.resolve("loss.png")).exists();
+  }
+
   private static void deleteTree(Path p) throws IOException {
     try (var s = Files.walk(p)) {
       for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
