@@ -196,7 +196,7 @@ public final class TacoCli {
 
     @Option(names = "--save", paramLabel = "DIR", description = "Save checkpoints into DIR (Megatron's layout:"
         + " DIR/iter_0000010/, DIR/latest_checkpointed_iteration.txt; with several --compression codecs, DIR/<codec>/"
-        + " each): every --save-interval steps, at --exit-interval and at the end.")
+        + " each): every --save-interval steps, at --exit-interval and at the end. The two newest are kept.")
     Path save;
 
     @Option(names = "--save-interval", description = "Steps between checkpoints (0: only at the exit and the end)."
@@ -247,6 +247,16 @@ public final class TacoCli {
         corpus.requireWindow(seqLength);
         if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
+        }
+        if (save != null && load == null) {
+          for (String c : codecs) {
+            Path latest = perCodec(save, codecs, c).resolve(dev.taco.runtime.train.Checkpoint.LATEST);
+            if (Files.exists(latest)) {
+              log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
+                  + " scratch (no --load), writes over them", save, latest);
+              break;
+            }
+          }
         }
         if (sequenceParallel && tp == 1)
           log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
