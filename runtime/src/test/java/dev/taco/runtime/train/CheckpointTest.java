@@ -139,6 +139,18 @@ class CheckpointTest {
     assertThat(out.resolve("loss.png")).exists();
   }
 
+  @Test
+  void savingOverAnEarlierRunsCheckpointsWithoutLoadingThemWarns() throws IOException {
+    Path ck = tmp.resolve("D");
+    String[] args = {"--tp", "1", "--steps", "2", "--compression", "none", "--save", ck.toString()};
+    TacoCliTest.Result first = train(tmp.resolve("A"), args);
+    assertThat(first.status()).as(first.err()).isZero();
+    assertThat(first.err()).doesNotContain("already holds checkpoints");
+    TacoCliTest.Result second = train(tmp.resolve("B"), args);
+    assertThat(second.status()).as(second.err()).isZero();
+    assertThat(second.err()).contains("--save " + ck + " already holds checkpoints of an earlier run");
+  }
+
   private static void deleteTree(Path p) throws IOException {
     try (var s = Files.walk(p)) {
       for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(q);
