@@ -245,6 +245,17 @@ public final class TacoCli {
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
         corpus.requireWindow(seqLength);
+        long valBatches = Math.max(1, corpus.valBytes() / ((long) microBatch * seqLength));
+        if (evalIters > 10 * valBatches) { // an evaluation cannot be stopped midway: say how long it is up front
+          log.warn("--eval-iters {}: every evaluation runs {} forward passes, {} times over the validation set ({}"
+              + " micro-batches of its bytes), and a stop signal waits for it to end", evalIters, evalIters,
+              evalIters / valBatches, valBatches);
+        }
+        int cores = Runtime.getRuntime().availableProcessors();
+        if (gpu == null && (long) tp * dataParallel > 2L * cores) {
+          log.warn("{} ranks (--tp {} x --data-parallel-size {}) on {} cores: the ranks take turns on the cores, and a"
+              + " step is that much slower", tp * dataParallel, tp, dataParallel, cores);
+        }
         if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
         }

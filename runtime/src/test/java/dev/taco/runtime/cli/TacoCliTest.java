@@ -117,6 +117,22 @@ public class TacoCliTest {
   }
 
   @Test
+  void longEvaluationsAndOversubscribedCoresAreSaidUpFront() throws Exception {
+    Path text = Files.writeString(tmp.resolve("small.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(40));
+    Result r = run(tiny(tmp.resolve("e"), "--data", text.toString(), "--steps", "1", "--eval-iters", "100"));
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.err()).contains("--eval-iters 100: every evaluation runs 100 forward passes");
+    Result quiet = run(tiny(tmp.resolve("q"), "--data", text.toString(), "--steps", "1"));
+    assertThat(quiet.err()).doesNotContain("every evaluation runs").doesNotContain("take turns on the cores");
+    int cores = Runtime.getRuntime().availableProcessors();
+    if (cores < 4) { // 8 ranks are more than two per core below 4 cores (CI's machines have 2)
+      Result o = run(tiny(tmp.resolve("o"), "--steps", "1", "--tp", "4", "--data-parallel-size", "2"));
+      assertThat(o.status()).as(o.err()).isZero();
+      assertThat(o.err()).contains("8 ranks (--tp 4 x --data-parallel-size 2) on " + cores + " cores");
+    }
+  }
+
+  @Test
   void nonPositiveSizes() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--hidden-size", "-16")), "--hidden-size must be positive");
