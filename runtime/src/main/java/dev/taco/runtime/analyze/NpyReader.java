@@ -57,6 +57,7 @@ public final class NpyReader {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       long fileSize = ch.size();
       ByteBuffer pre = TensorFiles.readFully(ch, file, 0, (int) Math.min(12, fileSize));
+      if (fileSize == 0) throw new TensorFileException(file, "empty file (0 bytes), not a .npy file");
       for (int i = 0; i < MAGIC.length; i++) {
         if (pre.limit() <= i || pre.get(i) != MAGIC[i]) {
           throw new TensorFileException(file, "not a .npy file (bad magic; expected \\x93NUMPY)");

@@ -1,5 +1,7 @@
 package dev.taco.runtime.cli;
 
+import dev.taco.codec.Codecs;
+
 import dev.taco.codec.AbstractCodec;
 import dev.taco.kernels.simd.Simd;
 import dev.taco.runtime.analyze.AnalyzePlots;
@@ -51,7 +53,7 @@ final class AnalyzeCommand implements Callable<Integer> {
 
   @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]",
       description = "Codecs to measure, comma-separated, with parameters after a colon as in"
-          + " `taco:e5m2,g=128,hadamard=off`. Default: all known.")
+          + " `taco:e5m2,g=128,hadamard=off`. Default: all of " + Codecs.NAMES + ".")
   String codecs;
 
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.")

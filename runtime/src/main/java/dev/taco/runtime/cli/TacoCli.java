@@ -780,7 +780,7 @@ public final class TacoCli {
       Throwable root = ex;
       while (root.getCause() != null && root.getMessage() == null) root = root.getCause();
       String msg = root instanceof IOException io ? reason(io)
-          : root instanceof OutOfMemoryError ? outOfMemory()
+          : root instanceof OutOfMemoryError ? outOfMemory(args)
               : root.getMessage() != null ? root.getMessage() : root.toString();
       System.err.println("taco: error: " + asTyped(c, args, msg));
       return ex instanceof IllegalArgumentException ? 2 : 1;
@@ -788,15 +788,16 @@ public final class TacoCli {
     try {
       return cl.execute(args);
     } catch (OutOfMemoryError e) {
-      System.err.println("taco: error: " + outOfMemory());
+      System.err.println("taco: error: " + outOfMemory(args));
       return 1;
     }
   }
 
   /** What to say when the heap ran out, wherever it did (a training rank, reading tensors for analyze). */
-  private static String outOfMemory() {
-    return "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20) + " MiB): lower --micro-batch-size,"
-        + " --seq-length, --hidden-size or --num-layers, analyze fewer or smaller tensors, or raise -Xmx through"
-        + " TACO_JAVA_OPTS";
+  static String outOfMemory(String[] args) {
+    boolean analyze = args.length > 0 && args[0].equals("analyze");
+    return "out of memory (heap " + (Runtime.getRuntime().maxMemory() >> 20) + " MiB): " + (analyze
+        ? "analyze fewer or smaller tensors" : "lower --micro-batch-size, --seq-length, --hidden-size or --num-layers")
+        + ", or raise -Xmx through TACO_JAVA_OPTS";
   }
 }

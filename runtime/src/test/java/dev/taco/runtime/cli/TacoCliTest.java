@@ -133,6 +133,14 @@ public class TacoCliTest {
   }
 
   @Test
+  void outOfMemoryAdviceFitsTheCommand() {
+    assertThat(TacoCli.outOfMemory(new String[] {"analyze", "x.npy"})).contains("analyze fewer or smaller tensors")
+        .doesNotContain("--micro-batch-size");
+    assertThat(TacoCli.outOfMemory(new String[] {"train"})).contains("lower --micro-batch-size")
+        .doesNotContain("analyze");
+  }
+
+  @Test
   void nonPositiveSizes() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--hidden-size", "-16")), "--hidden-size must be positive");
