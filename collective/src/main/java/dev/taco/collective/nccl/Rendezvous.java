@@ -246,7 +246,13 @@ public final class Rendezvous implements AutoCloseable {
       } catch (IOException e) {
         return; // closed: rank 0 has all its peers, or gave up
       }
-      reading.add(s);
+      synchronized (hellos) { // a connection accepted as rank 0 gives up is closed, here or by its clean-up
+        if (server.isClosed()) {
+          closeQuietly(s);
+          return;
+        }
+        reading.add(s);
+      }
       Thread.ofVirtual().name("taco-rendezvous-hello").start(() -> {
         Link link = hello(s, deadline, where);
         synchronized (hellos) { // against rank 0's clean-up, which closes what is still in either set
