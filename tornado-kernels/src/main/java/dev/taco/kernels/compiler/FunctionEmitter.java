@@ -68,6 +68,15 @@ final class FunctionEmitter {
   private final StringBuilder out = new StringBuilder();
   private int indent;
   private boolean inParallelLoop;
+  /**
+   * A @Parallel kernel's parameters and the locals declared before its loop: on the GPU every thread has its own copy,
+   * in Java the iterations share them, so the loop must not assign them (nor the elements of a local array).
+   */
+  private final Set<Element> outsideTheLoop = new java.util.HashSet<>();
+  /** The @Parallel loop variable, while its loop is emitted. */
+  private Element parallelVar;
+  /** Loops nested inside the @Parallel loop that enclose the statement being emitted. */
+  private int innerLoops;
 
   FunctionEmitter(KernelTranslator.Source src, KernelTranslator.Env env, Map<String, Object> constants,
       boolean kernel) {
@@ -153,6 +162,7 @@ final class FunctionEmitter {
 
   private void emitParallelKernelBody(BlockTree body) {
     int loops = 0;
+    outsideTheLoop.addAll(src.element().getParameters());
     for (StatementTree s : body.getStatements()) {
       if (s instanceof ForLoopTree f && isParallelLoop(f)) {
         loops++;
@@ -160,8 +170,9 @@ final class FunctionEmitter {
           throw error(s, "only one @Parallel loop per kernel (the GPU has no grid-wide barrier between loops)");
         }
         emitParallelLoop(f);
-      } else if (s instanceof VariableTree) {
+      } else if (s instanceof VariableTree v) {
         stmt(s);
+        outsideTheLoop.add(env.element(src, v));
       } else {
         throw error(s, "outside the @Parallel loop only local variable declarations are allowed "
             + "(any other statement would run once per GPU thread)");
@@ -200,13 +211,16 @@ final class FunctionEmitter {
     String start = conv(expr(v.getInitializer()), TypeKind.LONG);
     String bound = conv(expr(c.getRightOperand()), TypeKind.LONG);
     line("// @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)");
-    line("for (long long " + name + "_ = " + start
-        + " + (long long)blockIdx.x * blockDim.x + threadIdx.x; " + name + "_ < " + bound + "; " + name
-        + "_ += (long long)gridDim.x * blockDim.x) {");
+    // the counter's name cannot be a Java local's: cname gives those that start with j_ a trailing _
+    String counter = "j_" + name + "_it";
+    line("for (long long " + counter + " = " + start + " + (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+        + counter + " < " + bound + "; " + counter + " += (long long)gridDim.x * blockDim.x) {");
     indent++;
-    line("int " + name + " = (int)" + name + "_;");
+    line("int " + name + " = (int)" + counter + ";");
     inParallelLoop = true;
+    parallelVar = ve;
     body(f.getStatement());
+    parallelVar = null;
     inParallelLoop = false;
     indent--;
     line("}");
@@ -245,23 +259,35 @@ final class FunctionEmitter {
       case VARIABLE -> variable((VariableTree) s);
       case EXPRESSION_STATEMENT -> line(sideEffect(((ExpressionStatementTree) s).getExpression()) + ";");
       case IF -> ifStmt((IfTree) s);
-      case FOR_LOOP -> forLoop((ForLoopTree) s);
+      case FOR_LOOP -> {
+        innerLoops++;
+        forLoop((ForLoopTree) s);
+        innerLoops--;
+      }
       case WHILE_LOOP -> {
         WhileLoopTree w = (WhileLoopTree) s;
         line("while (" + cond(w.getCondition()) + ") {");
+        innerLoops++;
         nested(w.getStatement());
+        innerLoops--;
       }
       case DO_WHILE_LOOP -> {
         DoWhileLoopTree d = (DoWhileLoopTree) s;
         line("do {");
         indent++;
+        innerLoops++;
         body(d.getStatement());
+        innerLoops--;
         indent--;
         line("} while (" + cond(d.getCondition()) + ");");
       }
       case BREAK -> {
         if (((com.sun.source.tree.BreakTree) s).getLabel() != null) {
           throw error(s, "labelled break is not supported");
+        }
+        if (inParallelLoop && innerLoops == 0) {
+          throw error(s, "break in the @Parallel loop would stop only this GPU thread's iterations, not every later"
+              + " one as in Java; compute a bound first, or skip the rest with continue");
         }
         line("break;");
       }
@@ -516,8 +542,33 @@ final class FunctionEmitter {
 
   /** Assignment targets are locals or array elements whose index has no side effects (it is evaluated twice). */
   private void checkLvalue(ExpressionTree e) {
+    checkParallelTarget(e);
+    checkLvalueShape(e);
+  }
+
+  /** In the @Parallel loop: refuses assigning the loop variable, or what was declared outside the loop. */
+  private void checkParallelTarget(ExpressionTree e) {
+    if (inParallelLoop) {
+      ExpressionTree root = e;
+      while (root instanceof ArrayAccessTree || root instanceof ParenthesizedTree) {
+        root = root instanceof ArrayAccessTree a ? a.getExpression() : ((ParenthesizedTree) root).getExpression();
+      }
+      Element el = root instanceof IdentifierTree ? env.element(src, root) : null;
+      if (el != null && el.equals(parallelVar)) {
+        throw error(e, "the @Parallel loop variable " + el + " cannot be assigned in its loop (each GPU thread runs"
+            + " its own iterations; the loop counts them)");
+      }
+      if (el != null && outsideTheLoop.contains(el) && (root == e || el.getKind() == ElementKind.LOCAL_VARIABLE)) {
+        throw error(e, el + " is declared outside the @Parallel loop: on the GPU each thread has its own copy, in Java"
+            + " the iterations share it; declare it inside the loop" + (root == e ? ", or write to an array parameter"
+                : ""));
+      }
+    }
+  }
+
+  private void checkLvalueShape(ExpressionTree e) {
     if (e instanceof ArrayAccessTree aa) {
-      checkLvalue(aa.getExpression());
+      checkLvalueShape(aa.getExpression());
       if (!sideEffectFree(aa.getIndex())) {
         throw error(e, "array index of a compound assignment must be free of side effects");
       }

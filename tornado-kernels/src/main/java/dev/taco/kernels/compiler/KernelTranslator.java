@@ -48,6 +48,9 @@ import javax.tools.ToolProvider;
  *   <li>Static methods; kernels return void and either hold one top-level {@code @Parallel} loop
  *       ({@code for (@Parallel int i = a; i < n; i++)}: a grid-stride loop with a 64-bit counter; other top-level
  *       statements must be local declarations) or take a {@link KernelContext} (SIMT: the body runs per thread).
+ *       Inside the {@code @Parallel} loop, what would mean one thing in Java and another per GPU thread is refused:
+ *       {@code return} and a {@code break} of the loop itself, assigning the loop variable, and assigning the
+ *       parameters or the locals declared before the loop (or the elements of such a local array).
  *   <li>Types {@code int long float double boolean byte short} and one-dimensional arrays of them (pointer
  *       parameters; {@code byte[]} is {@code signed char*}, same bytes as Java). Local arrays only as
  *       {@code new T[constant]} (zero-initialised, registers once loops are unrolled), shared arrays from

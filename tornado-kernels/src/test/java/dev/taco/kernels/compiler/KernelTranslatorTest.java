@@ -37,9 +37,9 @@ class KernelTranslatorTest {
         .contains("// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.intArith (src/test/java/")
         .contains("extern \"C\" __global__ void intArith(int* a, int* b, int* add, int* sub, int* mul, int* div, "
             + "int* rem, int* neg, int n) {")
-        .contains("for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-            + "i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {")
-        .contains("int i = (int)i_;")
+        .contains("for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            + "j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {")
+        .contains("int i = (int)j_i_it;")
         .contains("mul[i] = j_mul(a[i], b[i]);")
         .contains("div[i] = (b[i] == 0 ? 0 : j_div(a[i], b[i]));");
   }
