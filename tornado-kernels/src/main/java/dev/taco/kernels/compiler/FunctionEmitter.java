@@ -55,7 +55,10 @@ final class FunctionEmitter {
       "operator", "typeid", "using", "virtual", "volatile", "asm", "bool", "explicit", "export", "not",
       "and", "or", "xor", "compl", "bitand", "bitor", "restrict", "constexpr", "decltype", "nullptr", "alignas",
       "alignof", "noexcept", "thread_local", "float4", "int4", "dim3", "warpSize", "threadIdx", "blockIdx",
-      "blockDim", "gridDim", "fmodf", "fmod");
+      "blockDim", "gridDim", "fmodf", "fmod", "not_eq", "and_eq", "or_eq", "xor_eq", "static_cast",
+      "dynamic_cast", "reinterpret_cast", "const_cast", "char8_t", "char16_t", "char32_t", "wchar_t", "requires",
+      "concept", "consteval", "constinit", "co_await", "co_return", "co_yield", "static_assert", "INFINITY", "NAN",
+      "NULL", "linux", "unix", "expf", "logf", "powf", "sqrtf", "main");
 
   private final KernelTranslator.Source src;
   private final KernelTranslator.Env env;
@@ -114,7 +117,9 @@ final class FunctionEmitter {
           throw error(p, "only primitive parameters can be specialised");
         }
         specialised.append("  constexpr ").append(CTypes.name(t.getKind())).append(' ').append(name).append(" = ")
-            .append(CTypes.literal(constants.get(p.getName().toString()), t.getKind())).append(";\n");
+            .append(CTypes.literal(checkedConstant(p, constants.get(p.getName().toString()), t.getKind()),
+                t.getKind()))
+            .append(";\n");
         continue;
       }
       if (kernel && annotatedConstant) {
@@ -967,6 +972,36 @@ final class FunctionEmitter {
   private TypeMirror receiverType(MethodInvocationTree mi) {
     Element el = env.element(src, mi);
     return el == null ? null : el.getEnclosingElement().asType();
+  }
+
+  /**
+   * A specialisation value that is one of the parameter's type: a Boolean for boolean, a number that fits for the
+   * others (integers whole and in range); refused naming the parameter otherwise (it became {@code constexpr bool f =
+   * 7}, a wrapped int, or a ClassCastException).
+   */
+  private Object checkedConstant(VariableTree p, Object v, TypeKind k) {
+    boolean ok = switch (k) {
+      case BOOLEAN -> v instanceof Boolean;
+      case FLOAT, DOUBLE -> v instanceof Number;
+      case LONG, INT, SHORT, BYTE -> v instanceof Number num && (v instanceof Long || v instanceof Integer
+          || v instanceof Short || v instanceof Byte || num.doubleValue() == Math.rint(num.doubleValue()))
+          && fits(num.longValue(), k);
+      default -> false;
+    };
+    if (!ok) {
+      throw error(p, "@Constant " + p.getName() + " is " + k.toString().toLowerCase(java.util.Locale.ROOT)
+          + "; the specialisation gives " + v + (v == null ? "" : " (" + v.getClass().getSimpleName() + ")"));
+    }
+    return v;
+  }
+
+  private static boolean fits(long x, TypeKind k) {
+    return switch (k) {
+      case BYTE -> x == (byte) x;
+      case SHORT -> x == (short) x;
+      case INT -> x == (int) x;
+      default -> true;
+    };
   }
 
   private static boolean isKernelContext(TypeMirror t) {

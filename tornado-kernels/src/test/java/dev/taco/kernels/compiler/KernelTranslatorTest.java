@@ -85,6 +85,16 @@ class KernelTranslatorTest {
         .contains("cvt.rn.bf16x2.f32").doesNotContain("Bf16_encode2(");
   }
 
+  /** A specialisation value of another type, or one that does not fit, is refused naming the parameter. */
+  @Test
+  void specialisationValuesMustFitTheParametersType() {
+    for (Object bad : new Object[] {true, 5_000_000_000L, 4.5, "8"}) {
+      assertThatThrownBy(() -> translate(SimtCorpus.class, "compressWarp", Map.of("vals", bad)))
+          .as(String.valueOf(bad)).isInstanceOf(KernelCompileException.class)
+          .hasMessageContaining("@Constant vals is int; the specialisation gives " + bad);
+    }
+  }
+
   @Test
   void simtKernelsMapToThreadIdsSharedMemoryAndShuffles() {
     String sum = translate(SimtCorpus.class, "blockSum", Map.of());
