@@ -491,6 +491,7 @@ public final class ExecutionPlan implements AutoCloseable {
       throw new IllegalStateException("task '" + task + "' of graph '" + graph.name() + "' has no grid: give one with "
           + "TaskGraph.grid(...) after the task or GridScheduler.setWorkerGrid(\"" + task + "\", ...)");
     }
+    k.checkGrid(task, g);
     if (g.threads().volume() > ctx.maxThreadsPerBlock()) {
       throw new IllegalArgumentException("task '" + task + "': " + g + " has more than " + ctx.maxThreadsPerBlock()
           + " threads per block");

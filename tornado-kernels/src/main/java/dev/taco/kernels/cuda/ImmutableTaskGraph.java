@@ -54,6 +54,19 @@ public final class ImmutableTaskGraph {
     Kernel {
       args = List.copyOf(args);
     }
+
+    /**
+     * Refuses a grid with y or z above 1 for a kernel translated from Java: its code indexes with x only, so every
+     * iteration would run y·z times.
+     *
+     * @throws IllegalArgumentException naming the task and the grid
+     */
+    void checkGrid(String task, WorkerGrid g) {
+      if (request != null && (g.blocks().y() * g.blocks().z() != 1 || g.threads().y() * g.threads().z() != 1)) {
+        throw new IllegalArgumentException("task '" + task + "': " + g + " has y or z above 1, but a kernel translated"
+            + " from Java indexes with x only (flatten the grid: blocks and threads as Dim3.of(n))");
+      }
+    }
   }
 
   /** A custom step (collective). */

@@ -501,6 +501,7 @@ public final class TaskGraph {
    * @param grid the launch shape
    * @return this graph
    * @throws IllegalStateException if the node added last is not a kernel task
+   * @throws IllegalArgumentException if the kernel is translated from Java and the grid has y or z above 1
    */
   public TaskGraph grid(WorkerGrid grid) {
     Objects.requireNonNull(grid, "grid");
@@ -508,6 +509,7 @@ public final class TaskGraph {
     if (!(n.op() instanceof Kernel k)) {
       throw new IllegalStateException("grid(...) follows a kernel task; '" + n.name() + "' is not one");
     }
+    k.checkGrid(n.name(), grid);
     nodes.set(nodes.size() - 1, new Node(n.name(), n.lane(), n.after(),
         new Kernel(k.request(), k.prebuilt(), k.args(), grid)));
     return this;

@@ -165,6 +165,21 @@ class TaskGraphTest {
     assertThat(schedule(g, false)).isEqualTo("fork[] k@0 join[]");
   }
 
+  /** A kernel translated from Java indexes with x only: a grid with y or z above 1 would run each iteration y·z times. */
+  @Test
+  void aJavaKernelTakesOnlyOneDimensionalGrids() {
+    DeviceBuffer xf = fake(4L * 16);
+    TaskGraph g = new TaskGraph("g").task("s", LaneKernels::scale, KERNEL_CONTEXT, xf, xf, 2f, 16);
+    for (WorkerGrid bad : new WorkerGrid[] {new WorkerGrid(Dim3.of(2, 3), Dim3.of(32), 0),
+        new WorkerGrid(Dim3.of(1), new Dim3(32, 1, 2), 0)}) {
+      assertThatThrownBy(() -> g.grid(bad)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("task 's'").hasMessageContaining("indexes with x only");
+    }
+    assertThat(g.grid(WorkerGrid.of(1, 32)).snapshot().nodeNames()).containsExactly("s");
+    // a prebuilt kernel (CUDA C of its own) may use y and z
+    new TaskGraph("p").prebuiltTask("k", kernel(), xf, 16).grid(new WorkerGrid(Dim3.of(2, 3), Dim3.of(32), 0));
+  }
+
   @Test
   void lanesAndDependenciesAreChecked() {
     TaskGraph g = new TaskGraph("g").step(new NamedStep("a"));
