@@ -38,8 +38,8 @@ static __device__ __forceinline__ float Bf16_decode(short c) {
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.bf16 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:126)
 extern "C" __global__ void bf16(float* x, int* c, short* enc, short* sat, float* dec, int* pair, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     enc[i] = Bf16_encode(x[i]);
     pair[i] = j_bf16x2(x[i], x[j_rem(j_add(i, 1), n)]);
     float y = x[i];

@@ -63,8 +63,8 @@ static __device__ __forceinline__ float Fp8_decodeE5M2(signed char c) {
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.fp8 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:103)
 extern "C" __global__ void fp8(float* x, int* c, signed char* e4, signed char* e5, float* d4, float* d5, int* p4, int* p5, float* q4, float* q5, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     float t[4] = {};  // Java zero-initialises; registers after unrolling
     int w = ((((c[i] & 0xFF) | j_shl((c[j_rem(j_add(i, 1), n)] & 0xFF), 8)) | j_shl((c[j_rem(j_add(i, 2), n)] & 0xFF), 16)) | j_shl(c[j_rem(j_add(i, 3), n)], 24));
     j_fp8x4_decode_e4m3(w, t, 0);

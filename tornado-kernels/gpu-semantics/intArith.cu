@@ -10,8 +10,8 @@
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.intArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:17)
 extern "C" __global__ void intArith(int* a, int* b, int* add, int* sub, int* mul, int* div, int* rem, int* neg, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     add[i] = j_add(a[i], b[i]);
     sub[i] = j_sub(a[i], b[i]);
     mul[i] = j_mul(a[i], b[i]);

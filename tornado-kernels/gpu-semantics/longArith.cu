@@ -10,8 +10,8 @@
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.longArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:44)
 extern "C" __global__ void longArith(long long* a, long long* b, int* c, long long* add, long long* mul, long long* div, long long* mix, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     add[i] = j_add(a[i], b[i]);
     mul[i] = j_mul(a[i], b[i]);
     div[i] = (b[i] == (long long)(0) ? (long long)(0) : j_add(j_div(a[i], b[i]), j_rem(a[i], b[i])));

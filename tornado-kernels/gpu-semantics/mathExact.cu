@@ -10,8 +10,8 @@
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.mathExact (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:71)
 extern "C" __global__ void mathExact(float* a, float* b, float* max, float* min, float* abs, float* sqrt, float* fma, int* round, float* floor_, int* bits, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     max[i] = j_max(a[i], b[i]);
     min[i] = j_min(a[i], b[i]);
     abs[i] = (__fmul_rn(fabsf(a[i]), 3.0f) + b[i]);

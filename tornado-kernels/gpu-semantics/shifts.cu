@@ -10,8 +10,8 @@
 // Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.shifts (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:31)
 extern "C" __global__ void shifts(int* a, int* s, int* shl, int* shr, int* ushr, long long* lshl, long long* lushr, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
-  for (long long i_ = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_ < (long long)(n); i_ += (long long)gridDim.x * blockDim.x) {
-    int i = (int)i_;
+  for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {
+    int i = (int)j_i_it;
     shl[i] = j_shl(a[i], s[i]);
     shr[i] = j_shr(a[i], s[i]);
     ushr[i] = j_ushr(a[i], s[i]);
