@@ -48,13 +48,25 @@ public final class AtomicFile {
     } catch (IOException | RuntimeException e) {
       if (tmp != null) Files.deleteIfExists(tmp);
       if (e instanceof RuntimeException r) throw r;
-      throw new IOException("cannot write " + abs + ": " + reason((IOException) e), e);
+      throw new IOException("cannot write " + abs + ": " + why((IOException) e), e);
     }
   }
 
-  /** The reason in words: a file system error's reason, else the message (an encoder's own, then its cause's). */
-  private static String reason(IOException e) {
-    if (e instanceof java.nio.file.FileSystemException fs && fs.getReason() != null) return fs.getReason();
+  /**
+   * What went wrong with a file, in words, without naming the file (a temp file's name means nothing to a user): a file
+   * system error's reason or kind, else the message, with its cause's (an encoder's own error wraps the disk's).
+   */
+  public static String why(IOException e) {
+    if (e instanceof java.nio.file.FileSystemException fs) {
+      return fs.getReason() != null ? fs.getReason() : switch (fs) {
+        case java.nio.file.NoSuchFileException x -> "no such file or folder";
+        case java.nio.file.FileAlreadyExistsException x -> "a file is in the way";
+        case java.nio.file.AccessDeniedException x -> "permission denied";
+        case java.nio.file.NotDirectoryException x -> "not a folder";
+        case java.nio.file.DirectoryNotEmptyException x -> "folder not empty";
+        default -> e.getClass().getSimpleName();
+      };
+    }
     Throwable c = e.getCause();
     return e.getMessage() + (c != null && c.getMessage() != null && !c.getMessage().equals(e.getMessage())
         ? " (" + c.getMessage() + ")" : "");

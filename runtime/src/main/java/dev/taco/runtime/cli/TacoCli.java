@@ -1,5 +1,7 @@
 package dev.taco.runtime.cli;
 
+import dev.taco.runtime.AtomicFile;
+
 import dev.taco.codec.Codecs;
 import dev.taco.collective.nccl.Nccl;
 import dev.taco.kernels.cuda.Cublas;
@@ -609,22 +611,8 @@ public final class TacoCli {
 
   /** What went wrong with a file, in words (the file system's reason, or the exception's kind) and the file. */
   static String reason(IOException e) {
-    return e instanceof java.nio.file.FileSystemException fs ? why(e) + " (" + fs.getFile() + ")" : e.getMessage();
-  }
-
-  /** What went wrong with a file, in words, without naming it. */
-  static String why(IOException e) {
-    if (e instanceof java.nio.file.FileSystemException fs) {
-      return fs.getReason() != null ? fs.getReason() : switch (fs) {
-        case java.nio.file.NoSuchFileException x -> "no such file or folder";
-        case java.nio.file.FileAlreadyExistsException x -> "a file is in the way";
-        case java.nio.file.AccessDeniedException x -> "permission denied";
-        case java.nio.file.NotDirectoryException x -> "not a folder";
-        case java.nio.file.DirectoryNotEmptyException x -> "folder not empty";
-        default -> e.getClass().getSimpleName();
-      };
-    }
-    return e.getMessage();
+    return e instanceof java.nio.file.FileSystemException fs ? AtomicFile.why(e) + " (" + fs.getFile() + ")"
+        : e.getMessage();
   }
 
   /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
