@@ -54,6 +54,8 @@ JD double j_min(double a, double b) {
 JD int j_round(float v) { float f = floorf(v); return j_toint(v - f >= 0.5f ? f + 1.0f : f); }
 JD long long j_round(double v) { double f = floor(v); return j_tolong(v - f >= 0.5 ? f + 1.0 : f); }
 JD int j_float_to_int_bits(float v) { return v != v ? 0x7fc00000 : __float_as_int(v); }
+JD bool j_is_nan(float v) { return v != v; }
+JD bool j_is_nan(double v) { return v != v; }
 JD int j_get_exponent(float v) { return ((__float_as_int(v) >> 23) & 0xff) - 127; }
 JD int j_get_exponent(double v) { return (int)((__double_as_longlong(v) >> 52) & 0x7ff) - 1023; }
 JD float j_warp_reduce_sum(float v) {

@@ -20,6 +20,8 @@ package dev.taco.kernels.compiler;
  *   <li>{@code j_abs}: {@code Math.abs(int)} with {@code abs(MIN) == MIN}.
  *   <li>{@code j_round}: {@link Math#round(float)} (nearest, ties toward positive infinity, saturating, NaN to 0).
  *   <li>{@code j_float_to_int_bits}: {@link Float#floatToIntBits} (canonical NaN {@code 0x7fc00000}).
+ *   <li>{@code j_is_nan}: {@link Float#isNaN}, {@link Double#isNaN}, as a function so that the argument is evaluated
+ *       once.
  *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8, j_load_bytes8, j_store_shorts8,
  *       j_load_short_pairs8, j_load_short_pair, j_store_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as
  *       single
@@ -98,6 +100,8 @@ public final class CudaPrelude {
       JD int j_round(float v) { float f = floorf(v); return j_toint(v - f >= 0.5f ? f + 1.0f : f); }
       JD long long j_round(double v) { double f = floor(v); return j_tolong(v - f >= 0.5 ? f + 1.0 : f); }
       JD int j_float_to_int_bits(float v) { return v != v ? 0x7fc00000 : __float_as_int(v); }
+      JD bool j_is_nan(float v) { return v != v; }
+      JD bool j_is_nan(double v) { return v != v; }
       JD int j_get_exponent(float v) { return ((__float_as_int(v) >> 23) & 0xff) - 127; }
       JD int j_get_exponent(double v) { return (int)((__double_as_longlong(v) >> 52) & 0x7ff) - 1023; }
       JD float j_warp_reduce_sum(float v) {

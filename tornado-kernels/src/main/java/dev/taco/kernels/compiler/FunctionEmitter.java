@@ -78,6 +78,11 @@ final class FunctionEmitter {
   private final Set<Element> outsideTheLoop = new java.util.HashSet<>();
   /** The @Parallel loop variable, while its loop is emitted. */
   private Element parallelVar;
+  /**
+   * The call that is a whole statement, initialiser, return value or right side of an assignment to a local: the one
+   * place a call that writes memory may return a value (see {@link #call}).
+   */
+  private ExpressionTree wholeCall;
   /** Loops nested inside the @Parallel loop that enclose the statement being emitted. */
   private int innerLoops;
 
@@ -309,7 +314,7 @@ final class FunctionEmitter {
         }
         ReturnTree r = (ReturnTree) s;
         line(r.getExpression() == null ? "return;"
-            : "return " + conv(expr(r.getExpression()), src.element().getReturnType().getKind()) + ";");
+            : "return " + conv(whole(r.getExpression()), src.element().getReturnType().getKind()) + ";");
       }
       case EMPTY_STATEMENT -> {}
       case THROW, TRY -> throw error(s, "exceptions are not supported on the GPU");
@@ -458,7 +463,24 @@ final class FunctionEmitter {
       throw error(v, "type " + t + " is not supported on the GPU (primitives and primitive arrays only)");
     }
     String decl = CTypes.name(t.getKind()) + " " + name;
-    line(init == null ? decl + ";" : decl + " = " + conv(expr(init), t.getKind()) + ";");
+    line(init == null ? decl + ";" : decl + " = " + conv(whole(init), t.getKind()) + ";");
+  }
+
+  /**
+   * {@link #expr} of an expression evaluated on its own (a statement, an initialiser, a return value, the right side
+   * of an assignment to a local): a call there may write memory and return a value.
+   */
+  private Typed whole(ExpressionTree e) {
+    while (e instanceof ParenthesizedTree p) {
+      e = p.getExpression();
+    }
+    ExpressionTree outer = wholeCall;
+    wholeCall = e;
+    try {
+      return expr(e);
+    } finally {
+      wholeCall = outer;
+    }
   }
 
   private int constantSize(ExpressionTree e) {
@@ -522,12 +544,15 @@ final class FunctionEmitter {
       case AssignmentTree a -> {
         checkLvalue(a.getVariable());
         TypeKind k = env.type(src, a.getVariable()).getKind();
-        return expr(a.getVariable()).c() + " = " + conv(expr(a.getExpression()), k);
+        Typed value = a.getVariable() instanceof IdentifierTree ? whole(a.getExpression()) : expr(a.getExpression());
+        return expr(a.getVariable()).c() + " = " + conv(value, k);
       }
       case CompoundAssignmentTree ca -> {
         checkLvalue(ca.getVariable());
         Typed target = expr(ca.getVariable());
-        Typed value = binary(compoundOp(ca.getKind()), target, expr(ca.getExpression()), ca);
+        Typed operand = ca.getVariable() instanceof IdentifierTree ? whole(ca.getExpression())
+            : expr(ca.getExpression());
+        Typed value = binary(compoundOp(ca.getKind()), target, operand, ca);
         return target.c() + " = " + conv(value, target.kind());
       }
       case UnaryTree u when u.getKind() == Tree.Kind.POSTFIX_INCREMENT || u.getKind() == Tree.Kind.PREFIX_INCREMENT
@@ -539,7 +564,7 @@ final class FunctionEmitter {
         return target.c() + " = " + conv(binary(inc ? Tree.Kind.PLUS : Tree.Kind.MINUS, target, one, u), target.kind());
       }
       case MethodInvocationTree mi -> {
-        return call(mi).c();
+        return whole(mi).c();
       }
       default -> throw error(e, "not a statement expression: " + e.getKind());
     }
@@ -923,6 +948,11 @@ final class FunctionEmitter {
     }
     if (me.isVarArgs()) {
       throw error(mi, "varargs methods are not supported");
+    }
+    if (ret != TypeKind.VOID && mi != wholeCall && env.writesMemory(me)) {
+      throw error(mi, me.getSimpleName() + " writes an array and returns a value: inside an expression its write and"
+          + " the other operands would be ordered as C++ chooses, not left to right as in Java; assign its result to a"
+          + " local variable first (int r = " + me.getSimpleName() + "(...);)");
     }
     callees.add(me);
     StringBuilder c = new StringBuilder(env.deviceName(me)).append('(');

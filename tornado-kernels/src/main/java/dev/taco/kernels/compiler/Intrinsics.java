@@ -4,7 +4,8 @@ import java.util.Map;
 
 /**
  * JDK static methods with a CUDA C equivalent, keyed {@code Class.method(paramKinds)} (kinds lower-case, comma
- * separated). The value is a template with {@code $0}, {@code $1}, {@code $2} for the converted arguments.
+ * separated). The value is a template with {@code $0}, {@code $1}, {@code $2} for the converted arguments; each
+ * appears once, so an argument is evaluated once, as in Java (a test checks every template).
  *
  * <p>Exact (bit-identical to Java) unless noted: {@code abs} ({@code fabsf} clears the sign bit, as Java since
  * JDK 18), {@code min}/{@code max} (helpers with Java's NaN and signed-zero rules), {@code sqrt}
@@ -86,12 +87,12 @@ final class Intrinsics {
       Map.entry("Float.floatToRawIntBits(float)", "__float_as_int($0)"),
       Map.entry("Float.floatToIntBits(float)", "j_float_to_int_bits($0)"),
       Map.entry("Float.intBitsToFloat(int)", "__int_as_float($0)"),
-      Map.entry("Float.isNaN(float)", "($0 != $0)"),
+      Map.entry("Float.isNaN(float)", "j_is_nan($0)"),
       Map.entry("Float.isFinite(float)", "(fabsf($0) <= 3.4028235e38f)"),
       Map.entry("Float.isInfinite(float)", "(fabsf($0) == __int_as_float(0x7f800000))"),
       Map.entry("Double.doubleToRawLongBits(double)", "__double_as_longlong($0)"),
       Map.entry("Double.longBitsToDouble(long)", "__longlong_as_double($0)"),
-      Map.entry("Double.isNaN(double)", "($0 != $0)"),
+      Map.entry("Double.isNaN(double)", "j_is_nan($0)"),
       Map.entry("Integer.numberOfLeadingZeros(int)", "__clz($0)"),
       Map.entry("Long.numberOfLeadingZeros(long)", "__clzll($0)"),
       Map.entry("Integer.bitCount(int)", "__popc($0)"),

@@ -1,12 +1,19 @@
 package dev.taco.kernels.compiler;
 
+import com.sun.source.tree.ArrayAccessTree;
+import com.sun.source.tree.AssignmentTree;
 import com.sun.source.tree.CompilationUnitTree;
+import com.sun.source.tree.CompoundAssignmentTree;
+import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.MethodTree;
+import com.sun.source.tree.ParenthesizedTree;
 import com.sun.source.tree.Tree;
+import com.sun.source.tree.UnaryTree;
 import com.sun.source.util.JavacTask;
 import com.sun.source.util.SourcePositions;
 import com.sun.source.util.TreePath;
 import com.sun.source.util.TreePathScanner;
+import com.sun.source.util.TreeScanner;
 import com.sun.source.util.Trees;
 import dev.taco.kernels.KernelContext;
 import java.io.File;
@@ -30,6 +37,7 @@ import javax.lang.model.element.Element;
 import javax.lang.model.element.ElementKind;
 import javax.lang.model.element.ExecutableElement;
 import javax.lang.model.element.TypeElement;
+import javax.lang.model.type.TypeKind;
 import javax.lang.model.type.TypeMirror;
 import javax.tools.Diagnostic;
 import javax.tools.DiagnosticCollector;
@@ -143,6 +151,66 @@ public final class KernelTranslator {
 
     String deviceName(ExecutableElement m) {
       return m.getEnclosingElement().getSimpleName() + "_" + m.getSimpleName();
+    }
+
+    private final Map<ExecutableElement, Boolean> writes = new HashMap<>();
+
+    /**
+     * Whether a call of {@code m} (a method with source) may write an array element: its body assigns one (any
+     * array, its own local ones included: conservative), calls a void {@code dev.taco.kernels} intrinsic (each
+     * writes an array argument), {@code KernelContext.mmaBf16}, or a method that may. Such a call returning a value
+     * must not share an expression with other operands: Java evaluates them left to right, C++ in an unspecified
+     * order (C++17 [expr.call]p8, [intro.execution]p10).
+     */
+    boolean writesMemory(ExecutableElement m) {
+      Boolean known = writes.get(m);
+      if (known != null) {
+        return known;
+      }
+      writes.put(m, false); // a recursive call (refused elsewhere) adds nothing
+      Source s = methods.get(m);
+      boolean[] found = {false};
+      new TreeScanner<Void, Void>() {
+        @Override
+        public Void visitAssignment(AssignmentTree a, Void v) {
+          found[0] |= isElement(a.getVariable());
+          return super.visitAssignment(a, v);
+        }
+
+        @Override
+        public Void visitCompoundAssignment(CompoundAssignmentTree a, Void v) {
+          found[0] |= isElement(a.getVariable());
+          return super.visitCompoundAssignment(a, v);
+        }
+
+        @Override
+        public Void visitUnary(UnaryTree u, Void v) {
+          Tree.Kind k = u.getKind();
+          found[0] |= (k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT
+              || k == Tree.Kind.POSTFIX_DECREMENT || k == Tree.Kind.PREFIX_DECREMENT) && isElement(u.getExpression());
+          return super.visitUnary(u, v);
+        }
+
+        @Override
+        public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
+          if (element(s, mi) instanceof ExecutableElement callee) {
+            String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
+            found[0] |= methods.containsKey(callee) ? writesMemory(callee)
+                : owner.equals(KernelContext.class.getName()) ? callee.getSimpleName().contentEquals("mmaBf16")
+                    : owner.startsWith("dev.taco.kernels.") && callee.getReturnType().getKind() == TypeKind.VOID;
+          }
+          return super.visitMethodInvocation(mi, v);
+        }
+      }.scan(s.method().getBody(), null);
+      writes.put(m, found[0]);
+      return found[0];
+    }
+
+    private static boolean isElement(Tree target) {
+      while (target instanceof ParenthesizedTree p) {
+        target = p.getExpression();
+      }
+      return target instanceof ArrayAccessTree;
     }
   }
 

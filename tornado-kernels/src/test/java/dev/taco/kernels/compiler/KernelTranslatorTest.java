@@ -117,6 +117,81 @@ class KernelTranslatorTest {
         .hasMessageStartingWith(bad + ":3: ");
   }
 
+  /** Translates the kernel {@code k} of a class {@code T} whose body is {@code code}, in a fresh source file. */
+  private static String translateSource(String code) throws Exception {
+    Path f = Files.createTempDirectory("kt").resolve("T.java");
+    Files.writeString(f, "import dev.taco.kernels.Parallel;\nclass T {\n" + code + "\n}\n");
+    return new KernelTranslator(List.of(f)).translate(List.of(new KernelRequest("T", "k", Map.of())));
+  }
+
+  private static final String HELPERS = """
+        static int bump(int[] c, int j) { c[j] += 1; return c[j]; }
+        static float half(float v) { return v * 0.5f; }
+      """;
+
+  /**
+   * A call that writes memory and returns a value is translated where Java and C++ order it alike (a statement, an
+   * initialiser, a return value, the right side of an assignment to a local) and refused inside a larger expression,
+   * where C++ may evaluate the other operands before or after its write.
+   */
+  @Test
+  void callsThatWriteMemoryAreTranslatedOnlyWhereTheirOrderIsJavas() throws Exception {
+    String cu = translateSource(HELPERS + """
+          static void k(int[] x, int[] y, int n) {
+            for (@Parallel int i = 0; i < n; i++) {
+              int r = bump(x, i);
+              int s;
+              s = (bump(x, i));
+              s += bump(x, i);
+              bump(x, i);
+              y[i] = r + s + x[i];
+            }
+          }
+        """);
+    assertThat(cu).contains("int r = T_bump(x, i);").contains("s = T_bump(x, i);").contains("T_bump(x, i);");
+    for (String bad : new String[] {"y[i] = bump(x, i) + x[i];", "y[i] = bump(x, i);", "if (bump(x, i) > 0) y[i] = 1;",
+        "y[i] = Math.max(bump(x, i), x[i]);"}) {
+      assertThatThrownBy(() -> translateSource(HELPERS + "static void k(int[] x, int[] y, int n) {\n"
+          + "for (@Parallel int i = 0; i < n; i++) {\n" + bad + "\n}\n}\n"))
+          .as(bad).isInstanceOf(KernelCompileException.class)
+          .hasMessageContaining("bump writes an array and returns a value")
+          .hasMessageContaining("assign its result to a local variable first");
+    }
+    // a helper that only reads is free to appear anywhere
+    assertThat(translateSource(HELPERS + """
+          static void k(float[] x, int n) {
+            for (@Parallel int i = 0; i < n; i++) {
+              x[i] = half(x[i]) + half(x[i] + 1f);
+            }
+          }
+        """)).contains("x[i] = (T_half(x[i]) + T_half((x[i] + 1.0f)));");
+  }
+
+  /** {@code Float.isNaN(f(x))} once became {@code (f(x) != f(x))}: two calls of f. */
+  @Test
+  void nanTestEvaluatesItsArgumentOnce() throws Exception {
+    String cu = translateSource(HELPERS + """
+          static void k(float[] x, int[] y, int n) {
+            for (@Parallel int i = 0; i < n; i++) {
+              y[i] = Float.isNaN(half(x[i])) || Double.isNaN((double) half(x[i] + 1f)) ? 1 : 0;
+            }
+          }
+        """);
+    String body = cu.substring(cu.indexOf("__global__ void k("));
+    assertThat(body).contains("j_is_nan(T_half(x[i]))").contains("j_is_nan((double)(T_half((x[i] + 1.0f))))");
+    assertThat(body.split("T_half\\(", -1)).hasSize(3);
+  }
+
+  /** Every intrinsic template names each argument at most once, so the argument's expression is evaluated once. */
+  @Test
+  void everyIntrinsicTemplateUsesEachArgumentOnce() {
+    Intrinsics.TABLE.forEach((java, c) -> {
+      for (int i = 0; i < 6; i++) {
+        assertThat(c.split("\\$" + i, -1).length).as(java + " -> " + c + ": $" + i).isLessThanOrEqualTo(2);
+      }
+    });
+  }
+
   @Test
   void unknownKernelIsReported() {
     assertThatThrownBy(() -> translate(SimtCorpus.class, "noSuchKernel", Map.of()))
