@@ -83,6 +83,10 @@ final class FunctionEmitter {
    * place a call that writes memory may return a value (see {@link #call}).
    */
   private ExpressionTree wholeCall;
+  /** Bytes of the kernel's shared arrays so far, each rounded up to its 16-byte alignment. */
+  private long sharedBytes;
+  /** Static shared memory a block may hold on every CUDA GPU. */
+  static final int MAX_STATIC_SHARED = 48 * 1024;
   /** Loops nested inside the @Parallel loop that enclose the statement being emitted. */
   private int innerLoops;
 
@@ -442,10 +446,20 @@ final class FunctionEmitter {
         if (!mn.equals("allocateFloatLocalArray") && !mn.equals("allocateIntLocalArray")) {
           throw error(v, "unsupported KernelContext call for an array: " + mn);
         }
+        if (!kernel) {
+          throw error(v, "shared arrays must be allocated at the top level of the kernel body, not in a device"
+              + " function (there the GPU has one array for every call; pass the kernel's array as a parameter)");
+        }
         if (inParallelLoop || indent != 1) {
           throw error(v, "shared arrays must be allocated at the top level of the kernel body");
         }
         int n = constantSize(mi.getArguments().get(0));
+        sharedBytes += 4L * n + 15 & ~15L;
+        if (sharedBytes > MAX_STATIC_SHARED) {
+          throw error(v, "the kernel's shared arrays take " + sharedBytes + " bytes with this one; a block may hold"
+              + " at most " + MAX_STATIC_SHARED + " bytes of static shared memory (48 KiB, CUDA C++ Programming"
+              + " Guide, \"Shared Memory\")");
+        }
         fixedArrays.put(ve, n);
         // 16-byte aligned: Vec16's 16-byte accesses may target a shared array (nvcc aligns one only to its element)
         line("__shared__ __align__(16) " + CTypes.name(ek) + " " + name + "[" + n + "];");
