@@ -14,7 +14,7 @@ if [ ${#sel[@]} -eq 0 ]; then
        --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.nccl.NcclProcessGpuTest
        --select-class dev.taco.collective.device.DeviceCollectivesGpuTest
        --select-class dev.taco.runtime.model.GptCudaGpuTest --select-class dev.taco.runtime.layers.FlashAttentionGpuTest
-       --select-class dev.taco.runtime.cli.TacoCliGpuTest)
+       --select-class dev.taco.runtime.cli.TacoCliGpuTest --select-class dev.taco.runtime.train.RunAgreementGpuTest)
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 exec java -Xss4m -Xmx48g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -jar .device/test/lib/junit-platform-console-standalone-*.jar \

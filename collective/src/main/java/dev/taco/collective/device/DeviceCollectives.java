@@ -256,7 +256,8 @@ public final class DeviceCollectives implements AutoCloseable {
     if (checkCalls || transport.cheapAgreement()) {
       String what = key.op() + " " + key.plan().describe() + " " + key.rows() + " x " + key.cols() + " "
           + (key.bf16() ? "bf16" : "fp32");
-      transport.agree(what, what.hashCode() * 0x9E3779B97F4A7C15L + key.rows() * 31L + key.cols());
+      transport.agree("the collective (this rank calls " + what + "; another calls a different collective, plan,"
+          + " shape or element type)", DeviceTransport.fingerprint(what));
     }
     Built b = built.get(key);
     if (b == null) {

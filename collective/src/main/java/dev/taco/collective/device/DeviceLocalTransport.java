@@ -139,8 +139,7 @@ public final class DeviceLocalTransport implements DeviceTransport {
     long[][] all = swapLongs(fingerprint);
     for (int q = 0; q < all.length; q++) {
       if (all[q][0] != fingerprint) {
-        throw new CollectiveException("device-local: rank " + q + " called a different collective than rank " + rank()
-            + " (" + what + "): the ranks disagree on the operation, plan, shape or element type");
+        throw new CollectiveException("device-local: rank " + q + " and rank " + rank() + " disagree on " + what);
       }
     }
   }

@@ -42,14 +42,27 @@ public interface DeviceTransport extends AutoCloseable {
   void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream);
 
   /**
-   * The check mode of plain collectives (like {@code TORCH_DISTRIBUTED_DEBUG=DETAIL}): every rank gives the fingerprint
-   * of the collective it is about to run; if any two differ, every rank throws before anything is enqueued. Costs a
-   * small exchange (and, for NCCL, a host synchronisation).
+   * Every rank gives a fingerprint of something all ranks must share; if any two differ, every rank throws. The check
+   * mode of plain collectives (like {@code TORCH_DISTRIBUTED_DEBUG=DETAIL}) agrees on the collective each rank is about
+   * to run, before anything is enqueued; a training run agrees on its model and options once. Costs a small exchange
+   * (and, for NCCL, a host synchronisation).
    *
-   * @param what this rank's description of the call, for the message
-   * @throws dev.taco.collective.CollectiveException naming a rank whose call differs
+   * @param what this rank's description of what must agree, for the message
+   * @param fingerprint a hash of it, e.g. {@link #fingerprint(String)}
+   * @throws dev.taco.collective.CollectiveException naming a rank whose fingerprint differs: "{@code <transport>: rank
+   *     q and rank r disagree on <what>}"
    */
   void agree(String what, long fingerprint);
+
+  /** The first 64 bits of the SHA-256 of {@code text} (UTF-8): equal texts agree, different ones collide rarely. */
+  static long fingerprint(String text) {
+    try {
+      return java.nio.ByteBuffer.wrap(java.security.MessageDigest.getInstance("SHA-256")
+          .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8))).getLong();
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java platform has SHA-256", e);
+    }
+  }
 
   /**
    * Whether {@link #agree} is cheap enough to run before every collective even outside the check mode (no device

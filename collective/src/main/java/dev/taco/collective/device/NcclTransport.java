@@ -64,7 +64,7 @@ public final class NcclTransport implements DeviceTransport {
     bytesSent += (worldSize() - 1) * slotBytes;
   }
 
-  /** Gathers the fingerprints with {@code ncclAllGather} on a stream of its own and waits for them (check mode). */
+  /** Gathers the fingerprints with {@code ncclAllGather} on a stream of its own and waits for them. */
   @Override
   public void agree(String what, long fingerprint) {
     int world = worldSize();
@@ -76,9 +76,8 @@ public final class NcclTransport implements DeviceTransport {
       buf.copyToHost(all, 0, world, 0);
       for (int q = 0; q < world; q++) {
         if (all[q] != fingerprint) {
-          throw new dev.taco.collective.CollectiveException("nccl: rank " + q + " called a different collective than"
-              + " rank " + rank() + " (" + what
-              + "): the ranks disagree on the operation, plan, shape or element type");
+          throw new dev.taco.collective.CollectiveException("nccl: rank " + q + " and rank " + rank()
+              + " disagree on " + what);
         }
       }
     }

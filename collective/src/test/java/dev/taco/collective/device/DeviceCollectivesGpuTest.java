@@ -331,7 +331,8 @@ class DeviceCollectivesGpuTest {
           return null;
         }
       })).as("check mode " + check).isInstanceOf(CollectiveException.class)
-          .hasMessageContaining("called a different collective"); // device-local checks every call
+          .hasMessageContaining("disagree on the collective (this rank calls all-reduce")
+          .hasMessageContaining("another calls a different collective"); // device-local checks every call
     }
   }
 

@@ -422,6 +422,22 @@ public final class Trainer {
   }
 
   /**
+   * Before the first step, the ranks of {@code link} (none: nothing to do) check that they run the same model, options
+   * and codec plan: NCCL's processes each parse their own command line, and a rank started with another {@code --seed}
+   * or {@code --lr} would train its own replicated weights (found only by a checkpoint's save, if at all).
+   *
+   * @throws dev.taco.collective.CollectiveException on every rank if any two differ, naming this rank's settings
+   */
+  static void agreeOnTheRun(DeviceTransport link, GptConfig cfg, Options opt, CollectiveSites sites) {
+    if (link == null) {
+      return;
+    }
+    String run = cfg + " " + opt.asMap() + " compression " + sites.spec();
+    link.agree("the model, the training options and the compression (start every rank with the same arguments;"
+        + " this rank has " + run + ")", DeviceTransport.fingerprint(run));
+  }
+
+  /**
    * One GPU rank: its backend (and with R > 1 its device-local or NCCL collectives, whose sites take their plans from
    * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
    * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
@@ -441,6 +457,8 @@ public final class Trainer {
         CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
             : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
         OpTimes timer = place.reports() ? OpTimes.of(ops) : null) {
+      agreeOnTheRun(link, cfg, opt, sites);
+      agreeOnTheRun(dpLink, cfg, opt, sites);
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), place.tp().rank(), opt.microBatch(),
           opt.seed());
       DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),

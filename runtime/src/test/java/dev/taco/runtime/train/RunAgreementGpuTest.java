@@ -1,0 +1,68 @@
+package dev.taco.runtime.train;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.taco.collective.CollectiveException;
+import dev.taco.collective.LocalGroup;
+import dev.taco.collective.device.DeviceLocalTransport;
+import dev.taco.kernels.cuda.Cuda;
+import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.runtime.model.GptConfig;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Ranks of a GPU run started with different arguments (each NCCL process parses its own command line) stop before the
+ * first step with an error on every rank, naming the settings; ranks started alike go on. Device-local ranks on one GPU
+ * stand in for NCCL's processes: both transports agree through the same {@code DeviceTransport.agree}.
+ */
+@Tag("gpu")
+class RunAgreementGpuTest {
+  static final GptConfig CFG = new GptConfig(256, 64, 2, 4, 64, 2);
+  private static CudaContext ctx;
+
+  @BeforeAll
+  static void open() {
+    if (Cuda.available()) ctx = CudaContext.open(0);
+  }
+
+  @AfterAll
+  static void close() {
+    if (ctx != null) ctx.close();
+  }
+
+  static Trainer.Options options(long seed, float lr) {
+    return new Trainer.Options(10, 8, lr, 0f, 0, 0.1f, 1f, seed, 10, 1, 0, 0, 2);
+  }
+
+  /** Runs the agreement on two device-local ranks whose settings {@code rank1} gives for rank 1. */
+  static List<Object> agree(Trainer.Options rank1, String codec1) {
+    return LocalGroup.run(2, comm -> {
+      boolean one = comm.rank() == 1;
+      try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm)) {
+        Trainer.agreeOnTheRun(t, CFG, one ? rank1 : options(1, 1e-3f),
+            new CollectiveSites(comm, one ? codec1 : "taco", 1, 0));
+      }
+      return comm.rank();
+    });
+  }
+
+  @Test
+  void ranksStartedWithDifferentArgumentsStopNamingTheSettings() {
+    assumeTrue(ctx != null, Cuda.unavailableReason());
+    assertThat(agree(options(1, 1e-3f), "taco")).containsExactly(0, 1);
+    for (Object[] bad : new Object[][] {{options(2, 1e-3f), "taco", "seed=2"}, {options(1, 2e-3f), "taco", "lr=0.002"},
+        {options(1, 1e-3f), "int8-group", "compression int8-group"}}) {
+      assertThatThrownBy(() -> agree((Trainer.Options) bad[0], (String) bad[1])).as((String) bad[2])
+          .isInstanceOf(CollectiveException.class)
+          .hasMessageContaining("disagree on the model, the training options and the compression")
+          .hasMessageContaining("start every rank with the same arguments");
+    }
+  }
+}
