@@ -12,8 +12,6 @@ import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.runtime.model.CollectiveSites;
 import dev.taco.runtime.model.GptConfig;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -25,24 +23,12 @@ import org.junit.jupiter.api.Test;
 @Tag("gpu")
 class RunAgreementGpuTest {
   static final GptConfig CFG = new GptConfig(256, 64, 2, 4, 64, 2);
-  private static CudaContext ctx;
-
-  @BeforeAll
-  static void open() {
-    if (Cuda.available()) ctx = CudaContext.open(0);
-  }
-
-  @AfterAll
-  static void close() {
-    if (ctx != null) ctx.close();
-  }
-
   static Trainer.Options options(long seed, float lr) {
     return new Trainer.Options(10, 8, lr, 0f, 0, 0.1f, 1f, seed, 10, 1, 0, 0, 2);
   }
 
   /** Runs the agreement on two device-local ranks whose settings {@code rank1} gives for rank 1. */
-  static List<Object> agree(Trainer.Options rank1, String codec1) {
+  static List<Object> agree(CudaContext ctx, Trainer.Options rank1, String codec1) {
     return LocalGroup.run(2, comm -> {
       boolean one = comm.rank() == 1;
       try (DeviceLocalTransport t = new DeviceLocalTransport(ctx, comm)) {
@@ -55,14 +41,16 @@ class RunAgreementGpuTest {
 
   @Test
   void ranksStartedWithDifferentArgumentsStopNamingTheSettings() {
-    assumeTrue(ctx != null, Cuda.unavailableReason());
-    assertThat(agree(options(1, 1e-3f), "taco")).containsExactly(0, 1);
-    for (Object[] bad : new Object[][] {{options(2, 1e-3f), "taco", "seed=2"}, {options(1, 2e-3f), "taco", "lr=0.002"},
-        {options(1, 1e-3f), "int8-group", "compression int8-group"}}) {
-      assertThatThrownBy(() -> agree((Trainer.Options) bad[0], (String) bad[1])).as((String) bad[2])
-          .isInstanceOf(CollectiveException.class)
-          .hasMessageContaining("disagree on the model, the training options and the compression")
-          .hasMessageContaining("start every rank with the same arguments");
+    assumeTrue(Cuda.available(), Cuda.unavailableReason());
+    try (CudaContext ctx = CudaContext.open(0)) {
+      assertThat(agree(ctx, options(1, 1e-3f), "taco")).containsExactly(0, 1);
+      for (Object[] bad : new Object[][] {{options(2, 1e-3f), "taco", "seed=2"},
+          {options(1, 2e-3f), "taco", "lr=0.002"}, {options(1, 1e-3f), "int8-group", "compression int8-group"}}) {
+        assertThatThrownBy(() -> agree(ctx, (Trainer.Options) bad[0], (String) bad[1])).as((String) bad[2])
+            .isInstanceOf(CollectiveException.class)
+            .hasMessageContaining("disagree on the model, the training options and the compression")
+            .hasMessageContaining("start every rank with the same arguments");
+      }
     }
   }
 }
