@@ -15,6 +15,7 @@ import dev.taco.runtime.train.Report;
 import dev.taco.runtime.train.RunResult;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
+import dev.taco.runtime.train.TrainingDiverged;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -309,11 +310,19 @@ public final class TacoCli {
         try {
           runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
         } catch (RuntimeException | OutOfMemoryError e) {
+          // a diverged run's steps up to the non-finite one go into the report too
+          TrainingDiverged diverged = e instanceof TrainingDiverged d && d.partial() != null ? d : null;
+          if (diverged != null) runs.add(diverged.partial());
           if (runs.isEmpty()) throw e;
           // the runs that finished before this one are not lost: their report, then this run's error
           try {
             report(runs, corpus, cfg, run, opt);
-            log.warn("run '{}' failed; the report holds the {} run(s) before it", c, runs.size());
+            if (diverged != null) {
+              log.warn("run '{}' diverged; the report holds its steps before that{}", c, runs.size() == 1 ? ""
+                  : " and the " + (runs.size() - 1) + " run(s) before it");
+            } else {
+              log.warn("run '{}' failed; the report holds the {} run(s) before it", c, runs.size());
+            }
           } catch (IOException | RuntimeException r) {
             e.addSuppressed(r);
           }
@@ -616,6 +625,10 @@ public final class TacoCli {
   }
 
   /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
+  private static String dashIfNaN(double v) {
+    return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.0f", v);
+  }
+
   static void printTable(PrintWriter w, List<RunResult> runs, int logInterval) {
     // the first column as wide as the longest codec name (taco-no-hadamard, taco:e5m2 ...), at least 12
     String name = "%-" + Math.max(12, runs.stream().mapToInt(r -> r.compression().length()).max().orElse(0)) + "s";
@@ -644,14 +657,16 @@ public final class TacoCli {
         "TP bytes/step", "vs first", "wall s", "tokens/s");
     for (RunResult r : runs) {
       // with one rank nothing goes on the wire: there is no ratio to print
-      String ratio = base > 0 ? String.format(Locale.ROOT, "%9.3f", r.tp_bytes_per_step() / base)
+      String ratio = base > 0 && !Double.isNaN(r.tp_bytes_per_step())
+          ? String.format(Locale.ROOT, "%9.3f", r.tp_bytes_per_step() / base)
           : String.format("%9s", "-");
       // a resumed run has no evaluation before its first step: "-" for val@0 and the drop
       boolean start = !Double.isNaN(r.initial_val_loss());
-      w.printf(Locale.ROOT, name + " %4d %10s %10.4f %9s %16.0f %s %9.1f %10.0f%n", r.compression(), r.tp(),
+      // a diverged run has no bytes or tokens/s (NaN): "-"
+      w.printf(Locale.ROOT, name + " %4d %10s %10.4f %9s %16s %s %9.1f %10s%n", r.compression(), r.tp(),
           start ? String.format(Locale.ROOT, "%.4f", r.initial_val_loss()) : "-", r.final_val_loss(),
           start ? String.format(Locale.ROOT, "%.1f%%", 100 * (1 - r.final_val_loss() / r.initial_val_loss())) : "-",
-          r.tp_bytes_per_step(), ratio, r.wall_seconds(), r.tokens_per_second());
+          dashIfNaN(r.tp_bytes_per_step()), ratio, r.wall_seconds(), dashIfNaN(r.tokens_per_second()));
     }
     for (RunResult r : runs) {
       if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
@@ -663,6 +678,10 @@ public final class TacoCli {
         w.printf(name + " TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",
             r.compression(), r.steps() - r.calibration_steps(), r.calibration_steps(),
             r.calibration_steps() == 1 ? "" : "s");
+      }
+      if ("diverged".equals(r.stopped())) {
+        w.printf(name + " diverged in step %d (the rows above are the steps before it): no bytes or tokens/s; the"
+            + " error follows%n", r.compression(), r.first_step() + r.steps());
       }
       if (r.sites_calibrating() > 0) {
         w.printf(

@@ -11,8 +11,8 @@ import java.util.Map;
  * @param tp tensor-parallel size R
  * @param steps optimizer steps taken by this invocation
  * @param first_step the first step it took: 0, or the step of the checkpoint it resumed from ({@code --load})
- * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code signal}; null when it ran to
- *     the end
+ * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code signal}, {@code diverged} (its
+ *     last rows are the steps before the non-finite one; no bytes or tokens/s); null when it ran to the end
  * @param initial_val_loss validation loss (nats per byte) before the first step
  * @param final_val_loss validation loss after the last step
  * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step

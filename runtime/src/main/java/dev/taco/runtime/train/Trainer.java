@@ -328,6 +328,12 @@ public final class Trainer {
           throw e;
         }
       });
+    } catch (TrainingDiverged e) { // the steps before it, for the report
+      double[] val = validationLosses(history, first);
+      int ran = history.isEmpty() ? 0 : history.getLast().step() + 1 - first; // its last row is a finished step
+      throw new TrainingDiverged(e.getMessage(), e.getCause(), new RunResult(compression, r, ran, first, "diverged",
+          val[0], val[1], Double.NaN, 0, stillCalibrating[0], null, (System.nanoTime() - t0) / 1e9, Double.NaN,
+          List.copyOf(history), errors, plans, gpuTimes));
     } finally {
       for (NcclCommunicator c : nccl) c.close();
       for (NcclCommunicator c : ncclDp) c.close();
@@ -340,12 +346,8 @@ public final class Trainer {
       steady += w.steady();
     }
     long steadySteps = wireBytes.get(0).steadySteps();
-    double initialVal = Double.NaN, finalVal = Double.NaN;
-    for (RunResult.StepRow row : history) { // a resumed run has no evaluation before its first step: NaN there
-      if (row.val_loss() == null) continue;
-      if (row.step() == first) initialVal = row.val_loss();
-      finalVal = row.val_loss();
-    }
+    double[] val = validationLosses(history, first);
+    double initialVal = val[0], finalVal = val[1];
     boolean signalled = saving.stoppedAt().get() >= 0;
     int end = signalled ? saving.stoppedAt().get() : last;
     int ran = Math.max(1, end - first);
@@ -361,6 +363,20 @@ public final class Trainer {
         initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
         stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
+  }
+
+  /**
+   * The validation loss at step {@code first} (NaN for a resumed run: no evaluation before its first step) and the last
+   * one in {@code history} (NaN if none).
+   */
+  private static double[] validationLosses(List<RunResult.StepRow> history, int first) {
+    double initialVal = Double.NaN, finalVal = Double.NaN;
+    for (RunResult.StepRow row : history) {
+      if (row.val_loss() == null) continue;
+      if (row.step() == first) initialVal = row.val_loss();
+      finalVal = row.val_loss();
+    }
+    return new double[] {initialVal, finalVal};
   }
 
   /**
@@ -542,11 +558,11 @@ public final class Trainer {
           loss = meanOverRanks(place.dp(), loss);
         }
         if (!Float.isFinite(loss)) {
-          throw new IllegalStateException("training diverged: loss " + loss + " at step " + step + "; lower --lr");
+          throw new TrainingDiverged("training diverged: loss " + loss + " at step " + step + "; lower --lr", null);
         }
       } catch (NonFiniteInputException e) {
         // the codec's advice (nonfinite=propagate) is for data that is NaN on purpose, not for a diverged run
-        throw new IllegalStateException(
+        throw new TrainingDiverged(
             "training diverged (NaN/Inf) at step " + step + ": " + e.location() + "; lower --lr", e);
       } catch (IllegalArgumentException e) {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage(), e);
@@ -563,8 +579,8 @@ public final class Trainer {
       exact.allReduce(normBuf, 0, 1);
       float norm = (float) Math.sqrt(normBuf[0]) / opt.dataParallel();
       if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
-        throw new IllegalStateException(
-            "training diverged: gradient norm " + norm + " at step " + step + "; lower --lr");
+        throw new TrainingDiverged(
+            "training diverged: gradient norm " + norm + " at step " + step + "; lower --lr", null);
       }
       float scale = (opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f) / opt.dataParallel();
       float lr = learningRate(opt, step);
@@ -668,8 +684,8 @@ public final class Trainer {
       sum += model.config().sequenceSharded() ? meanOverRanks(exact, loss) : loss;
     }
     if (!Double.isFinite(sum)) {
-      throw new IllegalStateException(
-          "training diverged: validation loss " + sum + " at step " + step + "; lower --lr");
+      throw new TrainingDiverged(
+          "training diverged: validation loss " + sum + " at step " + step + "; lower --lr", null);
     }
     return sum / opt.evalIters();
   }

@@ -113,6 +113,14 @@ public class TacoCliTest {
       assertThat(lines.get(lines.size() - 1)).as("TP=" + tp).startsWith("taco: error: training diverged")
           .contains("lower --lr");
       assertThat(r.err()).doesNotContain("\tat ").doesNotContain("backward() before forward()");
+      // its steps before the non-finite one are reported: the table, report.json (strict JSON: NaN as null)
+      assertThat(r.out()).contains("none         diverged in step ");
+      JsonObject run = JsonParser.parseString(Files.readString(tmp.resolve("o" + tp)
+          .resolve("report.json"))).getAsJsonObject().getAsJsonArray("runs").get(0).getAsJsonObject();
+      assertThat(run.get("stopped").getAsString()).isEqualTo("diverged");
+      assertThat(run.getAsJsonArray("history")).as("the steps before it").isNotEmpty();
+      assertThat(run.get("tokens_per_second").isJsonNull()).isTrue();
+      assertThat(Files.exists(tmp.resolve("o" + tp).resolve("loss.png"))).isTrue();
     }
   }
 
