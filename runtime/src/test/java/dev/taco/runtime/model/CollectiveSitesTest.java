@@ -35,7 +35,8 @@ class CollectiveSitesTest {
 
   @Test
   void spreadingPermutationIsAPermutationThatSeparatesTheLoudestChannels() {
-    SplittableRandom rng = new SplittableRandom();
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    SplittableRandom rng = new SplittableRandom(seed);
     double[] energy = new double[COLS];
     for (int j = 0; j < COLS; j++) energy[j] = rng.nextDouble();
     int[] loud = {3, 4, 5, 6, 7, 8, 9, 10};
@@ -45,12 +46,13 @@ class CollectiveSitesTest {
     assertThat(perm).isNotNull();
     int[] sorted = perm.clone();
     Arrays.sort(sorted);
-    for (int j = 0; j < COLS; j++) assertThat(sorted[j]).isEqualTo(j);
+    for (int j = 0; j < COLS; j++) assertThat(sorted[j]).as("seed %d", seed).isEqualTo(j);
     boolean[] groupHasLoud = new boolean[groups];
     for (int slot = 0; slot < COLS; slot++) {
       for (int l : loud) {
         if (perm[slot] == l) {
-          assertThat(groupHasLoud[slot / g]).as("two loud channels in group %d", slot / g).isFalse();
+          assertThat(groupHasLoud[slot / g]).as("two loud channels in group %d, seed %d", slot / g, seed)
+              .isFalse();
           groupHasLoud[slot / g] = true;
         }
       }
