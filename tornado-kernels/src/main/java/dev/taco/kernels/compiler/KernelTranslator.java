@@ -62,7 +62,8 @@ import javax.tools.ToolProvider;
  *   <li>Types {@code int long float double boolean byte short} and one-dimensional arrays of them (pointer
  *       parameters; {@code byte[]} is {@code signed char*}, same bytes as Java). Local arrays only as
  *       {@code new T[constant]} (zero-initialised, registers once loops are unrolled), shared arrays from
- *       {@code ctx.allocateFloatLocalArray(constant)} / {@code allocateIntLocalArray}, or aliases of arrays.
+ *       {@code ctx.allocateFloatLocalArray(constant)} / {@code allocateIntLocalArray} at the top of a kernel (not in
+ *       a device function; 48 KiB in all), or aliases of arrays.
  *   <li>Statements: declarations, assignments, compound assignments, {@code ++}/{@code --} as statements,
  *       if/else, for, while, do-while, unlabelled break/continue, return.
  *   <li>Expressions: literals, all arithmetic, bitwise, shift, comparison, logical and conditional operators with
@@ -72,7 +73,10 @@ import javax.tools.ToolProvider;
  *   <li>Calls: {@link Intrinsics} (Math, Float, Double, Integer, Long; {@link dev.taco.kernels.Vec16} vector
  *       loads and stores), {@link KernelContext} methods, and static
  *       methods of any class whose source was given: they become {@code static __device__ __forceinline__}
- *       functions named {@code Class_method} (so register arrays passed to them stay in registers).
+ *       functions named {@code Class_method} (so register arrays passed to them stay in registers). One that may
+ *       write an array and returns a value stands alone (a statement, an initialiser, a return value, the right side
+ *       of an assignment to a local): in a larger expression C++ would order its write against the other operands
+ *       as it likes. Every argument is evaluated once ({@code Float.isNaN(f(x))} calls f once).
  *   <li>Loops whose start, bound and step are constant (counting variables of enclosing unrolled loops as
  *       constant) get {@code #pragma unroll}.
  * </ul>
