@@ -25,7 +25,7 @@ static __device__ __forceinline__ short Bf16_encode(float v) {
 static __device__ __forceinline__ short Bf16_encodeSaturating(float v) {
   short c = Bf16_encode(v);
   if ((((int)(c) & 0x7FFF) == 0x7F80) && (fabsf(v) <= 3.4028235e38f)) {
-    return (short)((((int)(c) & 0x8000) | (int)(32639)));
+    return (short)((((int)(c) & 0x8000) | (int)(((short)32639))));
   }
   return c;
 }

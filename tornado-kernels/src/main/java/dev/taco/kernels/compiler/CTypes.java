@@ -99,10 +99,12 @@ final class CTypes {
         long x = ((Number) v).longValue();
         yield x == Long.MIN_VALUE ? "(-9223372036854775807LL - 1)" : x + "LL";
       }
-      case INT, SHORT, BYTE -> {
+      case INT -> {
         int x = v instanceof Character ch ? ch : ((Number) v).intValue();
         yield x == Integer.MIN_VALUE ? "(-2147483647 - 1)" : Integer.toString(x);
       }
+      // typed, as in Java: a bare int literal would pick a device function's int overload over its byte one
+      case SHORT, BYTE -> "((" + name(k) + ")" + ((Number) v).intValue() + ")";
       default -> throw new IllegalArgumentException(k.toString());
     };
   }

@@ -50,7 +50,9 @@ final class FunctionEmitter {
   /** A C expression with the Java kind of its value. */
   private record Typed(String c, TypeKind kind) {}
 
-  private static final Set<String> C_KEYWORDS = Set.of("auto", "register", "signed", "unsigned", "union", "struct",
+  private static final Set<String> C_KEYWORDS = Set.of("EOF", "assert", "errno", "stdin", "stdout", "stderr",
+      "typeof", "isnan", "isinf", "isfinite", "signbit", "fpclassify", "offsetof", "auto", "register", "signed",
+      "unsigned", "union", "struct",
       "typedef", "extern", "sizeof", "template", "typename", "delete", "friend", "inline", "mutable", "namespace",
       "operator", "typeid", "using", "virtual", "volatile", "asm", "bool", "explicit", "export", "not",
       "and", "or", "xor", "compl", "bitand", "bitor", "restrict", "constexpr", "decltype", "nullptr", "alignas",
@@ -108,6 +110,11 @@ final class FunctionEmitter {
     TypeKind ret = me.getReturnType().getKind();
     if (ret != TypeKind.VOID && !CTypes.supported(ret)) {
       throw error(m, "return type " + me.getReturnType() + " is not supported (primitive or void only)");
+    }
+    if (kernel && (C_KEYWORDS.contains(cName) || LIBRARY.contains(cName) || cName.startsWith("j_")
+        || cName.startsWith("__"))) {
+      throw error(m, "a kernel may not be named " + cName + ": its extern \"C\" entry would clash with the C or CUDA"
+          + " name (a library function, keyword or macro); rename the kernel");
     }
     boolean simt = false;
     StringBuilder params = new StringBuilder();
@@ -177,6 +184,10 @@ final class FunctionEmitter {
   private void emitParallelKernelBody(BlockTree body) {
     int loops = 0;
     outsideTheLoop.addAll(src.element().getParameters());
+    Set<Element> loopWrites = java.util.Collections.emptySet();
+    for (StatementTree s : body.getStatements()) {
+      if (s instanceof ForLoopTree f && isParallelLoop(f)) loopWrites = env.arraysWritten(src, f);
+    }
     for (StatementTree s : body.getStatements()) {
       if (s instanceof ForLoopTree f && isParallelLoop(f)) {
         loops++;
@@ -185,6 +196,9 @@ final class FunctionEmitter {
         }
         emitParallelLoop(f);
       } else if (s instanceof VariableTree v) {
+        if (v.getInitializer() != null) {
+          checkOncePerThread(v.getInitializer(), loopWrites);
+        }
         stmt(s);
         outsideTheLoop.add(env.element(src, v));
       } else {
@@ -195,6 +209,35 @@ final class FunctionEmitter {
     if (loops == 0) {
       throw error(src.method(), "a kernel needs a top-level @Parallel loop or a KernelContext parameter");
     }
+  }
+
+  /**
+   * A declaration outside the @Parallel loop runs once per GPU thread, before or after the other threads' iterations:
+   * its initialiser may neither write memory nor read an array that the loop writes.
+   */
+  private void checkOncePerThread(ExpressionTree init, Set<Element> loopWrites) {
+    new com.sun.source.util.TreeScanner<Void, Void>() {
+      @Override
+      public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
+        if (env.writesMemory(src, mi)) {
+          throw error(mi, methodName(mi) + " writes an array: outside the @Parallel loop it would run once per GPU"
+              + " thread, not once as in Java; call it inside the loop");
+        }
+        return super.visitMethodInvocation(mi, v);
+      }
+
+      @Override
+      public Void visitArrayAccess(ArrayAccessTree a, Void v) {
+        ExpressionTree root = a.getExpression();
+        while (root instanceof ParenthesizedTree p) root = p.getExpression();
+        Element e = env.element(src, root);
+        if (e != null && loopWrites.contains(e)) {
+          throw error(a, "reads " + e + ", which the @Parallel loop writes: outside the loop each GPU thread reads it"
+              + " before or after other threads' iterations, not once before (or after) all of them as in Java");
+        }
+        return super.visitArrayAccess(a, v);
+      }
+    }.scan(init, null);
   }
 
   private boolean isParallelLoop(ForLoopTree f) {
@@ -220,6 +263,12 @@ final class FunctionEmitter {
     }
     if (f.getUpdate().size() != 1 || !isIncrementByOne(f.getUpdate().get(0).getExpression(), ve)) {
       throw error(f, "the @Parallel loop must step by 1 ('" + v.getName() + "++')");
+    }
+    TypeKind boundKind = kindOf(c.getRightOperand());
+    if (boundKind != TypeKind.INT && boundKind != TypeKind.LONG && boundKind != TypeKind.SHORT
+        && boundKind != TypeKind.BYTE) {
+      throw error(c.getRightOperand(), "the @Parallel loop's bound must be an integer (it is " + boundKind.toString()
+          .toLowerCase(java.util.Locale.ROOT) + ": Java compares " + v.getName() + " with it in floating point)");
     }
     String name = cname(v.getName().toString());
     String start = conv(expr(v.getInitializer()), TypeKind.LONG);
@@ -466,6 +515,7 @@ final class FunctionEmitter {
       } else
         if (init != null && CTypes.elementKind(env.type(src, init)) == ek
             && (init instanceof IdentifierTree || init instanceof ParenthesizedTree)) {
+              refuseOuterLocalArray(init, "aliases it");
               line(CTypes.name(ek) + "* " + name + " = " + expr(init).c() + ";");
             } else {
               throw error(v, "array variables must be initialised with 'new T[constant]', a KernelContext shared "
@@ -557,6 +607,11 @@ final class FunctionEmitter {
     switch (e) {
       case AssignmentTree a -> {
         checkLvalue(a.getVariable());
+        if (a.getVariable() instanceof IdentifierTree id
+            && fixedArrays.containsKey((VariableElement) env.element(src, id))) {
+          throw error(a, id.getName() + " is a fixed-size local array (a C array on the GPU): it cannot be reassigned;"
+              + " declare an alias ('float[] v = " + id.getName() + ";') and reassign that");
+        }
         TypeKind k = env.type(src, a.getVariable()).getKind();
         Typed value = a.getVariable() instanceof IdentifierTree ? whole(a.getExpression()) : expr(a.getExpression());
         return expr(a.getVariable()).c() + " = " + conv(value, k);
@@ -594,7 +649,9 @@ final class FunctionEmitter {
   private void checkParallelTarget(ExpressionTree e) {
     if (inParallelLoop) {
       ExpressionTree root = e;
+      boolean element = false; // an element of root is assigned, not root itself
       while (root instanceof ArrayAccessTree || root instanceof ParenthesizedTree) {
+        element |= root instanceof ArrayAccessTree;
         root = root instanceof ArrayAccessTree a ? a.getExpression() : ((ParenthesizedTree) root).getExpression();
       }
       Element el = root instanceof IdentifierTree ? env.element(src, root) : null;
@@ -602,9 +659,9 @@ final class FunctionEmitter {
         throw error(e, "the @Parallel loop variable " + el + " cannot be assigned in its loop (each GPU thread runs"
             + " its own iterations; the loop counts them)");
       }
-      if (el != null && outsideTheLoop.contains(el) && (root == e || el.getKind() == ElementKind.LOCAL_VARIABLE)) {
+      if (el != null && outsideTheLoop.contains(el) && (!element || el.getKind() == ElementKind.LOCAL_VARIABLE)) {
         throw error(e, el + " is declared outside the @Parallel loop: on the GPU each thread has its own copy, in Java"
-            + " the iterations share it; declare it inside the loop" + (root == e ? ", or write to an array parameter"
+            + " the iterations share it; declare it inside the loop" + (!element ? ", or write to an array parameter"
                 : ""));
       }
     }
@@ -623,6 +680,22 @@ final class FunctionEmitter {
       }
     } else if (!(e instanceof ParenthesizedTree)) {
       throw error(e, "unsupported assignment target");
+    }
+  }
+
+  /**
+   * In the @Parallel loop, refuses {@code e} if it names a local array declared before the loop: each GPU thread has
+   * its own copy of it, the Java iterations share it, so a write through an alias or a callee would differ.
+   */
+  private void refuseOuterLocalArray(ExpressionTree e, String how) {
+    while (e instanceof ParenthesizedTree p) {
+      e = p.getExpression();
+    }
+    Element el = inParallelLoop && e instanceof IdentifierTree ? env.element(src, e) : null;
+    if (el != null && outsideTheLoop.contains(el) && el.getKind() == ElementKind.LOCAL_VARIABLE
+        && el.asType().getKind() == TypeKind.ARRAY) {
+      throw error(e, el + " is declared outside the @Parallel loop and " + how + ": on the GPU each thread has its own"
+          + " copy, in Java the iterations share it; declare it inside the loop");
     }
   }
 
@@ -717,7 +790,13 @@ final class FunctionEmitter {
       }
       case ConditionalExpressionTree c -> {
         TypeKind k = kindOf(c);
-        return new Typed("(" + cond(c.getCondition()) + " ? " + conv(expr(c.getTrueExpression()), k) + " : "
+        // ?: groups to the right: a conditional as the condition keeps its parentheses (cond() strips them)
+        ExpressionTree test = c.getCondition();
+        while (test instanceof ParenthesizedTree p) {
+          test = p.getExpression();
+        }
+        String condition = test instanceof ConditionalExpressionTree ? expr(test).c() : cond(test);
+        return new Typed("(" + condition + " ? " + conv(expr(c.getTrueExpression()), k) + " : "
             + conv(expr(c.getFalseExpression()), k) + ")", k);
       }
       case MethodInvocationTree mi -> {
@@ -826,7 +905,7 @@ final class FunctionEmitter {
     TypeKind p = CTypes.promote(v.kind());
     return switch (u.getKind()) {
       case UNARY_MINUS -> CTypes.integral(p) ? new Typed("j_neg(" + conv(v, p) + ")", p)
-          : new Typed("(-" + v.c() + ")", p);
+          : new Typed(v.c().startsWith("-") ? "(-(" + v.c() + "))" : "(-" + v.c() + ")", p); // not --1.5f
       case UNARY_PLUS -> new Typed(conv(v, p), p);
       case BITWISE_COMPLEMENT -> new Typed("(~" + conv(v, p) + ")", p);
       case LOGICAL_COMPLEMENT -> new Typed("(!" + v.c() + ")", TypeKind.BOOLEAN);
@@ -928,6 +1007,9 @@ final class FunctionEmitter {
     }
     TypeElement owner = (TypeElement) me.getEnclosingElement();
     List<? extends ExpressionTree> args = mi.getArguments();
+    if (env.writesMemory(src, mi)) {
+      for (ExpressionTree arg : args) refuseOuterLocalArray(arg, me.getSimpleName() + " may write it");
+    }
     if (isKernelContext(owner.asType())) {
       return contextCall(mi, me, args);
     }
@@ -948,10 +1030,13 @@ final class FunctionEmitter {
         || pkg.equals(dev.taco.kernels.Bf16.class.getName()) ? Intrinsics.lookup(key.toString()) : null;
     TypeKind ret = me.getReturnType().getKind();
     if (template != null) {
-      String c = template;
+      String[] converted = new String[args.size()];
       for (int i = 0; i < args.size(); i++) {
-        c = c.replace("$" + i, conv(expr(args.get(i)), me.getParameters().get(i).asType().getKind()));
+        converted[i] = conv(expr(args.get(i)), me.getParameters().get(i).asType().getKind());
       }
+      // one pass: an argument's own text may hold "$1" (Java identifiers may contain '$')
+      String c = java.util.regex.Pattern.compile("\\$(\\d)").matcher(template)
+          .replaceAll(m -> java.util.regex.Matcher.quoteReplacement(converted[m.group(1).charAt(0) - '0']));
       return new Typed(c, ret);
     }
     if (pkg.startsWith("java.")) {
@@ -1059,9 +1144,44 @@ final class FunctionEmitter {
       .flatMap(t -> java.util.regex.Pattern.compile("[A-Za-z_][A-Za-z0-9_]*(?=\\()").matcher(t).results())
       .map(java.util.regex.MatchResult::group).collect(java.util.stream.Collectors.toUnmodifiableSet());
 
+  /**
+   * A Java local's or parameter's C name: itself, or with a trailing {@code _} when it could mean something else in
+   * CUDA C++ (a keyword, a macro, a prelude or library function it calls, a device function's {@code Class_method}
+   * name) or already ends with {@code _}, which keeps the mapping one-to-one ({@code and} and {@code and_} stay two).
+   */
   private static String cname(String javaName) {
     return C_KEYWORDS.contains(javaName) || CALLED.contains(javaName) || javaName.startsWith("j_")
-        || javaName.startsWith("__") ? javaName + "_" : javaName;
+        || javaName.startsWith("__") || javaName.endsWith("_") || DEVICE_OR_MACRO.matcher(javaName).matches()
+            ? javaName + "_"
+            : javaName;
+  }
+
+  /** {@code Class_method} (a device function's name) and {@code M_PI}, {@code INT_MAX}-like macros. */
+  private static final java.util.regex.Pattern DEVICE_OR_MACRO = java.util.regex.Pattern.compile("[A-Z]\\w*_\\w+");
+
+  /**
+   * C library and CUDA math names a kernel may not take: its {@code extern "C"} entry shares their namespace (a kernel
+   * named {@code exp} clashes with libm's). The C99 {@code <math.h>} functions with their {@code f} and {@code l}
+   * forms, CUDA's extra math functions, and the C library calls a CUDA program may see.
+   */
+  private static final Set<String> LIBRARY = libraryNames();
+
+  private static Set<String> libraryNames() {
+    Set<String> names = new java.util.HashSet<>();
+    for (String b : ("acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb ldexp"
+        + " log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil floor"
+        + " nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan nextafter"
+        + " nexttoward fdim fmax fmin fma rsqrt rcbrt exp10 sincos sincospi sinpi cospi erfinv erfcinv erfcx normcdf"
+        + " normcdfinv j0 j1 jn y0 y1 yn norm norm3d norm4d rnorm rhypot cyl_bessel_i0 cyl_bessel_i1 isnan isinf"
+        + " isfinite signbit").split(" ")) {
+      names.add(b);
+      names.add(b + "f");
+      names.add(b + "l");
+    }
+    names.addAll(List.of("abs", "labs", "llabs", "div", "ldiv", "printf", "malloc", "free", "memcpy", "memset",
+        "memmove", "memcmp", "strlen", "exit", "abort", "assert", "rand", "clock", "clock64", "atoi", "qsort",
+        "min", "max"));
+    return Set.copyOf(names);
   }
 
   private void line(String s) {

@@ -197,17 +197,75 @@ public final class KernelTranslator {
 
         @Override
         public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
-          if (element(s, mi) instanceof ExecutableElement callee) {
-            String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
-            found[0] |= methods.containsKey(callee) ? writesMemory(callee)
-                : owner.equals(KernelContext.class.getName()) ? callee.getSimpleName().contentEquals("mmaBf16")
-                    : owner.startsWith("dev.taco.kernels.") && callee.getReturnType().getKind() == TypeKind.VOID;
-          }
+          found[0] |= writesMemory(s, mi);
           return super.visitMethodInvocation(mi, v);
         }
       }.scan(s.method().getBody(), null);
       writes.put(m, found[0]);
       return found[0];
+    }
+
+    /** Whether the call {@code mi} in {@code s} may write an array argument ({@link #writesMemory(ExecutableElement)}). */
+    boolean writesMemory(Source s, MethodInvocationTree mi) {
+      if (!(element(s, mi) instanceof ExecutableElement callee)) {
+        return false;
+      }
+      String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
+      return methods.containsKey(callee) ? writesMemory(callee)
+          : owner.equals(KernelContext.class.getName()) ? callee.getSimpleName().contentEquals("mmaBf16")
+              : owner.startsWith("dev.taco.kernels.") && callee.getReturnType().getKind() == TypeKind.VOID;
+    }
+
+    /**
+     * The variables (parameters, locals) whose array elements {@code tree} may write: assigned elements' arrays, and
+     * the array arguments of calls that may write one.
+     */
+    Set<Element> arraysWritten(Source s, Tree tree) {
+      Set<Element> written = new java.util.HashSet<>();
+      new TreeScanner<Void, Void>() {
+        private void target(Tree t) {
+          if (!isElement(t)) {
+            return;
+          }
+          while (t instanceof ParenthesizedTree || t instanceof ArrayAccessTree) {
+            t = t instanceof ArrayAccessTree a ? a.getExpression() : ((ParenthesizedTree) t).getExpression();
+          }
+          if (element(s, t) instanceof Element e) written.add(e);
+        }
+
+        @Override
+        public Void visitAssignment(AssignmentTree a, Void v) {
+          target(a.getVariable());
+          return super.visitAssignment(a, v);
+        }
+
+        @Override
+        public Void visitCompoundAssignment(CompoundAssignmentTree a, Void v) {
+          target(a.getVariable());
+          return super.visitCompoundAssignment(a, v);
+        }
+
+        @Override
+        public Void visitUnary(UnaryTree u, Void v) {
+          target(u.getExpression());
+          return super.visitUnary(u, v);
+        }
+
+        @Override
+        public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
+          if (writesMemory(s, mi)) {
+            for (Tree arg : mi.getArguments()) {
+              while (arg instanceof ParenthesizedTree p) arg = p.getExpression();
+              if (arg instanceof com.sun.source.tree.IdentifierTree && element(s, arg) instanceof Element e
+                  && e.asType().getKind() == TypeKind.ARRAY) {
+                written.add(e);
+              }
+            }
+          }
+          return super.visitMethodInvocation(mi, v);
+        }
+      }.scan(tree, null);
+      return written;
     }
 
     private static boolean isElement(Tree target) {

@@ -24,7 +24,7 @@ final class Corpus {
 
   /** Semantics kernels (harness convention of SemanticsCorpus), with their ulp tolerance for float outputs. */
   static final Map<String, Integer> SEMANTICS = Map.of("intArith", 0, "shifts", 0, "longArith", 0, "casts", 0,
-      "mathExact", 0, "transcendental", 4, "fp8", 0, "bf16", 0, "bytes", 0);
+      "mathExact", 0, "transcendental", 4, "fp8", 0, "bf16", 0, "bytes", 0, "grouping", 0);
 
   /**
    * Kernels whose float outputs come from floating-point arithmetic on NaN inputs: the NaN's payload and sign are not
@@ -33,7 +33,7 @@ final class Corpus {
    * matches any NaN there. Kernels that need exact NaN bits (Fp8, Bf16) compute them with integer code and are
    * compared bit for bit.
    */
-  static final java.util.Set<String> ANY_NAN = java.util.Set.of("mathExact", "transcendental");
+  static final java.util.Set<String> ANY_NAN = java.util.Set.of("mathExact", "transcendental", "grouping");
 
   /** Every kernel checked by nvcc, one translation unit each. */
   static List<KernelRequest> allKernels() {

@@ -192,6 +192,61 @@ class KernelTranslatorTest {
     });
   }
 
+  /** What C++ would group, type or spell differently is emitted as Java means it (and checked on g++: "grouping"). */
+  @Test
+  void groupingTypingAndNamesAreJavas() {
+    String cu = translate(SemanticsCorpus.class, "grouping", Map.of());
+    assertThat(cu).contains("cond[i] = ((a[i] > 10 ? (b[i] > 0) : (b[i] < -5)) ? 100 : 200);")
+        .contains("SemanticsCorpus_pick(((signed char)-56))").contains("SemanticsCorpus_pick(((short)-25536))")
+        .contains("int and_ = a[i];").contains("int and__ = b[i];").contains("int EOF_ = ").contains("int M_PI_ = ")
+        .contains("j_max(p$1, q)").contains("(-(-1.5f))").contains("(-(-2.25))");
+  }
+
+  /** Kernels that C++ would run otherwise than Java are refused, naming the reason. */
+  @Test
+  void whatWouldRunOtherwiseOnTheGpuIsRefused() throws Exception {
+    String[][] cases = {
+        {"float first = x[2];\nfor (@Parallel int i = 0; i < n; i++) x[i] = x[i] - first;",
+            "reads x, which the @Parallel loop writes"},
+        {"for (@Parallel int i = 0; i < n; i++) x[i] = 1f;\nfloat last = x[n - 1];",
+            "reads x, which the @Parallel loop writes"},
+        {"int r = bump(y, 0);\nfor (@Parallel int i = 0; i < n; i++) x[i] = r;",
+            "bump writes an array: outside the @Parallel loop it would run once per GPU thread"},
+        {"for (@Parallel int i = 0; i < n; i++) { x[i] = n; (n)--; }", "n is declared outside the @Parallel loop"},
+        {"for (@Parallel int i = 0; i < n - 0.5f; i++) x[i] = 1f;", "the @Parallel loop's bound must be an integer"},
+        {"for (@Parallel int i = 0; i < n / 3.0; i++) x[i] = 1f;", "the @Parallel loop's bound must be an integer"},
+        {"int[] t = new int[1];\nfor (@Parallel int i = 0; i < n; i++) { int[] u = t; x[i] = u[0]; u[0] = i; }",
+            "t is declared outside the @Parallel loop and aliases it"},
+        {"int[] t = new int[1];\nfor (@Parallel int i = 0; i < n; i++) { x[i] = t[0]; bump(t, 0); }",
+            "t is declared outside the @Parallel loop and bump may write it"},
+        {"for (@Parallel int i = 0; i < n; i++) { int[] t = new int[2]; int[] s = new int[2]; t = s; x[i] = t[0]; }",
+            "t is a fixed-size local array"}};
+    for (String[] c : cases) {
+      assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
+          + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1]);
+    }
+    // reading a parameter the loop does not write, before the loop, stays allowed
+    assertThat(translateSource(HELPERS + """
+          static void k(float[] x, int[] y, int n) {
+            int first = y[0];
+            for (@Parallel int i = 0; i < n; i++) x[i] = first;
+          }
+        """)).contains("int first = y[0];");
+  }
+
+  /** A kernel's extern "C" name shares the C library's namespace. */
+  @Test
+  void kernelsMayNotTakeLibraryNames() {
+    for (String name : new String[] {"exp", "sqrtf", "round", "max", "printf"}) {
+      assertThatThrownBy(() -> {
+        Path f = Files.createTempDirectory("kt").resolve("T.java");
+        Files.writeString(f, "import dev.taco.kernels.Parallel;\nclass T {\nstatic void " + name
+            + "(float[] x, int n) {\nfor (@Parallel int i = 0; i < n; i++) x[i] = 1f;\n}\n}\n");
+        new KernelTranslator(List.of(f)).translate(List.of(new KernelRequest("T", name, Map.of())));
+      }).as(name).isInstanceOf(KernelCompileException.class).hasMessageContaining("a kernel may not be named " + name);
+    }
+  }
+
   @Test
   void unknownKernelIsReported() {
     assertThatThrownBy(() -> translate(SimtCorpus.class, "noSuchKernel", Map.of()))

@@ -145,4 +145,38 @@ public final class SemanticsCorpus {
       u[i] = (a[i] & 0xFF) + (a[i] >> 2) * 1000 + s[i] % 7;
     }
   }
+
+  static final byte CB = (byte) 200;
+  static final short CS = (short) 40000;
+  static final float NEG_F = -1.5f;
+  static final double NEG_D = -2.25;
+
+  static int pick(byte v) {
+    return v * 3 + 1;
+  }
+
+  static int pick(short v) {
+    return v * 7 + 3;
+  }
+
+  static int pick(int v) {
+    return v * 5 + 2;
+  }
+
+  /**
+   * Grouping and typing that C++ reads differently unless the translator keeps Java's: a conditional as the condition
+   * of another ({@code ?:} groups to the right), byte and short constants passed to overloads (a bare int literal picks
+   * the int one), the negation of a negative constant ({@code --1.5f} does not compile), and names that are C words or
+   * hold a {@code $1}.
+   */
+  @Kernel
+  public static void grouping(int[] a, int[] b, float[] f, int[] cond, int[] over, float[] neg, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      cond[i] = (a[i] > 10 ? b[i] > 0 : b[i] < -5) ? 100 : 200;
+      int and = a[i], and_ = b[i], EOF = a[i] ^ b[i], M_PI = a[i] >> 3;
+      over[i] = pick(CB) + pick(CS) * 11 + pick(a[i]) * 13 + and * 3 + and_ * 5 + EOF + M_PI;
+      float p$1 = f[i], q = 2f * f[i], pq = -f[i];
+      neg[i] = Math.max(p$1, q) + (-NEG_F) * pq + (float) (-NEG_D);
+    }
+  }
 }
