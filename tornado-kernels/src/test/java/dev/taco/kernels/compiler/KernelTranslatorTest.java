@@ -247,6 +247,25 @@ class KernelTranslatorTest {
     }
   }
 
+  /** Device functions are named Class_method in C: two classes of one simple name are refused, not merged. */
+  @Test
+  void deviceFunctionsOfClassesWithOneSimpleNameAreRefused() throws Exception {
+    Path f = Files.createTempDirectory("kt").resolve("T.java");
+    Files.writeString(f, """
+        import dev.taco.kernels.Parallel;
+        class T {
+          static class P { static class Util { static float f(float v) { return v + 1f; } } }
+          static class Q { static class Util { static float f(float v) { return v * 2f; } } }
+          static void k(float[] x, int n) {
+            for (@Parallel int i = 0; i < n; i++) x[i] = P.Util.f(x[i]) + Q.Util.f(x[i]);
+          }
+        }
+        """);
+    assertThatThrownBy(() -> new KernelTranslator(List.of(f)).translate(List.of(new KernelRequest("T", "k",
+        Map.of())))).isInstanceOf(KernelCompileException.class).hasMessageContaining("would be named Util_f in C, as")
+        .hasMessageContaining("rename one of them");
+  }
+
   @Test
   void unknownKernelIsReported() {
     assertThatThrownBy(() -> translate(SimtCorpus.class, "noSuchKernel", Map.of()))
