@@ -111,8 +111,7 @@ final class FunctionEmitter {
     if (ret != TypeKind.VOID && !CTypes.supported(ret)) {
       throw error(m, "return type " + me.getReturnType() + " is not supported (primitive or void only)");
     }
-    if (kernel && (C_KEYWORDS.contains(cName) || LIBRARY.contains(cName) || cName.startsWith("j_")
-        || cName.startsWith("__"))) {
+    if (kernel && (reserved(cName) || LIBRARY.contains(cName))) {
       throw error(m, "a kernel may not be named " + cName + ": its extern \"C\" entry would clash with the C or CUDA"
           + " name (a library function, keyword or macro); rename the kernel");
     }
@@ -228,9 +227,7 @@ final class FunctionEmitter {
 
       @Override
       public Void visitArrayAccess(ArrayAccessTree a, Void v) {
-        ExpressionTree root = a.getExpression();
-        while (root instanceof ParenthesizedTree p) root = p.getExpression();
-        Element e = env.element(src, root);
+        Element e = env.element(src, KernelTranslator.bare(a.getExpression()));
         if (e != null && loopWrites.contains(e)) {
           throw error(a, "reads " + e + ", which the @Parallel loop writes: outside the loop each GPU thread reads it"
               + " before or after other threads' iterations, not once before (or after) all of them as in Java");
@@ -535,9 +532,7 @@ final class FunctionEmitter {
    * of an assignment to a local): a call there may write memory and return a value.
    */
   private Typed whole(ExpressionTree e) {
-    while (e instanceof ParenthesizedTree p) {
-      e = p.getExpression();
-    }
+    e = KernelTranslator.bare(e);
     ExpressionTree outer = wholeCall;
     wholeCall = e;
     try {
@@ -648,12 +643,8 @@ final class FunctionEmitter {
   /** In the @Parallel loop: refuses assigning the loop variable, or what was declared outside the loop. */
   private void checkParallelTarget(ExpressionTree e) {
     if (inParallelLoop) {
-      ExpressionTree root = e;
-      boolean element = false; // an element of root is assigned, not root itself
-      while (root instanceof ArrayAccessTree || root instanceof ParenthesizedTree) {
-        element |= root instanceof ArrayAccessTree;
-        root = root instanceof ArrayAccessTree a ? a.getExpression() : ((ParenthesizedTree) root).getExpression();
-      }
+      ExpressionTree root = KernelTranslator.arrayRoot(e);
+      boolean element = KernelTranslator.bare(e) instanceof ArrayAccessTree; // an element of root, not root itself
       Element el = root instanceof IdentifierTree ? env.element(src, root) : null;
       if (el != null && el.equals(parallelVar)) {
         throw error(e, "the @Parallel loop variable " + el + " cannot be assigned in its loop (each GPU thread runs"
@@ -688,9 +679,7 @@ final class FunctionEmitter {
    * its own copy of it, the Java iterations share it, so a write through an alias or a callee would differ.
    */
   private void refuseOuterLocalArray(ExpressionTree e, String how) {
-    while (e instanceof ParenthesizedTree p) {
-      e = p.getExpression();
-    }
+    e = KernelTranslator.bare(e);
     Element el = inParallelLoop && e instanceof IdentifierTree ? env.element(src, e) : null;
     if (el != null && outsideTheLoop.contains(el) && el.getKind() == ElementKind.LOCAL_VARIABLE
         && el.asType().getKind() == TypeKind.ARRAY) {
@@ -791,10 +780,7 @@ final class FunctionEmitter {
       case ConditionalExpressionTree c -> {
         TypeKind k = kindOf(c);
         // ?: groups to the right: a conditional as the condition keeps its parentheses (cond() strips them)
-        ExpressionTree test = c.getCondition();
-        while (test instanceof ParenthesizedTree p) {
-          test = p.getExpression();
-        }
+        ExpressionTree test = KernelTranslator.bare(c.getCondition());
         String condition = test instanceof ConditionalExpressionTree ? expr(test).c() : cond(test);
         return new Typed("(" + condition + " ? " + conv(expr(c.getTrueExpression()), k) + " : "
             + conv(expr(c.getFalseExpression()), k) + ")", k);
@@ -981,10 +967,7 @@ final class FunctionEmitter {
    * null for any other cast.
    */
   private Typed singlePrecision(TypeCastTree c, TypeKind to) {
-    ExpressionTree inner = c.getExpression();
-    while (inner instanceof ParenthesizedTree p) {
-      inner = p.getExpression();
-    }
+    ExpressionTree inner = KernelTranslator.bare(c.getExpression());
     if (to != TypeKind.FLOAT || !(inner instanceof MethodInvocationTree mi) || mi.getArguments().size() != 1) {
       return null;
     }
@@ -1150,10 +1133,13 @@ final class FunctionEmitter {
    * name) or already ends with {@code _}, which keeps the mapping one-to-one ({@code and} and {@code and_} stay two).
    */
   private static String cname(String javaName) {
-    return C_KEYWORDS.contains(javaName) || CALLED.contains(javaName) || javaName.startsWith("j_")
-        || javaName.startsWith("__") || javaName.endsWith("_") || DEVICE_OR_MACRO.matcher(javaName).matches()
-            ? javaName + "_"
-            : javaName;
+    return reserved(javaName) || CALLED.contains(javaName) || javaName.endsWith("_")
+        || DEVICE_OR_MACRO.matcher(javaName).matches() ? javaName + "_" : javaName;
+  }
+
+  /** A C or CUDA keyword or macro, or a name of the prelude ({@code j_}) or the implementation ({@code __}). */
+  private static boolean reserved(String name) {
+    return C_KEYWORDS.contains(name) || name.startsWith("j_") || name.startsWith("__");
   }
 
   /** {@code Class_method} (a device function's name) and {@code M_PI}, {@code INT_MAX}-like macros. */
@@ -1179,7 +1165,7 @@ final class FunctionEmitter {
       names.add(b + "l");
     }
     names.addAll(List.of("abs", "labs", "llabs", "div", "ldiv", "printf", "malloc", "free", "memcpy", "memset",
-        "memmove", "memcmp", "strlen", "exit", "abort", "assert", "rand", "clock", "clock64", "atoi", "qsort",
+        "memmove", "memcmp", "strlen", "exit", "abort", "rand", "clock", "clock64", "atoi", "qsort",
         "min", "max"));
     return Set.copyOf(names);
   }

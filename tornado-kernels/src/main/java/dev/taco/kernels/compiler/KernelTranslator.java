@@ -4,6 +4,8 @@ import com.sun.source.tree.ArrayAccessTree;
 import com.sun.source.tree.AssignmentTree;
 import com.sun.source.tree.CompilationUnitTree;
 import com.sun.source.tree.CompoundAssignmentTree;
+import com.sun.source.tree.ExpressionTree;
+import com.sun.source.tree.IdentifierTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.MethodTree;
 import com.sun.source.tree.ParenthesizedTree;
@@ -173,36 +175,9 @@ public final class KernelTranslator {
       }
       writes.put(m, false); // a recursive call (refused elsewhere) adds nothing
       Source s = methods.get(m);
-      boolean[] found = {false};
-      new TreeScanner<Void, Void>() {
-        @Override
-        public Void visitAssignment(AssignmentTree a, Void v) {
-          found[0] |= isElement(a.getVariable());
-          return super.visitAssignment(a, v);
-        }
-
-        @Override
-        public Void visitCompoundAssignment(CompoundAssignmentTree a, Void v) {
-          found[0] |= isElement(a.getVariable());
-          return super.visitCompoundAssignment(a, v);
-        }
-
-        @Override
-        public Void visitUnary(UnaryTree u, Void v) {
-          Tree.Kind k = u.getKind();
-          found[0] |= (k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT
-              || k == Tree.Kind.POSTFIX_DECREMENT || k == Tree.Kind.PREFIX_DECREMENT) && isElement(u.getExpression());
-          return super.visitUnary(u, v);
-        }
-
-        @Override
-        public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
-          found[0] |= writesMemory(s, mi);
-          return super.visitMethodInvocation(mi, v);
-        }
-      }.scan(s.method().getBody(), null);
-      writes.put(m, found[0]);
-      return found[0];
+      boolean found = scanWrites(s, s.method().getBody(), new java.util.HashSet<>());
+      writes.put(m, found);
+      return found;
     }
 
     /** Whether the call {@code mi} in {@code s} may write an array argument ({@link #writesMemory(ExecutableElement)}). */
@@ -222,15 +197,22 @@ public final class KernelTranslator {
      */
     Set<Element> arraysWritten(Source s, Tree tree) {
       Set<Element> written = new java.util.HashSet<>();
+      scanWrites(s, tree, written);
+      return written;
+    }
+
+    /**
+     * Whether {@code tree} may write an array element (an assigned, compound-assigned, incremented or decremented
+     * element, or a call that may write one), adding to {@code written} the variables whose elements it writes.
+     */
+    private boolean scanWrites(Source s, Tree tree, Set<Element> written) {
+      boolean[] any = {false};
       new TreeScanner<Void, Void>() {
-        private void target(Tree t) {
-          if (!isElement(t)) {
-            return;
+        private void target(ExpressionTree t) {
+          if (bare(t) instanceof ArrayAccessTree) {
+            any[0] = true;
+            if (element(s, arrayRoot(t)) instanceof Element e) written.add(e);
           }
-          while (t instanceof ParenthesizedTree || t instanceof ArrayAccessTree) {
-            t = t instanceof ArrayAccessTree a ? a.getExpression() : ((ParenthesizedTree) t).getExpression();
-          }
-          if (element(s, t) instanceof Element e) written.add(e);
         }
 
         @Override
@@ -247,16 +229,20 @@ public final class KernelTranslator {
 
         @Override
         public Void visitUnary(UnaryTree u, Void v) {
-          target(u.getExpression());
+          Tree.Kind k = u.getKind();
+          if (k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT
+              || k == Tree.Kind.POSTFIX_DECREMENT || k == Tree.Kind.PREFIX_DECREMENT) {
+            target(u.getExpression());
+          }
           return super.visitUnary(u, v);
         }
 
         @Override
         public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
           if (writesMemory(s, mi)) {
-            for (Tree arg : mi.getArguments()) {
-              while (arg instanceof ParenthesizedTree p) arg = p.getExpression();
-              if (arg instanceof com.sun.source.tree.IdentifierTree && element(s, arg) instanceof Element e
+            any[0] = true;
+            for (ExpressionTree arg : mi.getArguments()) {
+              if (bare(arg) instanceof IdentifierTree id && element(s, id) instanceof Element e
                   && e.asType().getKind() == TypeKind.ARRAY) {
                 written.add(e);
               }
@@ -265,15 +251,22 @@ public final class KernelTranslator {
           return super.visitMethodInvocation(mi, v);
         }
       }.scan(tree, null);
-      return written;
+      return any[0];
     }
+  }
 
-    private static boolean isElement(Tree target) {
-      while (target instanceof ParenthesizedTree p) {
-        target = p.getExpression();
-      }
-      return target instanceof ArrayAccessTree;
+  /** {@code e} without the parentheses around it. */
+  static ExpressionTree bare(ExpressionTree e) {
+    while (e instanceof ParenthesizedTree p) {
+      e = p.getExpression();
     }
+    return e;
+  }
+
+  /** The array variable an element access names, {@code x} of {@code ((x)[i])[j]}; {@code e} itself if it is none. */
+  static ExpressionTree arrayRoot(ExpressionTree e) {
+    for (e = bare(e); e instanceof ArrayAccessTree a; e = bare(a.getExpression())) {}
+    return e;
   }
 
   private final Trees trees;

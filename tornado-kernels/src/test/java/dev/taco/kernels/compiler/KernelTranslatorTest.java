@@ -225,11 +225,11 @@ class KernelTranslatorTest {
       assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
           + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1]);
     }
-    // reading a parameter the loop does not write, before the loop, stays allowed
+    // reading a parameter the loop does not write, before the loop, stays allowed (a negated element is a read)
     assertThat(translateSource(HELPERS + """
           static void k(float[] x, int[] y, int n) {
             int first = y[0];
-            for (@Parallel int i = 0; i < n; i++) x[i] = first;
+            for (@Parallel int i = 0; i < n; i++) x[i] = first - y[i] + (-y[i]);
           }
         """)).contains("int first = y[0];");
   }
