@@ -256,12 +256,12 @@ public final class Rendezvous implements AutoCloseable {
       Thread.ofVirtual().name("taco-rendezvous-hello").start(() -> {
         Link link = hello(s, deadline, where);
         synchronized (hellos) { // against rank 0's clean-up, which closes what is still in either set
-          if (link != null && reading.remove(s)) {
+          boolean wanted = reading.remove(s); // false once rank 0 has stopped taking peers
+          if (link != null && wanted) {
             hellos.add(link);
           } else if (link != null) {
             link.close();
           }
-          reading.remove(s);
         }
       });
     }

@@ -1,5 +1,6 @@
 package dev.taco.runtime.analyze;
 
+import dev.taco.runtime.AtomicFile;
 import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,7 +9,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import dev.taco.runtime.AtomicFile;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;

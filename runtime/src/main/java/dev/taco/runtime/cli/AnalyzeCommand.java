@@ -1,8 +1,7 @@
 package dev.taco.runtime.cli;
 
-import dev.taco.codec.Codecs;
-
 import dev.taco.codec.AbstractCodec;
+import dev.taco.codec.Codecs;
 import dev.taco.kernels.simd.Simd;
 import dev.taco.runtime.analyze.AnalyzePlots;
 import dev.taco.runtime.analyze.NamedTensor;

@@ -1,12 +1,11 @@
 package dev.taco.runtime.cli;
 
-import dev.taco.runtime.AtomicFile;
-
 import dev.taco.codec.Codecs;
 import dev.taco.collective.nccl.Nccl;
 import dev.taco.kernels.cuda.Cublas;
 import dev.taco.kernels.cuda.Cuda;
 import dev.taco.kernels.cuda.CudaContext;
+import dev.taco.runtime.AtomicFile;
 import dev.taco.runtime.data.Corpus;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
@@ -624,11 +623,12 @@ public final class TacoCli {
         : e.getMessage();
   }
 
-  /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
+  /** {@code v} to the unit, or "-" for NaN (a diverged run's bytes and tokens/s). */
   private static String dashIfNaN(double v) {
     return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.0f", v);
   }
 
+  /** Prints the side-by-side per-step table, the wire bytes and the codec error, as the run's report. */
   static void printTable(PrintWriter w, List<RunResult> runs, int logInterval) {
     // the first column as wide as the longest codec name (taco-no-hadamard, taco:e5m2 ...), at least 12
     String name = "%-" + Math.max(12, runs.stream().mapToInt(r -> r.compression().length()).max().orElse(0)) + "s";

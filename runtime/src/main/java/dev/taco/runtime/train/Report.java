@@ -1,5 +1,6 @@
 package dev.taco.runtime.train;
 
+import dev.taco.runtime.AtomicFile;
 import dev.taco.runtime.JsonFiles;
 import java.awt.BasicStroke;
 import java.awt.Color;
@@ -10,7 +11,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import dev.taco.runtime.AtomicFile;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
