@@ -53,6 +53,19 @@ public final class AtomicFile {
   }
 
   /**
+   * Writes {@code chart} to {@code out} as a PNG, as {@link #write} writes: rendered in memory first, with ImageIO's
+   * disk cache off, so that a disk that fills up fails the file write alone (with ImageIO's cache file, a failed write
+   * left the cache stream open, and the JVM's exit printed its NullPointerException).
+   *
+   * @throws IOException naming {@code out} and the reason, if the folder cannot be made or the file written
+   */
+  public static void writePng(Path out, org.knowm.xchart.internal.chartpart.Chart<?, ?> chart) throws IOException {
+    javax.imageio.ImageIO.setUseCache(false);
+    byte[] png = org.knowm.xchart.BitmapEncoder.getBitmapBytes(chart, org.knowm.xchart.BitmapEncoder.BitmapFormat.PNG);
+    write(out, o -> o.write(png));
+  }
+
+  /**
    * What went wrong with a file, in words, without naming the file (a temp file's name means nothing to a user): a file
    * system error's reason or kind, else the message, with its cause's (an encoder's own error wraps the disk's).
    */

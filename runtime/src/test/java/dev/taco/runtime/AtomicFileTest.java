@@ -37,4 +37,21 @@ class AtomicFileTest {
         .isInstanceOf(IOException.class).hasMessageStartingWith("cannot write " + file.resolve("report.json"));
     assertThat(file).hasContent("x");
   }
+
+  /** A chart is rendered in memory (no ImageIO cache file that a failed write could leave open) and written whole. */
+  @Test
+  void aChartIsWrittenAsAPngRenderedInMemory() throws IOException {
+    var chart = new org.knowm.xchart.XYChartBuilder().width(320).height(200).build();
+    chart.addSeries("y", new double[] {0, 1, 2}, new double[] {1, 3, 2});
+    javax.imageio.ImageIO.setUseCache(true);
+    Path out = tmp.resolve("plot.png");
+    AtomicFile.writePng(out, chart);
+    assertThat(javax.imageio.ImageIO.getUseCache()).as("ImageIO's disk cache off").isFalse();
+    var image = javax.imageio.ImageIO.read(out.toFile());
+    assertThat(image).as("a PNG that decodes").isNotNull();
+    assertThat(new int[] {image.getWidth(), image.getHeight()}).containsExactly(320, 200);
+    Path file = Files.writeString(tmp.resolve("f"), "x");
+    assertThatThrownBy(() -> AtomicFile.writePng(file.resolve("plot.png"), chart)).isInstanceOf(IOException.class)
+        .hasMessageStartingWith("cannot write " + file.resolve("plot.png"));
+  }
 }

@@ -97,9 +97,9 @@ public final class Codecs {
             format == null ? Fp8Format.E4M3 : format, alpha == null ? 1f : alpha, hadamard == null || hadamard,
             !base.equals("taco-no-ds"), nonFinite);
         case "taco-no-ash", "taco-no-hadamard" -> {
-          if (hadamard != null || (base.equals("taco-no-ash") && alpha != null)) {
+          if (Boolean.TRUE.equals(hadamard) || (base.equals("taco-no-ash") && alpha != null && alpha != 0f)) {
             throw new IllegalArgumentException("codec '" + text + "': " + base + " fixes "
-                + (hadamard != null ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
+                + (Boolean.TRUE.equals(hadamard) ? "hadamard=off" : "alpha=0") + "; valid: " + NAMES);
           }
           yield new TacoCodec(base, groupOr(TacoCodec.DEFAULT_GROUP), format == null ? Fp8Format.E4M3 : format,
               base.equals("taco-no-ash") ? 0f : alpha == null ? 1f : alpha, false, true, nonFinite);
@@ -176,7 +176,11 @@ public final class Codecs {
             try {
               alpha = Float.parseFloat(p.substring(6)) + 0f; // -0 is 0: one plan, one description
             } catch (NumberFormatException e) {
-              throw badParam(spec, p);
+              alpha = Float.NaN;
+            }
+            if (!(alpha >= 0 && alpha <= 1)) {
+              throw new IllegalArgumentException("codec '" + spec + "': alpha must be a number in [0, 1], got '"
+                  + p.substring(6) + "'");
             }
           } else {
             throw badParam(spec, p);
@@ -196,6 +200,10 @@ public final class Codecs {
   }
 
   private static IllegalArgumentException badParam(String spec, String p) {
+    if (ALL.stream().anyMatch(n -> n.equals(p) || n.startsWith(p + ":"))) { // "none,taco" where one codec is taken
+      return new IllegalArgumentException("codec '" + spec + "': '" + p + "' is a codec, not a parameter; one codec"
+          + " here");
+    }
     return new IllegalArgumentException("codec '" + spec + "': bad parameter '" + p + "'; valid: " + NAMES);
   }
 }

@@ -403,6 +403,20 @@ class CodecTest {
     // -0 is 0 (one plan describes itself one way on every rank), and spaces around the name are not part of it
     assertThat(Codecs.byName("taco:alpha=-0").toString()).isEqualTo(Codecs.byName("taco:alpha=0").toString());
     assertThat(Codecs.parse("taco : e5m2").base()).isEqualTo("taco");
+    // alpha that is no number in [0, 1] is named as such; a second codec where one is taken is called a codec
+    for (String a : new String[] {"NaN", "-1", "1.5", "x"}) {
+      assertThatThrownBy(() -> Codecs.parse("taco:alpha=" + a)).as(a)
+          .hasMessageContaining("alpha must be a number in [0, 1], got '" + a.toLowerCase(java.util.Locale.ROOT) + "'");
+    }
+    assertThatThrownBy(() -> Codecs.parse("none,taco")).hasMessageContaining("'taco' is a codec, not a parameter");
+    // an ablation given the value it fixes anyway is that ablation; the other value is refused
+    assertThat(Codecs.byName("taco-no-ash:hadamard=off,alpha=0").toString())
+        .isEqualTo(Codecs.byName("taco-no-ash").toString());
+    assertThat(Codecs.byName("taco-no-hadamard:hadamard=off").toString())
+        .isEqualTo(Codecs.byName("taco-no-hadamard").toString());
+    assertThatThrownBy(() -> Codecs.byName("taco-no-ash:alpha=0.5")).hasMessageContaining("taco-no-ash fixes alpha=0");
+    assertThatThrownBy(() -> Codecs.byName("taco-no-hadamard:hadamard=on"))
+        .hasMessageContaining("taco-no-hadamard fixes hadamard=off");
   }
 
   @Test

@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
@@ -129,7 +128,7 @@ public final class AnalyzePlots {
       chart.addSeries("nothing to show (all zero / exact)", new double[] {1}, new double[] {0})
           .setMarker(SeriesMarkers.NONE);
     }
-    AtomicFile.write(file, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
+    AtomicFile.writePng(file, chart);
     return file;
   }
 }

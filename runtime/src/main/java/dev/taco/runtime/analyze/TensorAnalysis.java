@@ -47,12 +47,22 @@ public final class TensorAnalysis {
       String message) {
     /**
      * The file's name (not its whole path, which stays in {@link #file}) for an unnamed tensor, else
-     * {@code name:tensor}: the table's first column and the plots' titles.
+     * {@code name:tensor}: the table's first column and the plots' titles. Control characters (a newline in a tensor
+     * name would break the table's rows) are shown as Java escapes: a newline as backslash-n, others as backslash-u
+     * and four hex digits.
      */
     public String label() {
       Path name = Path.of(file).getFileName();
       String f = name == null ? file : name.toString();
-      return tensor.isEmpty() ? f : f + ":" + tensor;
+      String l = tensor.isEmpty() ? f : f + ":" + tensor;
+      StringBuilder b = new StringBuilder(l.length());
+      l.codePoints().forEach(c -> {
+        if (c == '\n') b.append("\\n");
+        else if (c == '\t') b.append("\\t");
+        else if (Character.isISOControl(c)) b.append(String.format("\\u%04x", c));
+        else b.appendCodePoint(c);
+      });
+      return b.toString();
     }
   }
 

@@ -43,6 +43,8 @@ import picocli.CommandLine.Spec;
             + " row); 2 for an unknown codec or an unreadable or malformed file (one line each on stderr)."})
 final class AnalyzeCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(AnalyzeCommand.class);
+  /** Characters of a tensor's label kept in its plot files' names (with "NNN-" and "-values.png" well below 255). */
+  static final int MAX_LABEL = 120;
 
   @Spec
   CommandSpec spec;
@@ -52,7 +54,9 @@ final class AnalyzeCommand implements Callable<Integer> {
 
   @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]",
       description = "Codecs to measure, comma-separated, with parameters after a colon as in"
-          + " `taco:e5m2,g=128,hadamard=off`. Default: all of " + Codecs.NAMES + ".")
+          + " `taco:e5m2,g=128,hadamard=off`. Default: fp32, none, fp8-tensor, fp8-group, int8-group,"
+          + " int4-group, hadamard-int8, taco, taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard. Codecs: "
+          + Codecs.NAMES + ".")
   String codecs;
 
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.")
@@ -192,7 +196,10 @@ final class AnalyzeCommand implements Callable<Integer> {
             }
           }
           String label = rows.get(0).label();
-          String prefix = String.format("%03d-%s", seq++, label.replaceAll("[^A-Za-z0-9._-]+", "_"));
+          // the sequence number keeps names apart, so the label is cut to keep file names short (255 bytes at most)
+          String safe = label.replaceAll("[^A-Za-z0-9._-]+", "_");
+          String prefix = String.format("%03d-%s", seq++, safe.length() > MAX_LABEL ? safe.substring(0, MAX_LABEL - 1)
+              + "~" : safe);
           if (t.size() > 0) {
             try {
               log.debug("plots: {}", AnalyzePlots.write(plots, prefix, label, t, decoded));

@@ -273,15 +273,37 @@ public final class TacoCli {
         }
         if (sequenceParallel && tp == 1)
           log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
+        if (dataParallel == 1 && !dpCompression.equals("fp32"))
+          log.warn("--dp-compression {} has no effect at --data-parallel-size 1 (no gradient all-reduce)",
+              dpCompression);
+        if (exitInterval > 0 && exitInterval >= steps)
+          log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, steps);
         if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
-        out = outputFolder(out, overwrite);
+        boolean freshSave = save != null && !Files.exists(save);
+        if (save != null) { // found now, not at the first save after minutes of training
+          try {
+            Files.createDirectories(save);
+          } catch (IOException e) {
+            throw new IllegalArgumentException("cannot create --save folder " + save.toAbsolutePath() + ": "
+                + reason(e));
+          }
+          if (!Files.isWritable(save))
+            throw new IllegalArgumentException("--save folder " + save.toAbsolutePath() + " is not writable");
+        }
+        try {
+          out = outputFolder(out, overwrite);
+        } catch (IOException | RuntimeException e) {
+          if (freshSave) deleteIfEmpty(save);
+          throw e;
+        }
         try {
           return train(cfg, opt, gpu, run, corpus, codecs);
         } catch (Exception e) {
           if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
+          if (freshSave) deleteIfEmpty(save); // nor the --save folder
           throw e;
         }
       }
@@ -378,6 +400,19 @@ public final class TacoCli {
         if (!single && Files.exists(child.resolve(dev.taco.runtime.train.Checkpoint.LATEST))) {
           if (say) log.info("--load {}: resuming {} from {}", load, c, child);
           return child;
+        }
+        List<String> others = new ArrayList<>();
+        try (var sub = Files.list(load)) {
+          sub.filter(d -> Files.exists(d.resolve(dev.taco.runtime.train.Checkpoint.LATEST)))
+              .forEach(d -> others.add(d.getFileName().toString()));
+        } catch (IOException e) {
+          throw new IllegalArgumentException("--load " + load + " cannot be read: " + reason(e));
+        }
+        if (!single && !others.isEmpty()) { // a several-codec folder without this codec's run
+          if (say)
+            log.warn("--load {} holds checkpoints of {}, none of {}: starting it from scratch", load,
+                String.join(", ", others.stream().sorted().toList()), c);
+          return null;
         }
         return load;
       }
@@ -672,7 +707,7 @@ public final class TacoCli {
       if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
         w.printf(
             name + " note: sites calibrated in every step (--calibration-steps covers the run): the bytes are those"
-                + " of the codec's default plan%n",
+                + " of calibration steps, which send with the codec's default plan until a site's own is frozen%n",
             r.compression());
       } else if (r.calibration_steps() > 0) {
         w.printf(name + " TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",

@@ -103,6 +103,17 @@ public final class Corpus {
     return name;
   }
 
+  /**
+   * What identifies the text whatever its file is called: both splits' sizes and the CRC32C of their bytes, e.g.
+   * {@code 1234567+12345 bytes, crc32c 0a1b2c3d}. A resumed run compares it with its checkpoint's.
+   */
+  public String fingerprint() {
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    crc.update(train);
+    crc.update(val);
+    return String.format(java.util.Locale.ROOT, "%d+%d bytes, crc32c %08x", train.length, val.length, crc.getValue());
+  }
+
   /** Bytes (= tokens) in the training split. */
   public int trainBytes() {
     return train.length;

@@ -27,7 +27,8 @@ import java.util.Map;
  * the token axis). The first {@code calibrationSteps} tensors seen at a site calibrate it: every candidate plan is
  * measured (relative L2 error of one encode/decode of the {@code rows x cols} tensor, one coarse scale per row as on
  * the wire), the errors are summed over ranks with an exact all-reduce so every rank picks the same plan, and the plan
- * is frozen; {@code recalibrateInterval > 0} starts a new calibration every that many uses.
+ * is frozen; {@code recalibrateInterval > 0} starts a new calibration every that many uses. Evaluation passes
+ * ({@link #setEvaluating}) are not uses.
  *
  * <p>Without calibration (or for a codec without a group size) every site uses the codec as given. The collectives are
  * {@link TwoShot}'s over a {@link HostWire} on the exact transport. With one rank nothing is sent, so nothing is
@@ -80,6 +81,7 @@ public final class CollectiveSites {
   private final Map<String, Site> sites = new LinkedHashMap<>();
   private final Map<String, double[]> sampled = new LinkedHashMap<>();
   private boolean sampling;
+  private boolean evaluating;
   private long measurements;
   private final int maxWireCols;
   private final Map<String, Long> bytesByKind = new LinkedHashMap<>();
@@ -192,8 +194,13 @@ public final class CollectiveSites {
   /**
    * Restores the sites' state saved by {@link #state} (a resumed run). Call before the first collective.
    *
-   * @throws IllegalArgumentException if a saved count is negative, a saved plan names an unknown codec or layout, or its
-   *     error sums do not match this codec's candidate plans (the checkpoint was written with another --compression)
+   * <p>A site whose calibration was in progress goes on calibrating where this run calibrates; where it calibrates
+   * nothing (one rank, {@code --calibration-steps 0}, a codec without a group size) the saved frozen plans are kept, for a
+   * later run that does, and the calibration in progress is dropped.
+   *
+   * @throws IllegalArgumentException if a saved count is negative, a saved plan names an unknown codec or layout, or a
+   *     calibration in progress does not match this codec's candidate plans (the checkpoint was written with another
+   *     --compression)
    */
   public void restore(Map<String, SiteState> saved) {
     sites.clear();
@@ -206,12 +213,19 @@ public final class CollectiveSites {
       site.uses = st.uses();
       site.calibrating = st.calibrating();
       site.seen = st.seen();
-      if (st.errors() != null && st.errors().length != candidates.size() * LAYOUTS.length) {
-        throw new IllegalArgumentException("site " + name + " was calibrating over " + st.errors().length
-            + " candidate plans, this codec has " + candidates.size() * LAYOUTS.length);
+      // a calibration in progress goes on only where this run calibrates over the same candidate plans; a frozen
+      // site's error sums are spent (the next calibration starts new ones), and a run that calibrates nothing (one
+      // rank, --calibration-steps 0) never reads them
+      boolean inProgress = st.calibrating() > 0 && !candidates.isEmpty();
+      if (inProgress && (st.errors() == null || st.errors().length != candidates.size() * LAYOUTS.length)) {
+        throw new IllegalArgumentException("site " + name + " was calibrating (" + st.seen() + " of "
+            + (st.seen() + st.calibrating()) + " tensors seen) over " + (st.errors() == null ? 0 : st.errors().length)
+            + " candidate plans, this run's codec has " + candidates.size() * LAYOUTS.length + ": resume with the"
+            + " --compression the checkpoint was written with, or let the calibration finish before changing it");
       }
-      site.errors = st.errors() == null ? null : st.errors().clone();
-      site.energy = st.energy() == null ? null : st.energy().clone();
+      if (!inProgress) site.calibrating = 0;
+      site.errors = inProgress ? st.errors().clone() : null;
+      site.energy = inProgress && st.energy() != null ? st.energy().clone() : null;
       site.relL2 = st.relL2();
       if (st.codec() != null) {
         AbstractCodec codec = st.codec().equals("fp32") ? null : Codecs.byName(st.codec());
@@ -248,6 +262,15 @@ public final class CollectiveSites {
   /** While on, every all-reduce also measures its codec's error on this rank's input (see {@link #sampledErrors}). */
   public void setSampling(boolean on) {
     sampling = on;
+  }
+
+  /**
+   * While on (an evaluation pass), every site uses the plan it has now, without a calibration step, a counted use or a
+   * sample: evaluation leaves the training's plans, and so its losses, as they would be without it (as
+   * {@code --eval-interval} and {@code --eval-iters} must).
+   */
+  public void setEvaluating(boolean on) {
+    evaluating = on;
   }
 
   /** The sampled codec error by direction ({@code fwd}, {@code bwd}); empty when nothing was sampled. */
@@ -366,6 +389,10 @@ public final class CollectiveSites {
     try {
       float[] host = null;
       Plan plan = fixed;
+      if (evaluating) {
+        Site site = sites.get(name);
+        return site == null || site.plan == null ? fixed : site.plan;
+      }
       if (!candidates.isEmpty()) {
         Site site = sites.computeIfAbsent(name, k -> new Site());
         site.tokenAxis = tokenAxis;

@@ -48,7 +48,8 @@ import org.slf4j.LoggerFactory;
  * number of optimizer steps done: a resumed run's first step), the model shape, the TP size and codec it was written
  * with, the data position (the batches drawn from the seed's generator, the only random state a run has), the run's
  * options, every collective site's state with its frozen codec plan ({@link CollectiveSites.SiteState}) per
- * data-parallel replica, and each file's size and CRC32C.
+ * data-parallel replica, with data parallelism the gradient sites' state per TP rank ({@code --dp-compression}'s
+ * calibrated plans), and each file's size and CRC32C.
  *
  * <p>Each rank's shard is exactly the slice {@link ParameterTensors#slice} takes of the unsharded tensors (replicated
  * tensors are bit-identical on every rank, checked when saving), so a checkpoint loads at any TP size that divides
@@ -64,7 +65,8 @@ public final class Checkpoint {
 
   /** Megatron-LM's name of the file that names the newest checkpoint. */
   public static final String LATEST = "latest_checkpointed_iteration.txt";
-  static final int FORMAT = 2; // 2: the sites' state per data-parallel replica
+  /** 2: the sites' state per data-parallel replica; 3: and the data-parallel gradient sites' (2 still loads). */
+  static final int FORMAT = 3;
   static final String MODEL = "model.safetensors", OPTIMIZER = "optimizer.safetensors", META = "meta.json";
 
   private Checkpoint() {}
@@ -78,11 +80,42 @@ public final class Checkpoint {
    * @param m AdamW's first moments, unsharded
    * @param v AdamW's second moments, unsharded
    * @param sites every collective site's state, as TP rank 0 of each data-parallel replica had it, by replica
+   * @param dpCompression the {@code --dp-compression} of the data-parallel gradient sites, null without them
+   * @param dpSites the data-parallel gradient sites' state by TP rank (each DP group's, as its replica 0 had it);
+   *     empty without data parallelism
    * @param batchesDrawn training batches drawn from the seed's generator so far
    * @param tp the TP size it was written at
+   * @param options the options the run that wrote it had ({@code Options.asMap}), each value as JSON text
    */
   public record State(Path dir, int step, float[] params, float[] m, float[] v,
-      List<Map<String, CollectiveSites.SiteState>> sites, long batchesDrawn, int tp) {}
+      List<Map<String, CollectiveSites.SiteState>> sites, String dpCompression,
+      List<Map<String, CollectiveSites.SiteState>> dpSites, long batchesDrawn, int tp, Map<String, String> options) {
+
+    /**
+     * The options of {@code now} ({@code Options.asMap}) that differ from the checkpoint's, as
+     * {@code name now (checkpoint: was)}; {@code steps} left out (a resumed run usually trains further).
+     */
+    public List<String> changedOptions(Map<String, Object> now) {
+      JsonObject o = JsonParser.parseString(JsonFiles.toJson(now)).getAsJsonObject();
+      List<String> out = new ArrayList<>();
+      for (Map.Entry<String, JsonElement> e : o.entrySet()) {
+        String was = options.get(e.getKey());
+        if (!e.getKey().equals("steps") && was != null && !was.equals(e.getValue().toString())) {
+          out.add(e.getKey() + " " + shown(e.getValue().toString()) + " (checkpoint: " + shown(was) + ")");
+        }
+      }
+      return out;
+    }
+
+    /** A JSON value as the command line would give it: a float option to float precision (1.00000005E-4: 0.0001). */
+    private static String shown(String json) {
+      try {
+        return new BigDecimal(json).round(new java.math.MathContext(7)).stripTrailingZeros().toPlainString();
+      } catch (NumberFormatException e) {
+        return json;
+      }
+    }
+  }
 
   /** The folder name of the checkpoint of {@code step}: {@code iter_0000010}. */
   static String folderName(int step) {
@@ -95,6 +128,8 @@ public final class Checkpoint {
    * @param ranks every TP rank's {@link dev.taco.runtime.model.Gpt#stateToHost} ({@code {params, m, v}}), by rank
    * @param compression the run's codec name
    * @param sites the collective sites' state of TP rank 0 of each data-parallel replica, by replica
+   * @param dpCompression the data-parallel gradient sites' codec ({@code --dp-compression}), null without them
+   * @param dpSites their state by TP rank (empty without data parallelism)
    * @param batchesDrawn training batches drawn so far
    * @param options the run's options, stored for the record
    * @return the checkpoint folder
@@ -102,7 +137,8 @@ public final class Checkpoint {
    * @throws IOException if a file cannot be written (the previous checkpoint stays the latest)
    */
   public static Path save(Path dir, int step, GptConfig cfg, float[][][] ranks, String compression,
-      List<Map<String, CollectiveSites.SiteState>> sites, long batchesDrawn, Map<String, Object> options)
+      List<Map<String, CollectiveSites.SiteState>> sites, String dpCompression,
+      List<Map<String, CollectiveSites.SiteState>> dpSites, long batchesDrawn, Map<String, Object> options)
       throws IOException {
     if (ranks.length != cfg.tp())
       throw new IllegalArgumentException("expected " + cfg.tp() + " ranks, got " + ranks.length);
@@ -116,40 +152,16 @@ public final class Checkpoint {
     Path done = dir.resolve(folderName(step));
     Path tmp = dir.resolve("." + folderName(step) + ".tmp");
     deleteTree(tmp); // a save killed before
-    Files.createDirectories(tmp);
-    List<SafetensorsWriter.Tensor> weights = new ArrayList<>(), moments = new ArrayList<>();
-    for (ParameterTensors.Tensor t : full.tensors()) {
-      int[] shape = shape(t);
-      weights.add(new SafetensorsWriter.Tensor(t.name(), shape, unsharded[0], t.fullOffset()));
-      moments.add(new SafetensorsWriter.Tensor("exp_avg." + t.name(), shape, unsharded[1], t.fullOffset()));
-      moments.add(new SafetensorsWriter.Tensor("exp_avg_sq." + t.name(), shape, unsharded[2], t.fullOffset()));
+    try {
+      writeFolder(tmp, step, cfg, unsharded, compression, sites, dpCompression, dpSites, batchesDrawn, options);
+    } catch (IOException | RuntimeException e) { // a full disk: no half-written folder left behind
+      try {
+        deleteTree(tmp);
+      } catch (IOException again) {
+        e.addSuppressed(again);
+      }
+      throw e;
     }
-    Map<String, String> stMeta = Map.of("format", "pt", "step", String.valueOf(step));
-    SafetensorsWriter.write(tmp.resolve(MODEL), weights, stMeta);
-    SafetensorsWriter.write(tmp.resolve(OPTIMIZER), moments, stMeta);
-    Map<String, Object> files = new LinkedHashMap<>();
-    for (String f : List.of(MODEL, OPTIMIZER)) {
-      files.put(f, Map.of("bytes", Files.size(tmp.resolve(f)), "crc32c", crc32c(tmp.resolve(f))));
-    }
-    Map<String, Object> meta = new LinkedHashMap<>();
-    meta.put("format", FORMAT);
-    meta.put("step", step);
-    meta.put("compression", compression);
-    meta.put("model", modelShape(cfg));
-    meta.put("tensor_model_parallel_size", cfg.tp());
-    meta.put("data", Map.of("batches_drawn", batchesDrawn,
-        "generator", "java.util.SplittableRandom(--seed), one draw per batch (Corpus.batch)"));
-    meta.put("options", options);
-    List<Map<String, Object>> siteJson = new ArrayList<>();
-    for (Map<String, CollectiveSites.SiteState> replica : sites) {
-      Map<String, Object> one = new LinkedHashMap<>();
-      replica.forEach((name, s) -> one.put(name, siteToJson(s)));
-      siteJson.add(one);
-    }
-    meta.put("sites", siteJson);
-    meta.put("files", files);
-    writeSynced(tmp.resolve(META), JsonFiles.toJson(meta));
-    syncFolder(tmp);
     if (Files.exists(done)) { // the same step saved again: the new one replaces it
       Path old = dir.resolve("." + folderName(step) + ".old");
       deleteTree(old);
@@ -173,6 +185,56 @@ public final class Checkpoint {
     return done;
   }
 
+  /** Writes the checkpoint's files into the new folder {@code tmp}, each flushed to the disk, and the folder. */
+  private static void writeFolder(Path tmp, int step, GptConfig cfg, float[][] unsharded, String compression,
+      List<Map<String, CollectiveSites.SiteState>> sites, String dpCompression,
+      List<Map<String, CollectiveSites.SiteState>> dpSites, long batchesDrawn, Map<String, Object> options)
+      throws IOException {
+    Files.createDirectories(tmp);
+    ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
+    List<SafetensorsWriter.Tensor> weights = new ArrayList<>(), moments = new ArrayList<>();
+    for (ParameterTensors.Tensor t : full.tensors()) {
+      int[] shape = shape(t);
+      weights.add(new SafetensorsWriter.Tensor(t.name(), shape, unsharded[0], t.fullOffset()));
+      moments.add(new SafetensorsWriter.Tensor("exp_avg." + t.name(), shape, unsharded[1], t.fullOffset()));
+      moments.add(new SafetensorsWriter.Tensor("exp_avg_sq." + t.name(), shape, unsharded[2], t.fullOffset()));
+    }
+    Map<String, String> stMeta = Map.of("format", "pt", "step", String.valueOf(step));
+    SafetensorsWriter.write(tmp.resolve(MODEL), weights, stMeta);
+    SafetensorsWriter.write(tmp.resolve(OPTIMIZER), moments, stMeta);
+    Map<String, Object> files = new LinkedHashMap<>();
+    for (String f : List.of(MODEL, OPTIMIZER)) {
+      files.put(f, Map.of("bytes", Files.size(tmp.resolve(f)), "crc32c", crc32c(tmp.resolve(f))));
+    }
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("format", FORMAT);
+    meta.put("step", step);
+    meta.put("compression", compression);
+    meta.put("model", modelShape(cfg));
+    meta.put("tensor_model_parallel_size", cfg.tp());
+    meta.put("data", Map.of("batches_drawn", batchesDrawn,
+        "generator", "java.util.SplittableRandom(--seed), one draw per batch (Corpus.batch)"));
+    meta.put("options", options);
+    meta.put("sites", sitesToJson(sites));
+    if (dpCompression != null) {
+      meta.put("data_parallel_sites", Map.of("compression", dpCompression, "by_tensor_parallel_rank",
+          sitesToJson(dpSites)));
+    }
+    meta.put("files", files);
+    writeSynced(tmp.resolve(META), JsonFiles.toJson(meta));
+    syncFolder(tmp);
+  }
+
+  private static List<Map<String, Object>> sitesToJson(List<Map<String, CollectiveSites.SiteState>> sites) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (Map<String, CollectiveSites.SiteState> group : sites) {
+      Map<String, Object> one = new LinkedHashMap<>();
+      group.forEach((name, st) -> one.put(name, siteToJson(st)));
+      out.add(one);
+    }
+    return out;
+  }
+
   /**
    * The newest checkpoint in {@code dir}, checked against this run, or null when {@code dir} holds none (a fresh
    * start, as Megatron-LM does, with a warning).
@@ -193,6 +255,7 @@ public final class Checkpoint {
     int step;
     try {
       step = Integer.parseInt(Files.readString(latest).strip());
+      if (step < 0) throw new NumberFormatException("negative");
     } catch (IOException | NumberFormatException e) {
       throw new IllegalArgumentException("checkpoint " + latest + " does not hold a step number");
     }
@@ -209,9 +272,10 @@ public final class Checkpoint {
           + " or corrupt)");
     }
     try {
-      if (integer(metaFile, meta, "format", 0, Integer.MAX_VALUE) != FORMAT) {
+      long format = integer(metaFile, meta, "format", 0, Integer.MAX_VALUE);
+      if (format != FORMAT && format != 2) {
         throw new IllegalArgumentException("checkpoint " + metaFile + " has format " + meta.get("format")
-            + ", this version reads " + FORMAT);
+            + ", this version reads 2 and " + FORMAT);
       }
       JsonObject shape = field(metaFile, meta, "model").getAsJsonObject();
       modelShape(cfg).forEach((k, want) -> {
@@ -245,20 +309,27 @@ public final class Checkpoint {
         copy(ck.resolve(OPTIMIZER), o, "exp_avg." + t.name(), t, m);
         copy(ck.resolve(OPTIMIZER), o, "exp_avg_sq." + t.name(), t, v);
       }
-      List<Map<String, CollectiveSites.SiteState>> sites = new ArrayList<>();
-      for (JsonElement replica : field(metaFile, meta, "sites").getAsJsonArray()) {
-        Map<String, CollectiveSites.SiteState> one = new LinkedHashMap<>();
-        for (Map.Entry<String, JsonElement> e : replica.getAsJsonObject().entrySet()) {
-          one.put(e.getKey(), siteFromJson(e.getValue().getAsJsonObject()));
-        }
-        sites.add(one);
-      }
+      List<Map<String, CollectiveSites.SiteState>> sites = sitesFromJson(field(metaFile, meta, "sites"));
       if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
+      String dpCompression = null;
+      List<Map<String, CollectiveSites.SiteState>> dpSites = List.of();
+      if (meta.has("data_parallel_sites")) {
+        JsonObject dp = meta.getAsJsonObject("data_parallel_sites");
+        dpCompression = field(metaFile, dp, "compression").getAsString();
+        dpSites = sitesFromJson(field(metaFile, dp, "by_tensor_parallel_rank"));
+        if (dpSites.size() != tp) {
+          throw new IllegalArgumentException("checkpoint " + metaFile + " holds the data-parallel sites of "
+              + dpSites.size() + " TP ranks, written at TP=" + tp);
+        }
+      }
+      Map<String, String> options = new LinkedHashMap<>();
+      field(metaFile, meta, "options").getAsJsonObject().entrySet()
+          .forEach(e -> options.put(e.getKey(), e.getValue().toString()));
       long drawn = integer(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn", 0,
           Long.MAX_VALUE);
       if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
       log.info("loaded checkpoint {} (step {})", ck, step);
-      return new State(ck, step, params, m, v, sites, drawn, tp);
+      return new State(ck, step, params, m, v, sites, dpCompression, dpSites, drawn, tp, options);
     } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException
         | NumberFormatException e) {
       throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
@@ -351,6 +422,18 @@ public final class Checkpoint {
   /** A parameter tensor's full (unsharded) shape as written: {@code [cols]} for a vector, else {@code [rows, cols]}. */
   private static int[] shape(ParameterTensors.Tensor t) {
     return t.fullRows() == 1 ? new int[] {t.fullCols()} : new int[] {t.fullRows(), t.fullCols()};
+  }
+
+  private static List<Map<String, CollectiveSites.SiteState>> sitesFromJson(JsonElement groups) {
+    List<Map<String, CollectiveSites.SiteState>> out = new ArrayList<>();
+    for (JsonElement group : groups.getAsJsonArray()) {
+      Map<String, CollectiveSites.SiteState> one = new LinkedHashMap<>();
+      for (Map.Entry<String, JsonElement> e : group.getAsJsonObject().entrySet()) {
+        one.put(e.getKey(), siteFromJson(e.getValue().getAsJsonObject()));
+      }
+      out.add(one);
+    }
+    return out;
   }
 
   private static Map<String, Object> siteToJson(CollectiveSites.SiteState s) {

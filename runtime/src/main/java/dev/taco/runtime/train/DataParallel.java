@@ -6,6 +6,7 @@ import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.runtime.model.CollectiveSites;
 import dev.taco.runtime.model.ParameterTensors;
+import java.util.Map;
 
 /**
  * The data-parallel gradient all-reduce of one rank (Megatron-LM's DP group: the ranks that hold the same TP shard in
@@ -25,6 +26,14 @@ abstract class DataParallel {
 
   /** Bytes this rank has put on the DP wire so far. */
   abstract long bytesSent();
+
+  /** The gradient sites' state for a checkpoint (their calibrated plans); empty where every site has one fixed plan. */
+  Map<String, CollectiveSites.SiteState> sitesState() {
+    return Map.of();
+  }
+
+  /** Restores {@link #sitesState} from a checkpoint ({@link CollectiveSites#restore}); nothing where plans are fixed. */
+  void restoreSites(Map<String, CollectiveSites.SiteState> saved) {}
 
   /** This rank's (rows, cols) block of tensor {@code t}. */
   protected int[] shape(ParameterTensors.Tensor t, int tp) {
@@ -55,6 +64,16 @@ abstract class DataParallel {
       @Override
       long bytesSent() {
         return dp.bytesSent();
+      }
+
+      @Override
+      Map<String, CollectiveSites.SiteState> sitesState() {
+        return dp.state();
+      }
+
+      @Override
+      void restoreSites(Map<String, CollectiveSites.SiteState> saved) {
+        dp.restore(saved);
       }
     };
   }

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
@@ -98,7 +97,7 @@ public final class Report {
       }
     }
     Path out = dir.resolve("loss.png");
-    AtomicFile.write(out, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
+    AtomicFile.writePng(out, chart);
     return out;
   }
 
@@ -130,7 +129,7 @@ public final class Report {
       if (!xs.isEmpty()) chart.addSeries(runs.get(r).compression() + " - " + base.compression(), xs, ys);
     }
     Path out = dir.resolve("loss-diff.png");
-    AtomicFile.write(out, o -> BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG));
+    AtomicFile.writePng(out, chart);
     return out;
   }
 }

@@ -268,10 +268,16 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
+    if (resume != null && !resume.changedOptions(recordedOptions(opt, corpus)).isEmpty()) {
+      log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
+          + " checkpointed run would have taken", resume.dir(),
+          String.join(", ",
+              resume.changedOptions(recordedOptions(opt, corpus))));
+    }
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
     if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
-    Saving saving = new Saving(ck, cfg, compression, opt, new float[r][][]);
+    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(opt, corpus), new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
@@ -517,6 +523,16 @@ public final class Trainer {
       ParameterTensors p = model.layout();
       model.restore(p.slice(resume.params()), p.slice(resume.m()), p.slice(resume.v()));
       if (sites != null) sites.restore(resume.sites().get(Math.min(place.replica(), resume.sites().size() - 1)));
+      if (dp != null && !resume.dpSites().isEmpty()) {
+        // a DP site's plan is for its TP rank's gradient shard of one codec: kept at the same TP size and codec
+        if (resume.tp() == model.config().tp() && opt.dpCompression().equals(resume.dpCompression())) {
+          dp.restoreSites(resume.dpSites().get(rank));
+        } else if (place.reports()) {
+          log.info("the checkpoint's data-parallel gradient plans were calibrated for --dp-compression {} at TP={};"
+              + " this run ({} at TP={}) calibrates its own", resume.dpCompression(), resume.tp(),
+              opt.dpCompression(), model.config().tp());
+        }
+      }
       for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, gb, t, gin, gtgt);
       first = resume.step();
     }
@@ -597,11 +613,11 @@ public final class Trainer {
       }
       boolean stop = stopAgreed(place.world());
       if (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null)) {
-        saving.save(model, place, sites, step + 1, drawn);
+        saving.save(model, place, sites, dp, step + 1, drawn);
       }
       if (stop) {
         saving.stoppedAt().accumulateAndGet(step + 1, Math::max);
-        if (replica0) { // the loss where it stopped, after the checkpoint (evaluation touches the sites)
+        if (replica0) { // the loss where it stopped
           if (timer != null) timer.setEnabled(false);
           Double end = evaluate(model, exact, sites, corpus, opt, b, t, step + 1);
           if (reports) history.add(new RunResult.StepRow(step + 1, null, end, 0));
@@ -614,28 +630,37 @@ public final class Trainer {
 
   /**
    * A run's checkpoint saves: replica 0's ranks hand their weights and moments to the shared slots and every
-   * replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans may differ), then the
+   * replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans may differ), replica
+   * 0's rank q its DP group's gradient sites' state (the group agrees on them), then the
    * reporting rank writes the checkpoint ({@link Checkpoint#save}) while the others wait, and every rank learns whether
    * it succeeded.
    */
-  private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots,
-      List<Map<String, CollectiveSites.SiteState>> siteSlots,
+  private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
+      float[][][] slots,
+      List<Map<String, CollectiveSites.SiteState>> siteSlots, List<Map<String, CollectiveSites.SiteState>> dpSlots,
       java.util.concurrent.atomic.AtomicReference<Throwable> failure,
       java.util.concurrent.atomic.AtomicInteger stoppedAt) {
-    Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, float[][][] slots) {
-      this(ck, cfg, compression, opt, slots, new ArrayList<>(java.util.Collections.nCopies(opt.dataParallel(),
-          Map.<String, CollectiveSites.SiteState>of())), new java.util.concurrent.atomic.AtomicReference<>(),
+    Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
+        float[][][] slots) {
+      this(ck, cfg, compression, opt, options, slots, new ArrayList<>(java.util.Collections.nCopies(opt.dataParallel(),
+          Map.<String, CollectiveSites.SiteState>of())), new ArrayList<>(
+              java.util.Collections.nCopies(cfg.tp(),
+                  Map.<String, CollectiveSites.SiteState>of())),
+          new java.util.concurrent.atomic.AtomicReference<>(),
           new java.util.concurrent.atomic.AtomicInteger(-1));
     }
 
-    void save(Gpt<?> model, Place place, CollectiveSites sites, int done, long drawn) {
+    void save(Gpt<?> model, Place place, CollectiveSites sites, DataParallel dp, int done, long drawn) {
       Communicator exact = place.tp();
       if (place.replica() == 0) slots[exact.rank()] = model.stateToHost();
       if (exact.rank() == 0) siteSlots.set(place.replica(), sites == null ? Map.of() : sites.state());
+      if (place.replica() == 0 && dp != null) dpSlots.set(exact.rank(), dp.sitesState()); // its DP group's
       place.world().barrier();
       if (place.reports()) {
         try {
-          Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots), drawn, opt.asMap());
+          boolean dpOn = opt.dataParallel() > 1;
+          Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots),
+              dpOn ? opt.dpCompression() : null, dpOn ? List.copyOf(dpSlots) : List.of(), drawn, options);
           failure.set(null);
         } catch (java.io.IOException | RuntimeException e) {
           failure.set(e);
@@ -664,6 +689,13 @@ public final class Trainer {
     return f[0] > 0;
   }
 
+  /** What a checkpoint records of the run's settings: the options, and the text it trains on ({@code data}). */
+  private static Map<String, Object> recordedOptions(Options opt, Corpus corpus) {
+    Map<String, Object> o = new LinkedHashMap<>(opt.asMap());
+    o.put("data", corpus.fingerprint());
+    return o;
+  }
+
   /** The mean of every rank's {@code x} (exact all-reduce): a sequence-parallel loss, each rank's over 1/R of the tokens. */
   private static float meanOverRanks(Communicator exact, float x) {
     float[] buf = {x};
@@ -674,14 +706,18 @@ public final class Trainer {
   /** Mean validation loss over {@code evalIters} fixed micro-batches (the same batches at every evaluation). */
   private static double evaluate(Gpt<?> model, Communicator exact, CollectiveSites sites, Corpus corpus, Options opt,
       int b, int t, int step) {
-    if (sites != null) sites.setSampling(false);
     SplittableRandom rng = new SplittableRandom(opt.seed() ^ 0x5DEECE66DL);
     int[] in = new int[b * t], tgt = new int[b * t];
     double sum = 0;
-    for (int i = 0; i < opt.evalIters(); i++) {
-      corpus.batch(true, rng, b, t, in, tgt);
-      float loss = model.forward(in, tgt);
-      sum += model.config().sequenceSharded() ? meanOverRanks(exact, loss) : loss;
+    if (sites != null) sites.setEvaluating(true); // no calibration or sampling on validation batches
+    try {
+      for (int i = 0; i < opt.evalIters(); i++) {
+        corpus.batch(true, rng, b, t, in, tgt);
+        float loss = model.forward(in, tgt);
+        sum += model.config().sequenceSharded() ? meanOverRanks(exact, loss) : loss;
+      }
+    } finally {
+      if (sites != null) sites.setEvaluating(false);
     }
     if (!Double.isFinite(sum)) {
       throw new TrainingDiverged(

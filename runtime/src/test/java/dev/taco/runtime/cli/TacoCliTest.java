@@ -77,6 +77,16 @@ public class TacoCliTest {
     assertThat(out).doesNotExist();
   }
 
+  /** A --save folder that cannot be made is named before training, not at its first save (the run would be lost). */
+  @Test
+  void aSaveFolderThatCannotBeMadeIsRefusedBeforeTraining() throws Exception {
+    Path file = Files.writeString(tmp.resolve("f"), "x"), out = tmp.resolve("o");
+    Result r = run(tiny(out, "--save", file.resolve("ck").toString()));
+    assertOneLineError(r, "cannot create --save folder " + file.resolve("ck").toAbsolutePath());
+    assertThat(r.out()).as("no table: nothing trained").isEmpty();
+    assertThat(out).doesNotExist();
+  }
+
   @Test
   void missingDataFile() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", tmp.resolve("nope.txt").toString())),
@@ -417,6 +427,22 @@ public class TacoCliTest {
         assertThat(Files.readAllBytes(p)).startsWith((byte) 0x89, (byte) 'P', (byte) 'N', (byte) 'G');
       }
     }
+    // a 300-character tensor name: its plots' file names are cut (a file name holds 255 bytes at most)
+    String longName = "layer." + "x".repeat(294);
+    Path named = TestFiles.safetensors(tmp.resolve("long.safetensors"), st(longName, v.length), TestFiles.f32(v));
+    Path longPlots = tmp.resolve("long-plots");
+    Result lr = run("analyze", named.toString(), "--codec", "int8-group", "--plots", longPlots.toString());
+    assertThat(lr.status()).as(lr.err()).isZero();
+    try (var files = Files.list(longPlots)) {
+      assertThat(files.map(p -> p.getFileName().toString()).toList()).hasSize(2)
+          .allMatch(n -> n.length() < 160 && n.startsWith("000-long.safetensors_layer.xxx") && n.contains("x~-"));
+    }
+    // a newline in a tensor name is shown escaped: one table row per tensor and codec
+    Path ctl = TestFiles.safetensors(tmp.resolve("ctl.safetensors"), st("a\\nb", v.length), TestFiles.f32(v));
+    Result cr = run("analyze", ctl.toString(), "--codec", "int8-group");
+    assertThat(cr.status()).as(cr.err()).isZero();
+    assertThat(cr.out()).contains("ctl.safetensors:a\\nb ");
+    assertThat(cr.out().lines().filter(l -> l.startsWith("b "))).isEmpty();
   }
 
   @Test

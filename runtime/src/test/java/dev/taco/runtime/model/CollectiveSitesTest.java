@@ -302,4 +302,87 @@ class CollectiveSitesTest {
     assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=64");
     comm.close();
   }
+
+  /**
+   * A checkpoint of a calibrated TP run resumes where this run calibrates nothing (one rank, --calibration-steps 0):
+   * the frozen plans are kept for a later run, a calibration in progress is dropped; where it calibrates over other
+   * candidate plans, a calibration in progress is refused naming the site and what to do, a frozen site is not.
+   */
+  @Test
+  void aCheckpointsSitesRestoreWhereThisRunCalibratesNothingOrOverOtherCandidates() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    // two ranks, two calibration steps: after one use "mid" is calibrating, after two "done" has frozen its plan
+    List<Map<String, CollectiveSites.SiteState>> saved = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "taco", 2, 0);
+      for (int use = 0; use < 2; use++) {
+        sites.allReduce("done", activations(seed + use, comm.rank()), ROWS, COLS);
+      }
+      sites.allReduce("mid", activations(seed + 7, comm.rank()), ROWS, COLS);
+      return sites.state();
+    });
+    Map<String, CollectiveSites.SiteState> state = saved.get(0);
+    assertThat(state.get("mid").calibrating()).as("seed %d", seed).isEqualTo(1);
+    assertThat(state.get("done").calibrating()).isZero();
+    String frozen = state.get("done").codec();
+    for (String why : new String[] {"one rank", "--calibration-steps 0"}) {
+      Map<String, CollectiveSites.SiteState> again = LocalGroup.run(why.equals("one rank") ? 1 : 2, comm -> {
+        CollectiveSites sites = new CollectiveSites(comm, "taco", why.equals("one rank") ? 2 : 0, 0);
+        sites.restore(state);
+        float[] x = activations(seed + 9, comm.rank());
+        sites.allReduce("mid", x, ROWS, COLS);
+        sites.allReduce("done", x, ROWS, COLS);
+        assertThat(sites.sitesCalibrating()).as(why).isZero();
+        return sites.state();
+      }).get(0);
+      assertThat(again.get("done").codec()).as(why + ": the frozen plan is kept").isEqualTo(frozen);
+      assertThat(again.get("mid").calibrating()).as(why + ": the calibration in progress is dropped").isZero();
+      assertThat(again.get("mid").errors()).isNull();
+    }
+    // taco:g=64 calibrates over fewer plans: the frozen site restores, the one in progress cannot go on
+    var comm = LocalGroup.create(2).get(0); // restoring talks to no other rank
+    CollectiveSites fixedG = new CollectiveSites(comm, "taco:g=64", 2, 0);
+    fixedG.restore(Map.of("done", state.get("done")));
+    assertThat(fixedG.state().get("done").codec()).isEqualTo(frozen);
+    assertThatThrownBy(() -> fixedG.restore(Map.of("mid", state.get("mid"))))
+        .hasMessageContaining("site mid was calibrating (1 of 2 tensors seen) over 24 candidate plans, this run's codec"
+            + " has 6")
+        .hasMessageContaining("resume with the --compression the checkpoint was written with");
+    comm.close();
+  }
+
+  /**
+   * Evaluation passes neither calibrate, nor count as uses, nor sample: the plan a site uses for training, and when it
+   * recalibrates, do not depend on how often the run evaluates.
+   */
+  @Test
+  void evaluationUsesTheCurrentPlanWithoutCalibratingCountingOrSampling() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    List<Object[]> out = LocalGroup.run(2, comm -> {
+      CollectiveSites plain = new CollectiveSites(comm, "taco", 1, 3),
+          evaluated = new CollectiveSites(comm, "taco", 1, 3);
+      List<String> plainPlans = new ArrayList<>(), evaluatedPlans = new ArrayList<>();
+      for (int use = 0; use < 7; use++) {
+        float[] x = activations(seed + use, comm.rank());
+        plain.allReduce("s", x.clone(), ROWS, COLS);
+        plainPlans.add(plain.plan("s").describe());
+        evaluated.setEvaluating(true);
+        evaluated.setSampling(true);
+        Plan during = evaluated.planAt("s", () -> {
+          throw new AssertionError("an evaluation asked for the tensor (calibration or sampling)");
+        }, ROWS, COLS);
+        evaluated.setEvaluating(false);
+        evaluated.setSampling(false);
+        assertThat(during.describe()).as("use %d, seed %d", use, seed)
+            .isEqualTo(use == 0 ? Plan.of(Codecs.byName("taco")).describe() : evaluatedPlans.getLast());
+        evaluated.allReduce("s", x.clone(), ROWS, COLS);
+        evaluatedPlans.add(evaluated.plan("s").describe());
+      }
+      return new Object[] {plainPlans, evaluatedPlans, evaluated.state().get("s").uses(), evaluated.sampledErrors()};
+    });
+    for (Object[] r : out) {
+      assertThat(r[1]).as("seed %d", seed).isEqualTo(r[0]);
+      assertThat(r[2]).as("training uses only").isEqualTo(7);
+      assertThat((Map<?, ?>) r[3]).as("nothing sampled").isEmpty();
+    }
+  }
 }

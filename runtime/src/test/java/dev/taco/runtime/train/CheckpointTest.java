@@ -118,6 +118,13 @@ class CheckpointTest {
         ck.toString());
     assertThat(one.status()).as(one.err()).isZero();
     assertThat(losses(tmp.resolve("E"), 0).keySet()).startsWith(3);
+    // and says so when it holds other codecs' runs but not this one's
+    TacoCliTest.Result absent = train(tmp.resolve("G"), "--tp", "2", "--steps", "6", "--compression", "int8-group",
+        "--load", ck.toString());
+    assertThat(absent.status()).as(absent.err()).isZero();
+    assertThat(absent.err()).contains("--load " + ck + " holds checkpoints of none, none of int8-group: starting it"
+        + " from scratch");
+    assertThat(losses(tmp.resolve("G"), 0).keySet()).startsWith(0);
   }
 
   /** A later codec's run that fails (here: its checkpoint is corrupt) does not lose the runs that finished before it. */
@@ -175,6 +182,38 @@ class CheckpointTest {
         assertThat(l.get(s)[0]).as("TP=%s step %d", tp, s).isCloseTo(whole.get(s)[0],
             org.assertj.core.api.Assertions.within(1e-4));
     }
+  }
+
+  /**
+   * A TACO checkpoint, its plans calibrated at TP=2, resumes where nothing calibrates (TP=1, --calibration-steps 0);
+   * a resume with other settings than the checkpoint's says which.
+   */
+  @Test
+  void aCalibratedCheckpointResumesAtOneRankOrWithoutCalibrationAndChangedSettingsAreNamed() throws Exception {
+    Path ck = tmp.resolve("D");
+    assertThat(train(tmp.resolve("B"), "--tp", "2", "--steps", "6", "--compression", "taco", "--save", ck.toString(),
+        "--exit-interval", "3").status()).isZero();
+    String[][] resumes = {{"--tp", "1"}, {"--tp", "2", "--calibration-steps", "0"}, {"--tp", "4"}};
+    for (String[] how : resumes) {
+      List<String> args = new ArrayList<>(List.of(how));
+      args.addAll(List.of("--steps", "6", "--compression", "taco", "--load", ck.toString()));
+      Path out = tmp.resolve("r" + String.join("", how));
+      TacoCliTest.Result r = train(out, args.toArray(String[]::new));
+      assertThat(r.status()).as(String.join(" ", how) + ": " + r.err()).isZero();
+      assertThat(losses(out, 0).keySet()).containsExactly(3, 4, 5, 6);
+      assertThat(r.err()).doesNotContain("differ from the checkpoint's");
+    }
+    TacoCliTest.Result seed = train(tmp.resolve("S"), "--tp", "2", "--steps", "6", "--compression", "taco", "--seed",
+        "7", "--lr", "0.001", "--load", ck.toString());
+    assertThat(seed.status()).as(seed.err()).isZero();
+    assertThat(seed.err()).contains("with settings that differ from the checkpoint's: lr 0.001 (checkpoint: 0.002),"
+        + " min_lr 0.0001 (checkpoint: 0.0002), seed 7 (checkpoint: 1234)");
+    Path other = tmp.resolve("other.txt");
+    Files.writeString(other, "Sphinx of black quartz, judge my vow. ".repeat(100));
+    TacoCliTest.Result data = train(tmp.resolve("T"), "--tp", "2", "--steps", "6", "--compression", "taco", "--data",
+        other.toString(), "--load", ck.toString());
+    assertThat(data.status()).as(data.err()).isZero();
+    assertThat(data.err()).containsPattern("differ from the checkpoint's: data \"\\d+\\+\\d+ bytes, crc32c");
   }
 
   @Test
@@ -301,6 +340,8 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x12"), "--steps", "1", "--save", model.toString()), "exists and is not a folder");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "7\n"); // names a checkpoint that is not there
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
+    Files.writeString(ck.resolve(Checkpoint.LATEST), "-4\n");
+    assertOneLine(train(tmp.resolve("x14"), resume), Checkpoint.LATEST + " does not hold a step number");
     for (int i = 1; i <= 20; i++) { // each failed before writing anything: no empty --out folder is left behind
       assertThat(tmp.resolve("x" + i)).as("--out of a failed run").doesNotExist();
     }
@@ -342,7 +383,7 @@ class CheckpointTest {
         java.util.Arrays.fill(ranks[0][k], step + k);
         java.util.Arrays.fill(ranks[1][k], step + k);
       }
-      Checkpoint.save(dir, step, KILL_MODEL, ranks, "none", List.of(Map.of()), step, Map.of());
+      Checkpoint.save(dir, step, KILL_MODEL, ranks, "none", List.of(Map.of()), null, List.of(), step, Map.of());
     }
   }
 
@@ -396,8 +437,25 @@ class CheckpointTest {
     float[][][] ranks = {{new float[p0.size()], new float[p0.size()], new float[p0.size()]},
         {new float[p1.size()], new float[p1.size()], new float[p1.size()]}};
     ranks[1][0][p1.lnfb] = 1f; // rank 1's ln_f.bias differs from rank 0's
-    assertThatThrownBy(() -> Checkpoint.save(tmp.resolve("D"), 1, cfg, ranks, "none", List.of(Map.of()), 1, Map.of()))
+    assertThatThrownBy(() -> Checkpoint.save(tmp.resolve("D"), 1, cfg, ranks, "none", List.of(Map.of()), null,
+        List.of(), 1, Map.of()))
         .isInstanceOf(IllegalStateException.class).hasMessageContaining("ln_f.bias");
     assertThat(tmp.resolve("D").resolve(Checkpoint.LATEST)).doesNotExist();
+  }
+
+  /** A save that fails while writing its folder (a full disk; here a description that cannot be written) leaves none. */
+  @Test
+  void aSaveThatFailsMidwayLeavesNoHalfWrittenFolder() throws IOException {
+    GptConfig cfg = new GptConfig(256, 8, 1, 2, 8, 1);
+    ParameterTensors p = new ParameterTensors(cfg, 0);
+    SplittableRandom rng = new SplittableRandom(3);
+    float[][][] ranks = {{new float[p.size()], new float[p.size()], new float[p.size()]}};
+    for (float[] a : ranks[0]) for (int i = 0; i < a.length; i++) a[i] = (float) rng.nextGaussian();
+    Path dir = tmp.resolve("D");
+    assertThatThrownBy(() -> Checkpoint.save(dir, 1, cfg, ranks, "none", List.of(Map.of()), null, List.of(), 1,
+        Map.of("lr", java.time.Duration.ofSeconds(1)))).isInstanceOf(RuntimeException.class);
+    try (var left = Files.list(dir)) {
+      assertThat(left).as("the weights were written, then the folder removed").isEmpty();
+    }
   }
 }

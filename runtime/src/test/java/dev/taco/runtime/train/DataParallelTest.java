@@ -56,13 +56,13 @@ class DataParallelTest {
 
   /**
    * With TACO's calibrated plans: the replicas calibrate their backward sites on different data, so the checkpoint
-   * keeps every replica's sites.
+   * keeps every replica's sites; and the gradients' calibrated int8-group plans, one DP group's per TP rank.
    */
   @Test
   void aDataParallelRunResumesBitForBit() throws Exception {
     Path whole = tmp.resolve("A"), stopped = tmp.resolve("B"), resumed = tmp.resolve("C"), ck = tmp.resolve("D");
     String[] grid = {"--data-parallel-size", "2", "--micro-batch-size", "2", "--global-batch-size", "8", "--steps", "6",
-        "--compression", "taco"};
+        "--compression", "taco", "--dp-compression", "int8-group"};
     assertThat(train(whole, grid).status()).isZero();
     List<String> save = new ArrayList<>(List.of(grid));
     save.addAll(List.of("--save", ck.toString(), "--exit-interval", "3"));
