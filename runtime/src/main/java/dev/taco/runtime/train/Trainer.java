@@ -268,11 +268,10 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
-    if (resume != null && !resume.changedOptions(recordedOptions(opt, corpus)).isEmpty()) {
+    List<String> changed = resume == null ? List.of() : resume.changedOptions(recordedOptions(opt, corpus));
+    if (!changed.isEmpty()) {
       log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
-          + " checkpointed run would have taken", resume.dir(),
-          String.join(", ",
-              resume.changedOptions(recordedOptions(opt, corpus))));
+          + " checkpointed run would have taken", resume.dir(), String.join(", ", changed));
     }
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
@@ -636,18 +635,19 @@ public final class Trainer {
    * it succeeded.
    */
   private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
-      float[][][] slots,
-      List<Map<String, CollectiveSites.SiteState>> siteSlots, List<Map<String, CollectiveSites.SiteState>> dpSlots,
+      float[][][] slots, List<Map<String, CollectiveSites.SiteState>> siteSlots,
+      List<Map<String, CollectiveSites.SiteState>> dpSlots,
       java.util.concurrent.atomic.AtomicReference<Throwable> failure,
       java.util.concurrent.atomic.AtomicInteger stoppedAt) {
     Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
         float[][][] slots) {
-      this(ck, cfg, compression, opt, options, slots, new ArrayList<>(java.util.Collections.nCopies(opt.dataParallel(),
-          Map.<String, CollectiveSites.SiteState>of())), new ArrayList<>(
-              java.util.Collections.nCopies(cfg.tp(),
-                  Map.<String, CollectiveSites.SiteState>of())),
-          new java.util.concurrent.atomic.AtomicReference<>(),
-          new java.util.concurrent.atomic.AtomicInteger(-1));
+      this(ck, cfg, compression, opt, options, slots, noSites(opt.dataParallel()), noSites(cfg.tp()),
+          new java.util.concurrent.atomic.AtomicReference<>(), new java.util.concurrent.atomic.AtomicInteger(-1));
+    }
+
+    /** {@code n} slots, each an empty sites' state until a rank fills its own. */
+    private static List<Map<String, CollectiveSites.SiteState>> noSites(int n) {
+      return new ArrayList<>(java.util.Collections.nCopies(n, Map.<String, CollectiveSites.SiteState>of()));
     }
 
     void save(Gpt<?> model, Place place, CollectiveSites sites, DataParallel dp, int done, long drawn) {
