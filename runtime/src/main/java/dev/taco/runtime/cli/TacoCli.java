@@ -291,6 +291,7 @@ public final class TacoCli {
           }
           if (!Files.isWritable(save))
             throw new IllegalArgumentException("--save folder " + save.toAbsolutePath() + " is not writable");
+          requireSpace(save, 12 * cfg.parameterCount()); // the weights and AdamW's two moments, float32
         }
         try {
           out = outputFolder(out, overwrite);
@@ -410,8 +411,9 @@ public final class TacoCli {
         }
         if (!single && !others.isEmpty()) { // a several-codec folder without this codec's run
           if (say)
-            log.warn("--load {} holds checkpoints of {}, none of {}: starting it from scratch", load,
-                String.join(", ", others.stream().sorted().toList()), c);
+            log.warn("--load {} holds checkpoints of other codecs' runs ({}), not of {}: starting {} from scratch",
+                load,
+                String.join(", ", others.stream().sorted().toList()), c, c);
           return null;
         }
         return load;
@@ -608,6 +610,20 @@ public final class TacoCli {
               + " the JVM and the run): lower --micro-batch-size, --seq-length, --hidden-size or --num-layers (or raise"
               + " -Xmx through TACO_JAVA_OPTS)",
           need / (1L << 30), max / (double) (1L << 30)));
+    }
+  }
+
+  /**
+   * Refuses a {@code --save} folder whose file system has less than {@code bytes} (one checkpoint) free.
+   *
+   * @throws IllegalArgumentException naming the folder, what is free and what is needed
+   * @throws IOException if the file system cannot be asked
+   */
+  static void requireSpace(Path save, long bytes) throws IOException {
+    long free = Files.getFileStore(save).getUsableSpace();
+    if (free < bytes) {
+      throw new IllegalArgumentException(String.format(Locale.ROOT, "--save folder %s has %.1f MB free, one checkpoint"
+          + " of this model takes %.1f MB", save.toAbsolutePath(), free / 1e6, bytes / 1e6));
     }
   }
 

@@ -194,9 +194,8 @@ public final class CollectiveSites {
   /**
    * Restores the sites' state saved by {@link #state} (a resumed run). Call before the first collective.
    *
-   * <p>A site whose calibration was in progress goes on calibrating where this run calibrates; where it calibrates
-   * nothing (one rank, {@code --calibration-steps 0}, a codec without a group size) the saved frozen plans are kept, for a
-   * later run that does, and the calibration in progress is dropped.
+   * <p>A run that calibrates nothing (one rank, {@code --calibration-steps 0}, a codec without a group size) restores
+   * nothing: it sends with the codec's defaults, as it would have from its start.
    *
    * @throws IllegalArgumentException if a saved count is negative, a saved plan names an unknown codec or layout, or a
    *     calibration in progress does not match this codec's candidate plans (the checkpoint was written with another
@@ -204,6 +203,7 @@ public final class CollectiveSites {
    */
   public void restore(Map<String, SiteState> saved) {
     sites.clear();
+    Map<String, Site> restored = new LinkedHashMap<>();
     saved.forEach((name, st) -> {
       if (st.uses() < 0 || st.calibrating() < 0 || st.seen() < 0) {
         throw new IllegalArgumentException("site " + name + ": negative counts (uses " + st.uses() + ", calibrating "
@@ -213,18 +213,18 @@ public final class CollectiveSites {
       site.uses = st.uses();
       site.calibrating = st.calibrating();
       site.seen = st.seen();
-      // a calibration in progress goes on only where this run calibrates over the same candidate plans; a frozen
-      // site's error sums are spent (the next calibration starts new ones), and a run that calibrates nothing (one
-      // rank, --calibration-steps 0) never reads them
-      boolean inProgress = st.calibrating() > 0 && !candidates.isEmpty();
-      if (inProgress && (st.errors() == null || st.errors().length != candidates.size() * LAYOUTS.length)) {
+      // a calibration in progress goes on over the same candidate plans; a frozen site's error sums are spent (the
+      // next calibration starts new ones)
+      boolean inProgress = st.calibrating() > 0;
+      if (inProgress && !candidates.isEmpty()
+          && (st.errors() == null || st.errors().length != candidates.size() * LAYOUTS.length)) {
         throw new IllegalArgumentException("site " + name + " was calibrating (" + st.seen() + " of "
             + (st.seen() + st.calibrating()) + " tensors seen) over " + (st.errors() == null ? 0 : st.errors().length)
             + " candidate plans, this run's codec has " + candidates.size() * LAYOUTS.length + ": resume with the"
             + " --compression the checkpoint was written with, or let the calibration finish before changing it");
       }
       if (!inProgress) site.calibrating = 0;
-      site.errors = inProgress ? st.errors().clone() : null;
+      site.errors = inProgress && st.errors() != null ? st.errors().clone() : null;
       site.energy = inProgress && st.energy() != null ? st.energy().clone() : null;
       site.relL2 = st.relL2();
       if (st.codec() != null) {
@@ -234,8 +234,11 @@ public final class CollectiveSites {
         if (layout == null) throw new IllegalArgumentException("site " + name + ": unknown wire layout " + st.layout());
         site.plan = new Plan(codec, layout, st.permutation());
       }
-      sites.put(name, site);
+      restored.put(name, site);
     });
+    // checked either way; kept where this run calibrates: one that calibrates nothing sends with the codec's defaults
+    // (or, with one rank, sends nothing)
+    if (!candidates.isEmpty()) sites.putAll(restored);
   }
 
   /** The sites whose calibration has not finished (no plan of their own yet). */
@@ -391,11 +394,17 @@ public final class CollectiveSites {
       Plan plan = fixed;
       if (evaluating) {
         Site site = sites.get(name);
-        return site == null || site.plan == null ? fixed : site.plan;
+        return site == null || site.plan == null || !fits(site.plan, tokenAxis) ? fixed : site.plan;
       }
       if (!candidates.isEmpty()) {
         Site site = sites.computeIfAbsent(name, k -> new Site());
         site.tokenAxis = tokenAxis;
+        if (site.plan != null && !fits(site.plan, tokenAxis)) {
+          // a restored plan of another kind of collective (a checkpoint without sequence parallelism resumed with it:
+          // the same site name, now a reduce-scatter) does not apply: the site calibrates anew
+          site.plan = null;
+          if (site.calibrating == 0) site.startCalibration();
+        }
         if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
           site.startCalibration();
         }
@@ -411,6 +420,11 @@ public final class CollectiveSites {
     } catch (IllegalArgumentException e) {
       throw atSite(kind + " at " + name, e);
     }
+  }
+
+  /** Whether {@code plan} can serve a collective that takes the token-axis layout ({@code all-reduce}) or not. */
+  private static boolean fits(Plan plan, boolean tokenAxis) {
+    return tokenAxis || plan.layout() != WireLayout.TOKEN_AXIS;
   }
 
   /** {@code e} with {@code site} in front of its message, a codec's refusal of NaN/Inf keeping its type. */

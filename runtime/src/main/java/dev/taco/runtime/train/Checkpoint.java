@@ -92,15 +92,15 @@ public final class Checkpoint {
       List<Map<String, CollectiveSites.SiteState>> dpSites, long batchesDrawn, int tp, Map<String, String> options) {
 
     /**
-     * The options of {@code now} ({@code Options.asMap}) that differ from the checkpoint's, as
-     * {@code name now (checkpoint: was)}; {@code steps} left out (a resumed run usually trains further).
+     * The options of {@code now} that differ from the checkpoint's, as {@code name now (checkpoint: was)}: {@code
+     * steps} too, since the learning-rate schedule runs to the last step.
      */
     public List<String> changedOptions(Map<String, Object> now) {
       JsonObject o = JsonParser.parseString(JsonFiles.toJson(now)).getAsJsonObject();
       List<String> out = new ArrayList<>();
       for (Map.Entry<String, JsonElement> e : o.entrySet()) {
         String was = options.get(e.getKey());
-        if (!e.getKey().equals("steps") && was != null && !was.equals(e.getValue().toString())) {
+        if (was != null && !was.equals(e.getValue().toString())) {
           out.add(e.getKey() + " " + shown(e.getValue().toString()) + " (checkpoint: " + shown(was) + ")");
         }
       }

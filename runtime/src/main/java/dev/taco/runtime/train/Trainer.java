@@ -268,7 +268,7 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
-    List<String> changed = resume == null ? List.of() : resume.changedOptions(recordedOptions(opt, corpus));
+    List<String> changed = resume == null ? List.of() : resume.changedOptions(recordedOptions(cfg, opt, corpus));
     if (!changed.isEmpty()) {
       log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
           + " checkpointed run would have taken", resume.dir(), String.join(", ", changed));
@@ -276,7 +276,7 @@ public final class Trainer {
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
     if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
-    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(opt, corpus), new float[r][][]);
+    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(cfg, opt, corpus), new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
@@ -527,9 +527,8 @@ public final class Trainer {
         if (resume.tp() == model.config().tp() && opt.dpCompression().equals(resume.dpCompression())) {
           dp.restoreSites(resume.dpSites().get(rank));
         } else if (place.reports()) {
-          log.info("the checkpoint's data-parallel gradient plans were calibrated for --dp-compression {} at TP={};"
-              + " this run ({} at TP={}) calibrates its own", resume.dpCompression(), resume.tp(),
-              opt.dpCompression(), model.config().tp());
+          log.info("the checkpoint's data-parallel gradient plans (--dp-compression {} at TP={}) do not apply to this"
+              + " run's ({} at TP={})", resume.dpCompression(), resume.tp(), opt.dpCompression(), model.config().tp());
         }
       }
       for (; drawn < resume.batchesDrawn(); drawn++) corpus.batch(false, trainRng, gb, t, gin, gtgt);
@@ -689,9 +688,15 @@ public final class Trainer {
     return f[0] > 0;
   }
 
-  /** What a checkpoint records of the run's settings: the options, and the text it trains on ({@code data}). */
-  private static Map<String, Object> recordedOptions(Options opt, Corpus corpus) {
+  /**
+   * What a checkpoint records of the run's settings: the options, the calibration's, sequence parallelism, and the
+   * text it trains on ({@code data}); a resume with others is told which.
+   */
+  private static Map<String, Object> recordedOptions(GptConfig cfg, Options opt, Corpus corpus) {
     Map<String, Object> o = new LinkedHashMap<>(opt.asMap());
+    o.put("calibration_steps", opt.calibrationSteps());
+    o.put("recalibrate_interval", opt.recalibrateInterval());
+    o.put("sequence_parallel", cfg.sequenceParallel());
     o.put("data", corpus.fingerprint());
     return o;
   }

@@ -1,6 +1,7 @@
 package dev.taco.runtime.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import com.google.gson.JsonObject;
@@ -85,6 +86,10 @@ public class TacoCliTest {
     assertOneLineError(r, "cannot create --save folder " + file.resolve("ck").toAbsolutePath());
     assertThat(r.out()).as("no table: nothing trained").isEmpty();
     assertThat(out).doesNotExist();
+    // a file system without room for one checkpoint is named up front too
+    assertThatThrownBy(() -> TacoCli.requireSpace(tmp, Long.MAX_VALUE / 2))
+        .hasMessageMatching("--save folder .* has [0-9.]+ MB free, one checkpoint of this model takes [0-9.]+ MB");
+    TacoCli.requireSpace(tmp, 1);
   }
 
   @Test

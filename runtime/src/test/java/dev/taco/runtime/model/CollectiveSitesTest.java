@@ -286,11 +286,11 @@ class CollectiveSitesTest {
   /** A checkpoint's site state that cannot be this run's: refused by name, not restored. */
   @Test
   void restoringNegativeCountsOrUnknownPlansIsRefusedNamingTheSite() {
-    var comm = LocalGroup.create(1).get(0);
-    CollectiveSites sites = new CollectiveSites(comm, "taco", 0, 0);
+    var comm = LocalGroup.create(2).get(0); // restoring talks to no other rank
+    CollectiveSites sites = new CollectiveSites(comm, "taco", 2, 0);
     java.util.function.BiFunction<Integer, String[], CollectiveSites.SiteState> state = (uses,
         plan) -> new CollectiveSites.SiteState(uses, 0, 0, null, null, plan[0], plan[1], null, 0.1);
-    String[] good = {"taco:g=64", "in-order"};
+    String[] good = {"taco:g=128", "in-order"};
     assertThatThrownBy(() -> sites.restore(Map.of("layer0.attn.fwd", state.apply(-3, good))))
         .hasMessageContaining("site layer0.attn.fwd: negative counts (uses -3");
     assertThatThrownBy(
@@ -299,14 +299,23 @@ class CollectiveSitesTest {
     assertThatThrownBy(() -> sites.restore(Map.of("layer1.mlp.fwd", state.apply(2, new String[] {"taco", "sideways"}))))
         .hasMessageContaining("site layer1.mlp.fwd: unknown wire layout sideways");
     sites.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
-    assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=64");
+    assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=128");
+    // a run that calibrates nothing checks the state as strictly, and keeps none of it
+    var alone = LocalGroup.create(1).get(0);
+    CollectiveSites none = new CollectiveSites(alone, "taco", 0, 0);
+    assertThatThrownBy(() -> none.restore(Map.of("layer0.attn.fwd", state.apply(-3, good))))
+        .hasMessageContaining("negative counts");
+    none.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
+    assertThat(none.state()).isEmpty();
+    alone.close();
     comm.close();
   }
 
   /**
    * A checkpoint of a calibrated TP run resumes where this run calibrates nothing (one rank, --calibration-steps 0):
-   * the frozen plans are kept for a later run, a calibration in progress is dropped; where it calibrates over other
-   * candidate plans, a calibration in progress is refused naming the site and what to do, a frozen site is not.
+   * nothing is restored, the sites send with the codec's defaults as such a run does from its start; where it
+   * calibrates over other candidate plans, a calibration in progress is refused naming the site and what to do, a
+   * frozen site is not; a restored token-axis plan at a site that is now a reduce-scatter calibrates anew.
    */
   @Test
   void aCheckpointsSitesRestoreWhereThisRunCalibratesNothingOrOverOtherCandidates() {
@@ -324,20 +333,33 @@ class CollectiveSitesTest {
     assertThat(state.get("mid").calibrating()).as("seed %d", seed).isEqualTo(1);
     assertThat(state.get("done").calibrating()).isZero();
     String frozen = state.get("done").codec();
+    String defaults = Plan.of(Codecs.byName("taco")).describe();
     for (String why : new String[] {"one rank", "--calibration-steps 0"}) {
-      Map<String, CollectiveSites.SiteState> again = LocalGroup.run(why.equals("one rank") ? 1 : 2, comm -> {
+      List<Object[]> again = LocalGroup.run(why.equals("one rank") ? 1 : 2, comm -> {
         CollectiveSites sites = new CollectiveSites(comm, "taco", why.equals("one rank") ? 2 : 0, 0);
         sites.restore(state);
         float[] x = activations(seed + 9, comm.rank());
         sites.allReduce("mid", x, ROWS, COLS);
         sites.allReduce("done", x, ROWS, COLS);
-        assertThat(sites.sitesCalibrating()).as(why).isZero();
-        return sites.state();
-      }).get(0);
-      assertThat(again.get("done").codec()).as(why + ": the frozen plan is kept").isEqualTo(frozen);
-      assertThat(again.get("mid").calibrating()).as(why + ": the calibration in progress is dropped").isZero();
-      assertThat(again.get("mid").errors()).isNull();
+        return new Object[] {sites.state(), sites.plans(), sites.plan("done").describe()};
+      });
+      assertThat((Map<?, ?>) again.get(0)[0]).as(why + ": nothing restored").isEmpty();
+      assertThat((Map<?, ?>) again.get(0)[1]).as(why + ": no plan listed as chosen").isEmpty();
+      assertThat(again.get(0)[2]).as(why + ": the codec's defaults").isEqualTo(defaults);
     }
+    // a frozen token-axis plan restored at a site that is now a reduce-scatter (sequence parallelism turned on)
+    CollectiveSites.SiteState tokenAxis = new CollectiveSites.SiteState(2, 0, 2, null, null, "taco:g=256,hadamard=off",
+        "token-axis", null, 0.02);
+    List<String> rs = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "taco", 1, 0);
+      sites.restore(Map.of("layer0.attn.fwd", tokenAxis));
+      float[] shard = new float[ROWS / 2 * COLS];
+      sites.reduceScatter("layer0.attn.fwd", activations(seed + 11, comm.rank()), ROWS, COLS, shard);
+      for (float v : shard) assertThat(Float.isFinite(v)).isTrue();
+      return sites.plan("layer0.attn.fwd").describe();
+    });
+    assertThat(rs.get(0)).as("calibrated anew, not token-axis").doesNotContain("token-axis").isEqualTo(rs.get(1));
+    assertThat(frozen).isNotNull();
     // taco:g=64 calibrates over fewer plans: the frozen site restores, the one in progress cannot go on
     var comm = LocalGroup.create(2).get(0); // restoring talks to no other rank
     CollectiveSites fixedG = new CollectiveSites(comm, "taco:g=64", 2, 0);
