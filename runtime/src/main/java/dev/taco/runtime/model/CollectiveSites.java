@@ -163,11 +163,15 @@ public final class CollectiveSites {
     return exact.bytesSent();
   }
 
-  /** The plan of every site calibrated so far, by site name (insertion order: first use). */
+  /**
+   * The plan of every site calibrated so far that this run has used, by site name (insertion order: first use; a
+   * restored site this run has no collective at, such as a sequence-parallel all-gather's in a run without it, is
+   * left out).
+   */
   public Map<String, CalibratedPlan> plans() {
     Map<String, CalibratedPlan> out = new LinkedHashMap<>();
     sites.forEach((name, s) -> {
-      if (s.plan != null) out.put(name, CalibratedPlan.of(s.plan, s.relL2));
+      if (s.plan != null && s.used) out.put(name, CalibratedPlan.of(s.plan, s.relL2));
     });
     return out;
   }
@@ -399,6 +403,7 @@ public final class CollectiveSites {
       if (!candidates.isEmpty()) {
         Site site = sites.computeIfAbsent(name, k -> new Site());
         site.tokenAxis = tokenAxis;
+        site.used = true;
         if (site.plan != null && !fits(site.plan, tokenAxis)) {
           // a restored plan of another kind of collective (a checkpoint without sequence parallelism resumed with it:
           // the same site name, now a reduce-scatter) does not apply: the site calibrates anew
@@ -489,6 +494,7 @@ public final class CollectiveSites {
     Plan plan;
     double relL2;
     boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
+    boolean used; // by this run (a restored site may have no collective in it)
 
     void startCalibration() {
       calibrating = calibrationSteps;

@@ -300,6 +300,8 @@ class CollectiveSitesTest {
         .hasMessageContaining("site layer1.mlp.fwd: unknown wire layout sideways");
     sites.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
     assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=128");
+    assertThat(sites.plans()).as("listed as this run's once it has used the site").isEmpty();
+    assertThat(sites.state()).as("and kept for the next checkpoint either way").containsOnlyKeys("layer0.attn.fwd");
     // a run that calibrates nothing checks the state as strictly, and keeps none of it
     var alone = LocalGroup.create(1).get(0);
     CollectiveSites none = new CollectiveSites(alone, "taco", 0, 0);
