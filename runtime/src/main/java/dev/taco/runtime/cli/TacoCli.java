@@ -282,18 +282,11 @@ public final class TacoCli {
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
-        if (save != null) { // found now, not at the first save after minutes of training
-          try {
-            Files.createDirectories(save);
-          } catch (IOException e) {
-            throw new IllegalArgumentException("cannot create --save folder " + save.toAbsolutePath() + ": "
-                + reason(e));
-          }
-          if (!Files.isWritable(save))
-            throw new IllegalArgumentException("--save folder " + save.toAbsolutePath() + " is not writable");
-          requireSpace(save, 12 * cfg.parameterCount()); // the weights and AdamW's two moments, float32
-        }
         try {
+          if (save != null) { // found now, not at the first save after minutes of training
+            makeWritableFolder("--save", save);
+            requireSpace(save, 12 * cfg.parameterCount()); // the weights and AdamW's two moments, float32
+          }
           out = outputFolder(out, overwrite);
         } catch (IOException | RuntimeException e) {
           if (freshSave) deleteIfEmpty(save);
@@ -614,6 +607,22 @@ public final class TacoCli {
   }
 
   /**
+   * Creates the folder {@code dir} that option {@code flag} names, if missing, and checks that it can be written.
+   *
+   * @throws IllegalArgumentException naming the option, the folder and the reason
+   */
+  private static void makeWritableFolder(String flag, Path dir) {
+    try {
+      Files.createDirectories(dir);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(
+          "cannot create " + flag + " folder " + dir.toAbsolutePath() + ": " + reason(e));
+    }
+    if (!Files.isWritable(dir))
+      throw new IllegalArgumentException(flag + " folder " + dir.toAbsolutePath() + " is not writable");
+  }
+
+  /**
    * Refuses a {@code --save} folder whose file system has less than {@code bytes} (one checkpoint) free.
    *
    * @throws IllegalArgumentException naming the folder, what is free and what is needed
@@ -642,13 +651,7 @@ public final class TacoCli {
         throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " already holds a report.json: choose"
             + " another folder, or --overwrite to replace it");
       }
-      try {
-        Files.createDirectories(out);
-      } catch (IOException e) {
-        throw new IllegalArgumentException("cannot create --out folder " + out.toAbsolutePath() + ": " + reason(e));
-      }
-      if (!Files.isWritable(out))
-        throw new IllegalArgumentException("--out folder " + out.toAbsolutePath() + " is not writable");
+      makeWritableFolder("--out", out);
       return out;
     }
     String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
