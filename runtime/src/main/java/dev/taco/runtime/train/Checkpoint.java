@@ -107,13 +107,13 @@ public final class Checkpoint {
       return out;
     }
 
-    /** A JSON value as the command line would give it: a float option to float precision (1.00000005E-4: 0.0001). */
+    /**
+     * A JSON value as the command line would give it: a float option to float precision (1.00000005E-4: 0.0001),
+     * anything else (a whole number such as a seed, a string) as it is.
+     */
     private static String shown(String json) {
-      try {
-        return new BigDecimal(json).round(new java.math.MathContext(7)).stripTrailingZeros().toPlainString();
-      } catch (NumberFormatException e) {
-        return json;
-      }
+      if (!json.matches("-?[0-9]+\\.[0-9]+([eE][-+]?[0-9]+)?|-?[0-9]+[eE][-+]?[0-9]+")) return json;
+      return new BigDecimal(json).round(new java.math.MathContext(7)).stripTrailingZeros().toPlainString();
     }
   }
 

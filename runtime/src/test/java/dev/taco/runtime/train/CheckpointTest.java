@@ -214,10 +214,10 @@ class CheckpointTest {
     assertThat(sp.status()).as(sp.err()).isZero();
     assertThat(sp.err()).contains("sequence_parallel true (checkpoint: false)");
     TacoCliTest.Result seed = train(tmp.resolve("S"), "--tp", "2", "--steps", "6", "--compression", "taco", "--seed",
-        "7", "--lr", "0.001", "--load", ck.toString());
+        "1234567891234567", "--lr", "0.001", "--load", ck.toString());
     assertThat(seed.status()).as(seed.err()).isZero();
     assertThat(seed.err()).contains("with settings that differ from the checkpoint's: lr 0.001 (checkpoint: 0.002),"
-        + " min_lr 0.0001 (checkpoint: 0.0002), seed 7 (checkpoint: 1234)");
+        + " min_lr 0.0001 (checkpoint: 0.0002), seed 1234567891234567 (checkpoint: 1234)");
     Path other = tmp.resolve("other.txt");
     Files.writeString(other, "Sphinx of black quartz, judge my vow. ".repeat(100));
     TacoCliTest.Result data = train(tmp.resolve("T"), "--tp", "2", "--steps", "6", "--compression", "taco", "--data",
