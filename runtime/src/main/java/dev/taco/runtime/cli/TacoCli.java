@@ -285,7 +285,8 @@ public final class TacoCli {
         try {
           if (save != null) { // found now, not at the first save after minutes of training
             makeWritableFolder("--save", save);
-            requireSpace(save, 12 * cfg.parameterCount()); // the weights and AdamW's two moments, float32
+            // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
+            requireSpace(save, codecs.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
           out = outputFolder(out, overwrite);
         } catch (IOException | RuntimeException e) {
@@ -623,7 +624,7 @@ public final class TacoCli {
   }
 
   /**
-   * Refuses a {@code --save} folder whose file system has less than {@code bytes} (one checkpoint) free.
+   * Refuses a {@code --save} folder whose file system has less than {@code bytes} (a checkpoint per codec) free.
    *
    * @throws IllegalArgumentException naming the folder, what is free and what is needed
    * @throws IOException if the file system cannot be asked
@@ -631,8 +632,8 @@ public final class TacoCli {
   static void requireSpace(Path save, long bytes) throws IOException {
     long free = Files.getFileStore(save).getUsableSpace();
     if (free < bytes) {
-      throw new IllegalArgumentException(String.format(Locale.ROOT, "--save folder %s has %.1f MB free, one checkpoint"
-          + " of this model takes %.1f MB", save.toAbsolutePath(), free / 1e6, bytes / 1e6));
+      throw new IllegalArgumentException(String.format(Locale.ROOT, "--save folder %s has %.1f MB free, a checkpoint of"
+          + " each codec's run takes %.1f MB", save.toAbsolutePath(), free / 1e6, bytes / 1e6));
     }
   }
 

@@ -122,7 +122,7 @@ public final class CollectiveSites {
     this.fixed = Plan.of(codec);
     this.calibrationSteps = calibrationSteps;
     this.recalibrateInterval = recalibrateInterval;
-    if (calibrationSteps > 0 && exact.worldSize() > 1 && parsed != null) {
+    if (calibrationSteps > 0 && exact.worldSize() > 1 && calibrates(spec)) {
       // what the user fixed stays fixed: an explicit g= keeps G, an explicit hadamard= or an ablation (taco-no-*)
       // keeps the transform; calibration searches the rest, and the wire layout
       for (int g : GROUP_SIZES) {
@@ -136,6 +136,18 @@ public final class CollectiveSites {
         }
       }
     }
+  }
+
+  /**
+   * Whether sites of codec {@code spec} calibrate (given calibration steps and more than one rank): the codecs with a
+   * group size and a plan to choose, {@code taco*} and {@code int8-group}; {@code fp32} and the others do not.
+   *
+   * @throws IllegalArgumentException for an unknown codec
+   */
+  public static boolean calibrates(String spec) {
+    if (spec.equals("fp32")) return false;
+    AbstractCodec c = Codecs.byName(spec);
+    return c instanceof TacoCodec || c instanceof Int8GroupCodec;
   }
 
   /** Every site exact (float32, no codec, no calibration) over {@code comm}. */

@@ -268,7 +268,8 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
-    List<String> changed = resume == null ? List.of() : resume.changedOptions(recordedOptions(cfg, opt, corpus));
+    List<String> changed = resume == null ? List.of()
+        : resume.changedOptions(recordedOptions(cfg, compression, opt, corpus));
     if (!changed.isEmpty()) {
       log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
           + " checkpointed run would have taken", resume.dir(), String.join(", ", changed));
@@ -276,7 +277,8 @@ public final class Trainer {
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
     if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
-    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(cfg, opt, corpus), new float[r][][]);
+    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(cfg, compression, opt, corpus),
+        new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
@@ -689,13 +691,16 @@ public final class Trainer {
   }
 
   /**
-   * What a checkpoint records of the run's settings: the options, the calibration's, sequence parallelism, and the
-   * text it trains on ({@code data}); a resume with others is told which.
+   * What a checkpoint records of the run's settings: the options, the calibration's where a codec of the run
+   * calibrates, sequence parallelism, and the text it trains on ({@code data}); a resume with others is told which.
    */
-  private static Map<String, Object> recordedOptions(GptConfig cfg, Options opt, Corpus corpus) {
+  private static Map<String, Object> recordedOptions(GptConfig cfg, String compression, Options opt, Corpus corpus) {
     Map<String, Object> o = new LinkedHashMap<>(opt.asMap());
-    o.put("calibration_steps", opt.calibrationSteps());
-    o.put("recalibrate_interval", opt.recalibrateInterval());
+    if (CollectiveSites.calibrates(compression)
+        || (opt.dataParallel() > 1 && CollectiveSites.calibrates(opt.dpCompression()))) {
+      o.put("calibration_steps", opt.calibrationSteps());
+      o.put("recalibrate_interval", opt.recalibrateInterval());
+    }
     o.put("sequence_parallel", cfg.sequenceParallel());
     o.put("data", corpus.fingerprint());
     return o;

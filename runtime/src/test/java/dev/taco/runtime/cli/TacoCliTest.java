@@ -88,7 +88,7 @@ public class TacoCliTest {
     assertThat(out).doesNotExist();
     // a file system without room for one checkpoint is named up front too
     assertThatThrownBy(() -> TacoCli.requireSpace(tmp, Long.MAX_VALUE / 2))
-        .hasMessageMatching("--save folder .* has [0-9.]+ MB free, one checkpoint of this model takes [0-9.]+ MB");
+        .hasMessageMatching("--save folder .* has [0-9.]+ MB free, a checkpoint of each codec's run takes [0-9.]+ MB");
     TacoCli.requireSpace(tmp, 1);
   }
 

@@ -173,8 +173,11 @@ class CheckpointTest {
     Map<Integer, double[]> whole = losses(tmp.resolve("A"), 0);
     for (String tp : new String[] {"1", "4"}) {
       Path out = tmp.resolve("tp" + tp);
-      TacoCliTest.Result r = train(out, "--tp", tp, "--steps", "6", "--compression", "fp32", "--load", ck.toString());
+      // fp32 calibrates nothing: its calibration options are not settings of the run, and differ without a warning
+      TacoCliTest.Result r = train(out, "--tp", tp, "--steps", "6", "--compression", "fp32", "--calibration-steps", "0",
+          "--load", ck.toString());
       assertThat(r.status()).as(r.err()).isZero();
+      assertThat(r.err()).doesNotContain("differ from the checkpoint's");
       Map<Integer, double[]> l = losses(out, 0);
       assertThat(l.keySet()).containsExactly(3, 4, 5, 6);
       // the same weights and moments at another TP size: equal up to float32 rounding of the reordered sums
