@@ -3,7 +3,8 @@
 # runs it on the GPU and compares with the JVM's outputs embedded in it (bit-exact; transcendental within 4 ulp).
 # The .cu and .expected files are generated on a CPU machine by GpuSemanticsTest (mvn test); no Java is needed here.
 #   usage: tornado-kernels/gpu-semantics.sh [arch, default sm_90]
-# The programs share the helpers in gpu-semantics/java_semantics.cuh (take it along).
+# The programs share the helpers in gpu-semantics/java_semantics.cuh and their comparison in harness_check.cuh (take
+# both along).
 # Writes gpu-semantics/out/<kernel>.actual (same format as <kernel>.expected, so `diff` shows the differences).
 # Exit status: 0 if every kernel matches, 1 otherwise.
 set -u
