@@ -484,27 +484,26 @@ public final class Gemm {
             int mr = Math.min(MR, m - ir);
             int ci = cOff + ir * ldc + j0 + jr;
             float[] ap = a;
-            int ai = aOff + ir * ars + p0 * acs, rs = ars;
-            boolean panel = false; // A in place (its p's at stride acs == 1), or a packed micro-panel
+            int ai = aOff + ir * ars + p0 * acs, rs = ars, cs = acs;
             if (packA) {
               ap = s.packA;
               ai = (ir - i0) / MR * (MR * kc + PANEL_PAD);
               rs = 1;
-              panel = true;
+              cs = MR;
             } else if (mr < MR) {
               packEdge(s.edgeA, ai, mr, kc);
               ap = s.edgeA;
               ai = 0;
               rs = 1;
-              panel = true;
+              cs = MR;
             }
             if (mr == MR && nr == NR) {
-              kernel(ap, ai, rs, panel, pb, bi, kc, c, ci, ldc);
+              kernel(ap, ai, rs, cs, pb, bi, kc, c, ci, ldc);
             } else { // through a zero-padded copy of the C block: the same sums as in the interior
               float[] tt = s.tile;
               Arrays.fill(tt, 0f);
               for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
-              kernel(ap, ai, rs, panel, pb, bi, kc, tt, 0, NR);
+              kernel(ap, ai, rs, cs, pb, bi, kc, tt, 0, NR);
               for (int r = 0; r < mr; r++) System.arraycopy(tt, r * NR, c, ci + r * ldc, nr);
             }
           }
@@ -598,21 +597,18 @@ public final class Gemm {
   }
 
   /**
-   * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], element (r, p) of A at a[ai + r*ars + p] in place,
-   * at a[ai + r + p*MR] in a packed micro-panel ({@code panel}: ars is 1),
+   * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], element (r, p) of A at a[ai + r*ars + p*acs],
    * row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen accumulators in
    * registers, loaded from C and stored back; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled by hand over
    * the eight rows (the accumulators must be locals to stay in registers), and written without branches or helper
    * calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its vectors
    * (about ten times slower). The eight row starts are computed before the loop and each k adds one offset to them
-   * (about 15 % faster than stepping one index by {@code acs} and adding row multiples). The step of p is a
-   * constant in each of the two layouts ({@code panel} is loop-invariant: C2 unswitches the loop), so the bounds checks
-   * of A's loads leave the loop even when the kernel is compiled on its own rather than inlined: with the step as a
-   * variable ({@code p * acs}) and the kernel kept from inlining ({@code -XX:CompileCommand=dontinline}), 1024³ ran
-   * on one core at 104-110 GFLOP/s; with the constant, at 127-172 (2026-12-02, seven-second in-process runs; launches
-   * of either version fall into a slower and a faster mode, 110-135 or 155-175, by the JVM and the shared host).
+   * (about 15 % faster than stepping one index by {@code acs} and adding row multiples). The step of p stays a
+   * parameter: with a layout flag choosing a constant step ({@code panel ? p * MR : p}), 1024 x 1024 x 512 Aᵀ·B (packed
+   * micro-panels) ran on one core at 95-139 GFLOP/s against 138-174 with {@code p * acs}, A·B unchanged (three
+   * alternated launches of each, 2026-12-02), and the training's weight-gradient shapes fell to 0.54-0.81 of OpenBLAS.
    */
-  private static void kernel(float[] a, int ai, int ars, boolean panel, float[] pb, int bi, int kc,
+  private static void kernel(float[] a, int ai, int ars, int acs, float[] pb, int bi, int kc,
       float[] c, int ci, int ldc) {
     int c1 = ci + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc, c6 = c5 + ldc, c7 = c6 + ldc;
     FloatVector c00 = FloatVector.fromArray(S, c, ci), c01 = FloatVector.fromArray(S, c, ci + L);
@@ -625,7 +621,7 @@ public final class Gemm {
     FloatVector c70 = FloatVector.fromArray(S, c, c7), c71 = FloatVector.fromArray(S, c, c7 + L);
     int a1 = ai + ars, a2 = a1 + ars, a3 = a2 + ars, a4 = a3 + ars, a5 = a4 + ars, a6 = a5 + ars, a7 = a6 + ars;
     for (int p = 0; p < kc; p++) {
-      int o = panel ? p * MR : p, q = bi + p * NR;
+      int o = p * acs, q = bi + p * NR;
       FloatVector b0 = FloatVector.fromArray(S, pb, q);
       FloatVector b1 = FloatVector.fromArray(S, pb, q + L);
       FloatVector x = FloatVector.broadcast(S, a[ai + o]);
