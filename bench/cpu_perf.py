@@ -5,7 +5,8 @@ Usage: python3 bench/cpu_perf.py CODEC_SIMD.txt[,...] CODEC_REFERENCE.txt[,...] 
 
 CODEC_*.txt: bench/run-codec.sh's output (its markdown table and copy line), with the SIMD kernels and with
 simd=false (the scalar reference kernels, what the codecs ran before issue G) from the same session, one pair per
-run (the n-th of each list together), a codec's figures per direction from the run with the median gain;
+run (the n-th of each list together), a codec's figures per direction from the run with the median gain (copy_gbps
+is the encode run's copy, decode_copy_gbps the decode run's);
 GEMM.json: bench/run-gemm-shapes.sh's stdout (a list, one entry per shape and mode), one file per run; only mode
 "pair" (the two TP ranks of ./taco train on two cores) and, for the square shape, mode "solo" go into "gemm", every
 entry of the first run into "gemm_all_modes". With several runs a shape's entry is the run with the median ratio
@@ -59,10 +60,10 @@ def gemm_entries(paths):
 def train_step(paths):
     runs = []
     for path in paths:
-        for line in open(path):
-            if line.startswith("{"):
-                step = json.loads(line)
-        runs.append(step)
+        lines = [line for line in open(path) if line.startswith("{")]
+        if not lines:
+            sys.exit(f"{path}: no JSON line (is it bench/run-train-step.sh's output?)")
+        runs.append(json.loads(lines[-1]))
     chosen = median_entry(runs, lambda s: s["taco"]["speedup"])
     by_codec = {c: dict(chosen[c]) | ({"runs": [r[c] for r in runs]} if len(runs) > 1 else {}) for c in chosen}
     return by_codec
@@ -92,16 +93,16 @@ def codec_entries(simd_paths, ref_paths):
         for way in ("encode", "decode"):
             chosen = median_entry([r[name] for r in runs], lambda e: e[f"{way}_fraction_gain"])
             entry |= {k: v for k, v in chosen.items() if k.startswith(way) or k == f"reference_{way}_fraction"}
-            entry["copy_gbps"] = chosen["copy_gbps"]
+            entry["copy_gbps" if way == "encode" else "decode_copy_gbps"] = chosen["copy_gbps"]
         if len(runs) > 1:
             entry["runs"] = [{k: r[name][k] for k in ("encode_fraction", "decode_fraction", "encode_fraction_gain",
                                                       "decode_fraction_gain", "load")} for r in runs]
         codecs.append(entry)
-    return codecs, runs
+    return codecs
 
 
 def main(simd_paths, ref_paths, gemm_paths, step_paths, command):
-    codecs, codec_runs = codec_entries(simd_paths.split(","), ref_paths.split(","))
+    codecs = codec_entries(simd_paths.split(","), ref_paths.split(","))
     gemm, gemm_all = gemm_entries(gemm_paths.split(","))
     step = train_step(step_paths.split(","))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
