@@ -268,8 +268,8 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
-    List<String> changed = resume == null ? List.of()
-        : resume.changedOptions(recordedOptions(cfg, compression, opt, corpus));
+    Map<String, Object> recorded = recordedOptions(cfg, compression, opt, corpus);
+    List<String> changed = resume == null ? List.of() : resume.changedOptions(recorded);
     if (!changed.isEmpty()) {
       log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
           + " checkpointed run would have taken", resume.dir(), String.join(", ", changed));
@@ -277,8 +277,7 @@ public final class Trainer {
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
     if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
-    Saving saving = new Saving(ck, cfg, compression, opt, recordedOptions(cfg, compression, opt, corpus),
-        new float[r][][]);
+    Saving saving = new Saving(ck, cfg, compression, opt, recorded, new float[r][][]);
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
