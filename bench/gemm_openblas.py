@@ -3,6 +3,7 @@
 
   gemm_openblas.py measure SHAPES.tsv [KEY...]        one JSON object per shape (all, or those named) and mode
   gemm_openblas.py merge SHAPES.tsv OPENBLAS JAVA     the results list (JSON) on stdout, a markdown table on stderr
+  gemm_openblas.py lib                                the library's path (GemmShapesBench openblas=LIB calls it itself)
 
 SHAPES.tsv is what `GemmShapesBench shapes` prints (key, model, m, k, n, op, accumulate, calls, uses).
 
@@ -19,7 +20,9 @@ Modes, as in GemmShapesBench (MODES, default pair,solo):
   cpu   core timed by the calling thread's CPU time (time.thread_time) instead of the wall clock: on a machine shared
         with other work, the time others hold the core does not count
 Each mode: calls for about 0.25 s untimed, then ROUNDS rounds of about 0.25 s; the best round counts (as the Java side
-takes its best JMH iteration).
+takes its best JMH iteration). Modes pair and core are no longer measured here by bench/run-gemm-shapes.sh: Java
+alternates Gemm with this library in its own JVM (GemmShapesBench openblas=LIB), whose records carry both sides and the
+ratio, and merge takes them as they are.
 """
 import ctypes
 import glob
@@ -36,11 +39,15 @@ ROUND_S = 0.25
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 
-def openblas():
+def library_path():
     libs = glob.glob(os.path.join(os.path.dirname(np.__file__), '..', 'numpy.libs', 'libscipy_openblas64_*.so'))
     if not libs:
         sys.exit('gemm_openblas.py: numpy does not bundle scipy-openblas64 (numpy.libs/libscipy_openblas64_*.so)')
-    lib = ctypes.CDLL(libs[0])
+    return os.path.realpath(libs[0])
+
+
+def openblas():
+    lib = ctypes.CDLL(library_path())
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.scipy_cblas_sgemm64_.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, ctypes.c_float,
                                          ptr, i64, ptr, i64, ctypes.c_float, ptr, i64]
@@ -130,21 +137,29 @@ def merge(shapes_path, openblas_path, java_path):
     ob, jv = load(openblas_path), load(java_path)
     cpus = os.cpu_count()
     threads = {'pair': f'two callers at once (the TP=2 ranks), each with its own operands: Gemm with its {cpus - 1} '
-                       f'helper(s) (they join only while a core is free); OpenBLAS 1 thread each',
+                       f'helper(s) (they join only while a core is free); OpenBLAS 1 thread each; alternated in '
+                       f'slices in one JVM when the record has ratio_q1',
                'solo': f'one caller: Gemm with its {cpus - 1} helper(s); OpenBLAS {cpus} threads',
-               'core': 'one caller on one core: Gemm without helpers (-Dtaco.gemm.threads=1); OpenBLAS 1 thread',
+               'core': 'one caller on one core: Gemm without helpers (-Dtaco.gemm.threads=1); OpenBLAS 1 thread; '
+                       'alternated in slices in one JVM when the record has ratio_q1',
                'cpu': 'as core, timed by the thread\'s CPU time instead of the wall clock'}
     out, table = [], []
     for mode in MODES:
         step = {}
         for s in read_shapes(shapes_path):
-            j, o = jv.get((s['key'], mode)), ob.get((s['key'], mode))
+            j = jv.get((s['key'], mode))
+            if j is not None and 'openblas_gflops' in j:  # alternated in one JVM: both sides and the ratio
+                o = dict(gflops=j['openblas_gflops'], us_best=j['openblas_us'], load=j['load'])
+                ratio = dict(ratio=j['ratio'], ratio_q1=j['ratio_q1'], ratio_q3=j['ratio_q3'], rounds=j['rounds'],
+                             slice_ms=j['slice_ms'])
+            else:
+                o = ob.get((s['key'], mode))
+                ratio = dict(ratio=round(j['gflops'] / o['gflops'], 3)) if j is not None and o is not None else None
             if j is None or o is None:
                 continue
             e = dict(m=s['m'], k=s['k'], n=s['n'], op=s['op'], model=s['model'], mode=mode, gflops=j['gflops'],
-                     openblas_gflops=o['gflops'], ratio=round(j['gflops'] / o['gflops'], 3),
-                     accumulate=s['accumulate'], calls=s['calls'], uses=s['uses'], threads=threads[mode],
-                     load=o['load'])
+                     openblas_gflops=o['gflops'], **ratio, accumulate=s['accumulate'], calls=s['calls'],
+                     uses=s['uses'], threads=threads[mode], load=o['load'])
             out.append(e)
             table.append(f"| {mode} | {s['model']} | {s['m']} | {s['k']} | {s['n']} | {s['op']} | {s['uses']} "
                          f"| {j['us_best']:.0f} | {j['gflops']:.1f} | {o['gflops']:.1f} | {e['ratio']:.2f} "
@@ -165,7 +180,9 @@ def merge(shapes_path, openblas_path, java_path):
 
 
 if __name__ == '__main__':
-    if len(sys.argv) >= 3 and sys.argv[1] == 'measure':
+    if sys.argv[1:] == ['lib']:
+        print(library_path())
+    elif len(sys.argv) >= 3 and sys.argv[1] == 'measure':
         measure(sys.argv[2], set(sys.argv[3:]))
     elif len(sys.argv) == 5 and sys.argv[1] == 'merge':
         merge(*sys.argv[2:])

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The training step's GEMMs (dev.taco.bench.TrainingGemms: every product of one TP=2 rank's step at the default model
-# and at the 4x wider one, plus the square n = 1024) through dev.taco.bench.GemmShapesBench (JMH, fork 1, warmup 3x0.3s,
-# measurement 5x0.3s, best iteration) and numpy's OpenBLAS (bench/gemm_openblas.py: cblas_sgemm with the same
-# transposes and accumulate flag, best of 5 rounds of 0.25 s), shape by shape in the same run, so that both sides of a
-# ratio see the same load. Modes (MODES, default pair,solo): pair = two callers at once, as the two TP ranks on a
-# 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core; cpu = core
-# timed by the thread's CPU time (not JMH; for a machine shared with other work, where wall-clock ratios scatter).
-# About 10 s per shape and mode: 8 minutes for the 25 shapes in two modes.
+# and at the 4x wider one, plus the square n = 1024) against numpy's OpenBLAS (cblas_sgemm with the same transposes and
+# accumulate flag), shape by shape. Modes (MODES, default pair,solo): pair = two callers at once, as the two TP ranks
+# on a 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core; cpu =
+# core timed by the thread's CPU time. pair and core alternate Gemm and OpenBLAS in one JVM (GemmShapesBench
+# openblas=LIB: 20 warmup and ALT_ROUNDS, default 100, measured rounds of two 20 ms slices; the ratio is the median
+# of the rounds' ratios), since on these shared machines a core's speed changes within a second; solo is JMH (fork 1,
+# warmup 3x0.3s, measurement 5x0.3s, best iteration) against bench/gemm_openblas.py (best of 5 rounds of 0.25 s),
+# one after the other (OpenBLAS's idle threads spin for a while after each call and would take the helper's core
+# from Gemm's slices), and cpu likewise (not JMH). About 10 s per shape and mode.
 # Prints the results list as JSON on stdout ({"m", "k", "n", "op", "model", "mode", "gflops", "openblas_gflops",
 # "ratio", ...}) and a markdown table with the load average at each shape on stderr.
 # Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] [KEYS=wide:512x1024x768:ATB:acc,...]
@@ -40,15 +42,27 @@ java_bench() {
   return 1
 }
 "$JAVA" -cp "$CP" dev.taco.bench.GemmShapesBench shapes >"$tmp/shapes.tsv"
+lib=$(python3 bench/gemm_openblas.py lib)
+alt="openblas=$lib warmup=20 measure=${ALT_ROUNDS:-100} time=20"
+has() { [[ ",$MODES," == *",$1,"* ]]; }
 while IFS=$'\t' read -r key model _; do
   [[ ",$models," == *",$model,"* ]] || continue
   [[ -z "${KEYS:-}" || ",$KEYS," == *",$key,"* ]] || continue
-  python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" 2>"$tmp/openblas.log" \
-    || { cat "$tmp/openblas.log" >&2; exit 1; }
-  jmh=$(tr ',' '\n' <<<"$MODES" | grep -vx cpu | paste -sd, || true)
-  if [ -n "$jmh" ]; then java_bench "" "key=$key" "modes=$jmh" "$@" || exit 1; fi
-  if [[ ",$MODES," == *",cpu,"* ]]; then java_bench -Dtaco.gemm.threads=1 "key=$key" modes=cpu "$@" || exit 1; fi
+  apart=$(tr ',' '\n' <<<"$MODES" | grep -x 'solo\|cpu' | paste -sd, || true)
+  if [ -n "$apart" ]; then
+    MODES=$apart python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" \
+      2>"$tmp/openblas.log" || { cat "$tmp/openblas.log" >&2; exit 1; }
+    head -1 "$tmp/openblas.log" >"$tmp/openblas.version"
+  fi
+  if has pair; then java_bench --enable-native-access=ALL-UNNAMED "key=$key" modes=pair $alt || exit 1; fi
+  if has core; then
+    java_bench "-Dtaco.gemm.threads=1 --enable-native-access=ALL-UNNAMED" "key=$key" modes=core $alt || exit 1
+  fi
+  if has solo; then java_bench "" "key=$key" modes=solo "$@" || exit 1; fi
+  if has cpu; then java_bench -Dtaco.gemm.threads=1 "key=$key" modes=cpu "$@" || exit 1; fi
   echo "# $key done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done <"$tmp/shapes.tsv"
-head -1 "$tmp/openblas.log" >&2
+echo "# OpenBLAS $lib" >&2
+cat "$tmp/openblas.version" 2>/dev/null >&2 || true
+touch "$tmp/openblas.jsonl"
 python3 bench/gemm_openblas.py merge "$tmp/shapes.tsv" "$tmp/openblas.jsonl" "$tmp/java.jsonl"

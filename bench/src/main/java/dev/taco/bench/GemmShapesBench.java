@@ -4,12 +4,14 @@ import dev.taco.bench.TrainingGemms.Shape;
 import dev.taco.kernels.Gemm;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -42,6 +44,13 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * calling thread's CPU time ({@link ThreadMXBean#getCurrentThreadCpuTime}) instead of the wall clock, so that the
  * time other processes hold the core does not count (their cache traffic still does). It runs in {@link #main}'s
  * JVM, which must be started with {@code -Dtaco.gemm.threads=1}.
+ *
+ * <p>With {@code openblas=LIB}, modes {@code pair} and {@code core} alternate instead (no JMH): in this JVM, on the same
+ * threads, slices of Gemm's products and of OpenBLAS's ({@link OpenBlas}, one thread per caller) take turns, and the
+ * ratio is the median over rounds of each round's Gemm GFLOP/s over its OpenBLAS GFLOP/s. On the shared 2-core
+ * machines the speed of a core changes within a second (the same product, alone in its JVM, read 50 and then 81 GFLOP/s
+ * a second later, and OpenBLAS 72 to 109), so that Gemm and OpenBLAS measured one after the other, seconds apart, gave
+ * ratios that moved by 0.3 between runs; side by side in slices of 20 ms, both see the same machine.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -93,7 +102,9 @@ public class GemmShapesBench {
    * best iteration (the least disturbed one on a shared machine) and counting every thread's products. Arguments:
    * {@code models=default,wide,square}, {@code modes=pair,solo} (or {@code core}, or {@code cpu} alone in a JVM
    * started with {@code -Dtaco.gemm.threads=1}), {@code warmup=3}, {@code measure=5}, {@code time=300} (ms per
-   * iteration), {@code key=KEY} (one shape, repeatable).
+   * iteration), {@code key=KEY} (one shape, repeatable), {@code openblas=LIB} (modes {@code pair} and {@code core}
+   * alternated with OpenBLAS, see the class notes: then {@code warmup} and {@code measure} count rounds and
+   * {@code time} is a slice's milliseconds).
    *
    * @throws IllegalArgumentException for an unknown argument or mode, or mode {@code cpu} without
    *     {@code -Dtaco.gemm.threads=1}
@@ -102,6 +113,7 @@ public class GemmShapesBench {
     List<String> models = List.of("default", "wide", "square"), modes = List.of("pair", "solo");
     List<String> keys = new ArrayList<>();
     int warmup = 3, measure = 5, timeMs = 300;
+    String openblas = null;
     if (args.length == 1 && args[0].equals("shapes")) {
       for (Shape sh : TrainingGemms.all()) System.out.println(sh.tsv());
       return;
@@ -114,12 +126,18 @@ public class GemmShapesBench {
       else if (arg.startsWith("measure=")) measure = Integer.parseInt(v);
       else if (arg.startsWith("time=")) timeMs = Integer.parseInt(v);
       else if (arg.startsWith("key=")) keys.add(v);
+      else if (arg.startsWith("openblas=")) openblas = v;
       else throw new IllegalArgumentException("unknown argument " + arg);
     }
     if (keys.isEmpty()) {
       for (Shape sh : TrainingGemms.all()) if (models.contains(sh.model())) keys.add(sh.key());
     }
     for (String mode : modes) {
+      if (openblas != null) {
+        OpenBlas lib = new OpenBlas(Path.of(openblas));
+        for (String key : keys) System.out.println(alternate(lib, key, mode, warmup, measure, timeMs));
+        continue;
+      }
       if (mode.equals("cpu")) {
         for (String key : keys) System.out.println(cpuTime(key, warmup, measure, timeMs));
         continue;
@@ -182,6 +200,99 @@ public class GemmShapesBench {
       }
     }
     return json(key, "cpu", 1, best, sum / measure);
+  }
+
+  /**
+   * Modes {@code pair} and {@code core} with {@code openblas=LIB}: {@code warmup} then {@code measure} rounds, each a
+   * slice of about {@code sliceMs} of Gemm's products then one of OpenBLAS's, every caller (two in {@code pair}) on
+   * its own operands and starting together. Prints Gemm's median GFLOP/s over the rounds, OpenBLAS's, and the median,
+   * first and third quartile of the per-round ratio.
+   */
+  private static String alternate(OpenBlas lib, String key, String mode, int warmup, int measure, int sliceMs)
+      throws Exception {
+    int callers = switch (mode) {
+      case "pair" -> 2;
+      case "core" -> 1;
+      default -> throw new IllegalArgumentException("mode " + mode + " does not alternate (pair, core)");
+    };
+    if (mode.equals("core") && Integer.getInteger("taco.gemm.threads", 0) != 1) {
+      throw new IllegalArgumentException("mode core times one core: start the JVM with -Dtaco.gemm.threads=1");
+    }
+    lib.threads(1);
+    Shape sh = Shape.parse(key);
+    GemmShapesBench[] benches = new GemmShapesBench[callers];
+    for (int t = 0; t < callers; t++) {
+      benches[t] = new GemmShapesBench();
+      benches[t].shape = key;
+      benches[t].setup();
+    }
+    int rounds = warmup + measure;
+    double[][] gflops = new double[2][rounds]; // [Gemm, OpenBLAS][round], summed over callers
+    CyclicBarrier start = new CyclicBarrier(callers);
+    Thread[] threads = new Thread[callers];
+    Throwable[] failure = new Throwable[1];
+    for (int t = 0; t < callers; t++) {
+      GemmShapesBench bench = benches[t];
+      threads[t] = new Thread(() -> {
+        try {
+          for (int round = 0; round < rounds; round++) {
+            for (int side = 0; side < 2; side++) {
+              start.await();
+              long t0 = System.nanoTime(), elapsed;
+              int calls = 0;
+              do {
+                if (side == 0) bench.gemm();
+                else bench.openblas(lib);
+                calls++;
+              } while ((elapsed = System.nanoTime() - t0) < sliceMs * 1_000_000L);
+              synchronized (gflops) {
+                gflops[side][round] += calls * sh.flops() / (double) elapsed;
+              }
+            }
+          }
+        } catch (Throwable e) {
+          synchronized (gflops) {
+            failure[0] = e;
+          }
+          start.reset();
+        }
+      }, "alternate-" + t);
+      threads[t].start();
+    }
+    for (Thread t : threads) t.join();
+    if (failure[0] != null) throw new IllegalStateException("alternating " + key + " failed", failure[0]);
+    double[] ratio = new double[measure], java = new double[measure], blas = new double[measure];
+    for (int i = 0; i < measure; i++) {
+      java[i] = gflops[0][warmup + i];
+      blas[i] = gflops[1][warmup + i];
+      ratio[i] = java[i] / blas[i];
+    }
+    Arrays.sort(ratio);
+    Arrays.sort(java);
+    Arrays.sort(blas);
+    double usJava = callers * sh.flops() / (java[measure / 2] * 1e3),
+        usBlas = callers * sh.flops() / (blas[measure / 2] * 1e3);
+    return String.format(Locale.ROOT,
+        "{\"key\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"us_best\": %.2f, \"gflops\": %.2f, "
+            + "\"openblas_us\": %.2f, \"openblas_gflops\": %.2f, \"ratio\": %.3f, \"ratio_q1\": %.3f, "
+            + "\"ratio_q3\": %.3f, \"rounds\": %d, \"slice_ms\": %d, \"load\": \"%s\"}",
+        key, mode, callers, usJava, java[measure / 2], usBlas, blas[measure / 2], ratio[measure / 2],
+        ratio[measure / 4], ratio[3 * measure / 4], measure, sliceMs, load());
+  }
+
+  /** The 1-minute load average ({@code /proc/loadavg}), or "?" where there is none. */
+  private static String load() {
+    try {
+      return java.nio.file.Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (java.io.IOException e) {
+      return "?";
+    }
+  }
+
+  /** One product through OpenBLAS, on this state's operands (as {@link #gemm}). */
+  void openblas(OpenBlas lib) {
+    lib.sgemm(s.op() == TrainingGemms.Op.ATB, s.op() == TrainingGemms.Op.ABT, s.m(), s.n(), s.k(), a, b, c,
+        s.accumulate());
   }
 
   private static String json(String key, String mode, int threads, double usBest, double usMean) {

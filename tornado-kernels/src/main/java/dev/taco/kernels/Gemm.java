@@ -21,11 +21,9 @@ import jdk.incubator.vector.VectorSpecies;
  * slabs of at most {@link #PACK_B_MAX} floats for very large B), shared by every thread of the call: for
  * {@link #matmulTransB} the packing is the transposition. The panels of a column of tiles are packed by the first
  * thread to reach one of its tiles, so the threads of a call pack B side by side, each just before it uses it (packed
- * all at once by the calling thread, B kept the other core idle for 3 % of a 1024³ product). A is read in place
- * through a row and a column stride
- * (only a last block of fewer than {@value #MR} rows is copied, zero-padded), except for {@link #matmulTransA}: there
- * each tile packs its rows of Aᵀ per K block into micro-panels, since in place a micro-panel's successive p lie m
- * floats apart and fall into a few L1 sets. C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
+ * all at once by the calling thread, B kept the other core idle for 3 % of a 1024³ product). Each tile packs its
+ * rows of op(A) per K block into micro-panels of {@value #MR} rows (p-major, zero-padded), so that the micro-kernel
+ * reads A at a constant step (see {@link #packA}). C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
  * a tile is zeroed unless accumulating, then walks K in blocks of {@link #KC} (the B block of one micro-panel stays in
  * L1), each adding into C. So the transposed forms cost the same as {@link #matmul} up to the packing passes, and a
  * call allocates nothing once its thread's buffers have grown to its sizes.
@@ -65,12 +63,16 @@ public final class Gemm {
   static final int MC = MR * Integer.getInteger("taco.gemm.mcPanels", 16);
   /** Depth of one K block (the packed B block of one micro-panel, KC × NR floats, stays in L1). */
   static final int KC = Integer.getInteger("taco.gemm.kc", 256);
-  /** Columns of C per tile at most (multiple of {@link #NR}). */
-  static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 8);
+  /**
+   * Columns of C per tile at most (multiple of {@link #NR}): the packed A block of a tile and K block serves nc
+   * columns, so packing costs 1/(2nc) of the tile's flops (16 panels: 1024 x 512 x 768 A·B one core at 0.80 of
+   * OpenBLAS against 0.77 with 8, in the same run).
+   */
+  static final int NC = NR * Integer.getInteger("taco.gemm.ncPanels", 16);
   /** Below this many flops (2mnk) a call runs in the calling thread only. */
   static final long PARALLEL_MIN_FLOPS = 1L << 22;
   /**
-   * Floats between packed Aᵀ micro-panels beyond their MR·kc: at kc = 256 the panels would start 8 KiB apart, and
+   * Floats between packed A micro-panels beyond their MR·kc: at kc = 256 the panels would start 8 KiB apart, and
    * the packing pass, which writes all of a tile's panels at once, would keep hitting one L1 set.
    */
   private static final int PANEL_PAD = 16;
@@ -113,9 +115,7 @@ public final class Gemm {
   private static final class Scratch {
     final Job job = new Job(Thread.currentThread());
     float[] packB = new float[0];
-    /** The last rows of A when fewer than MR, zero-padded: (p, r) at p*MR + r. */
-    final float[] edgeA = new float[MR * KC];
-    /** A tile's rows of Aᵀ for one K block, as micro-panels: panel q's (p, r) at q*(MR*kc + PANEL_PAD) + p*MR + r. */
+    /** A tile's rows of op(A) for one K block, as micro-panels: panel q's (p, r) at q*(MR*kc + PANEL_PAD) + p*MR + r. */
     final float[] packA = new float[MC / MR * (MR * KC + PANEL_PAD)];
     /** A micro-tile of C at the right or bottom edge. */
     final float[] tile = new float[MR * NR];
@@ -467,43 +467,29 @@ public final class Gemm {
           Arrays.fill(c, ci + jt, ci + jt1, 0f);
         }
       }
-      // Aᵀ is packed per tile and K block (packTransposed): read in place, a micro-panel's eight values of one p
-      // lie in one line but its p's lie m floats apart, at m = 128 to 1024 in a few L1 sets (the training's
-      // weight gradients ran at 0.35-0.67 of OpenBLAS so, and at 0.35 when packed one micro-panel at a time)
-      boolean packA = ars == 1 && acs != 1;
+      // op(A) is packed per tile and K block into micro-panels, (p, r) at p*MR + r, so that the micro-kernel reads
+      // its eight values of one p side by side at a constant step: with the step a parameter (A read in place, row
+      // or column stride), C2 keeps eight range checks and eight index sums in the loop, and the kernel ran at 0.77-0.83
+      // of the packed one (8x32 on AVX-512, 2026-12-02). Read in place, Aᵀ's p's also lie m floats apart and fall
+      // into a few L1 sets. Packing costs about 0.4 ns per element of A, once per K block for the tile's nc columns
       packed(u / tilesM, jt, jt1);
       for (int p0 = 0; p0 < k; p0 += KC) {
         int kc = Math.min(KC, k - p0);
-        if (packA) {
-          packTransposed(s.packA, a, aOff + i0 + p0 * acs, acs, i1 - i0, kc);
-        }
+        packA(s.packA, a, aOff + i0 * ars + p0 * acs, ars, acs, i1 - i0, kc);
         for (int jr = jt; jr < jt1; jr += NR) {
           int nr = Math.min(NR, ns - jr);
           int bi = (jr / NR) * k * NR + p0 * NR;
           for (int ir = i0; ir < i1; ir += MR) {
             int mr = Math.min(MR, m - ir);
             int ci = cOff + ir * ldc + j0 + jr;
-            float[] ap = a;
-            int ai = aOff + ir * ars + p0 * acs, rs = ars, cs = acs;
-            if (packA) {
-              ap = s.packA;
-              ai = (ir - i0) / MR * (MR * kc + PANEL_PAD);
-              rs = 1;
-              cs = MR;
-            } else if (mr < MR) {
-              packEdge(s.edgeA, ai, mr, kc);
-              ap = s.edgeA;
-              ai = 0;
-              rs = 1;
-              cs = MR;
-            }
+            int ai = (ir - i0) / MR * (MR * kc + PANEL_PAD);
             if (mr == MR && nr == NR) {
-              kernel(ap, ai, rs, cs, pb, bi, kc, c, ci, ldc);
+              kernel(s.packA, ai, pb, bi, kc, c, ci, ldc);
             } else { // through a zero-padded copy of the C block: the same sums as in the interior
               float[] tt = s.tile;
               Arrays.fill(tt, 0f);
               for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
-              kernel(ap, ai, rs, cs, pb, bi, kc, tt, 0, NR);
+              kernel(s.packA, ai, pb, bi, kc, tt, 0, NR);
               for (int r = 0; r < mr; r++) System.arraycopy(tt, r * NR, c, ci + r * ldc, nr);
             }
           }
@@ -533,57 +519,68 @@ public final class Gemm {
      * the slab's panel q holds (p, j) at pb[q*k*NR + p*NR + j], zero-padded past the slab's last column.
      */
     private void packB(int jt, int jt1) {
-      for (int jr = jt; jr < jt1; jr += NR) {
-        int base = jr * k, cols = Math.min(NR, ns - jr);
-        if (bcs == 1 && cols == NR) {
-          for (int p = 0, src = bOff + j0 + jr; p < k; p++, src += brs) {
-            FloatVector.fromArray(S, b, src).intoArray(pb, base + p * NR);
-            FloatVector.fromArray(S, b, src + L).intoArray(pb, base + p * NR + L);
+      int jr = jt;
+      if (bcs == 1) { // the whole panels one row of B at a time, read along the row (one panel at a time, each row
+        // read 2 lines 4 KiB from the last: 5 % of a 1024³ product, most of it waiting for them)
+        int whole = jt + (jt1 - jt) / NR * NR;
+        for (int p = 0; p < k; p++) {
+          int src = bOff + j0 + p * brs, dst = p * NR;
+          for (int j = jt; j < whole; j += NR) {
+            FloatVector.fromArray(S, b, src + j).intoArray(pb, j * k + dst);
+            FloatVector.fromArray(S, b, src + j + L).intoArray(pb, j * k + dst + L);
           }
-        } else {
-          // one column of op(B) at a time (for Bᵀ, brs == 1, a contiguous row of the stored B), in blocks of
-          // PACK_P rows of the panel, so that the block being written (PACK_P x NR floats) stays in L1
-          for (int p0 = 0; p0 < k; p0 += PACK_P) {
-            int p1 = Math.min(k, p0 + PACK_P);
-            for (int j = 0; j < NR; j++) {
-              int src = bOff + (j0 + jr + j) * bcs;
-              if (j < cols) {
-                for (int p = p0; p < p1; p++) pb[base + p * NR + j] = b[src + p * brs];
-              } else {
-                for (int p = p0; p < p1; p++) pb[base + p * NR + j] = 0f;
-              }
+        }
+        jr = whole;
+      }
+      for (; jr < jt1; jr += NR) {
+        int base = jr * k, cols = Math.min(NR, ns - jr);
+        // one column of op(B) at a time (for Bᵀ, brs == 1, a contiguous row of the stored B), in blocks of
+        // PACK_P rows of the panel, so that the block being written (PACK_P x NR floats) stays in L1
+        for (int p0 = 0; p0 < k; p0 += PACK_P) {
+          int p1 = Math.min(k, p0 + PACK_P);
+          for (int j = 0; j < NR; j++) {
+            int src = bOff + (j0 + jr + j) * bcs;
+            if (j < cols) {
+              for (int p = p0; p < p1; p++) pb[base + p * NR + j] = b[src + p * brs];
+            } else {
+              for (int p = p0; p < p1; p++) pb[base + p * NR + j] = 0f;
             }
           }
         }
       }
     }
-
-    /**
-     * Copies the last {@code mr < MR} rows of op(A), kc columns from index ai, to dst as (p, r) at p*MR + r,
-     * zero-padded.
-     */
-    private void packEdge(float[] dst, int ai, int mr, int kc) {
-      for (int p = 0; p < kc; p++) {
-        for (int r = 0; r < MR; r++) dst[p * MR + r] = r < mr ? a[ai + r * ars + p * acs] : 0f;
-      }
-    }
   }
 
   /**
-   * Packs {@code rows} rows of Aᵀ (stored [k, lda]: op(A)'s element (i, p) at a[ai + i + p*lda]), kc columns, into
-   * micro-panels of MR rows: panel q's (p, r) at dst[q*(MR*kc + PANEL_PAD) + p*MR + r], rows past {@code rows}
-   * zero. One p at a time: its rows lie side by side in A, so each line of A is read once, whole.
+   * Packs {@code rows} rows of op(A), kc columns, element (i, p) at a[ai + i*ars + p*acs] (one of the strides is 1),
+   * into micro-panels of MR rows: panel q's (p, r) at dst[q*(MR*kc + PANEL_PAD) + p*MR + r], rows past {@code rows}
+   * zero. Aᵀ (ars == 1) one p at a time: its rows lie side by side in A, so each line of A is read once, whole. A
+   * (acs == 1) one row at a time, read along the row and written at a step of MR (0.42 ns per element against
+   * 1.25 one p at a time across the eight rows, and no slower than an eight-lane gather or an 8 x 8 transposition
+   * on lanes; 128 x 256 from A with 1024 columns).
    */
-  private static void packTransposed(float[] dst, float[] a, int ai, int lda, int rows, int kc) {
+  private static void packA(float[] dst, float[] a, int ai, int ars, int acs, int rows, int kc) {
     int stride = MR * kc + PANEL_PAD, whole = rows / MR;
-    for (int p = 0; p < kc; p++) {
-      int src = ai + p * lda;
-      for (int q = 0; q < whole; q++) {
-        FloatVector.fromArray(S8, a, src + q * MR).intoArray(dst, q * stride + p * MR);
+    if (ars == 1) {
+      for (int p = 0; p < kc; p++) {
+        int src = ai + p * acs;
+        for (int q = 0; q < whole; q++) {
+          FloatVector.fromArray(S8, a, src + q * MR).intoArray(dst, q * stride + p * MR);
+        }
       }
-      if (whole * MR < rows) {
+    } else {
+      for (int i = 0; i < whole * MR; i++) {
+        int src = ai + i * ars, d = i / MR * stride + i % MR;
+        for (int p = 0; p < kc; p++) dst[d + p * MR] = a[src + p];
+      }
+    }
+    if (whole * MR < rows) {
+      for (int p = 0; p < kc; p++) {
         int d = whole * stride + p * MR;
-        for (int r = 0; r < MR; r++) dst[d + r] = whole * MR + r < rows ? a[src + whole * MR + r] : 0f;
+        for (int r = 0; r < MR; r++) {
+          int i = whole * MR + r;
+          dst[d + r] = i < rows ? a[ai + i * ars + p * acs] : 0f;
+        }
       }
     }
   }
@@ -597,19 +594,15 @@ public final class Gemm {
   }
 
   /**
-   * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], element (r, p) of A at a[ai + r*ars + p*acs],
-   * row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen accumulators in
-   * registers, loaded from C and stored back; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled by hand over
-   * the eight rows (the accumulators must be locals to stay in registers), and written without branches or helper
-   * calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its vectors
-   * (about ten times slower). The eight row starts are computed before the loop and each k adds one offset to them
-   * (about 15 % faster than stepping one index by {@code acs} and adding row multiples). The step of p stays a
-   * parameter: with a layout flag choosing a constant step ({@code panel ? p * MR : p}), 1024 x 1024 x 512 Aᵀ·B (packed
-   * micro-panels) ran on one core at 95-139 GFLOP/s against 138-174 with {@code p * acs}, A·B unchanged (three
-   * alternated launches of each, 2026-12-02), and the training's weight-gradient shapes fell to 0.54-0.81 of OpenBLAS.
+   * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], A a packed micro-panel (element (r, p) at
+   * a[ai + p*MR + r]), row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen
+   * accumulators in registers, loaded from C and stored back; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled
+   * by hand over the eight rows (the accumulators must be locals to stay in registers), and written without branches
+   * or helper calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its
+   * vectors (about ten times slower). A's step is the constant MR, so that C2 proves the eight reads in range before
+   * the loop and addresses them from one register.
    */
-  private static void kernel(float[] a, int ai, int ars, int acs, float[] pb, int bi, int kc,
-      float[] c, int ci, int ldc) {
+  private static void kernel(float[] a, int ai, float[] pb, int bi, int kc, float[] c, int ci, int ldc) {
     int c1 = ci + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc, c6 = c5 + ldc, c7 = c6 + ldc;
     FloatVector c00 = FloatVector.fromArray(S, c, ci), c01 = FloatVector.fromArray(S, c, ci + L);
     FloatVector c10 = FloatVector.fromArray(S, c, c1), c11 = FloatVector.fromArray(S, c, c1 + L);
@@ -619,33 +612,32 @@ public final class Gemm {
     FloatVector c50 = FloatVector.fromArray(S, c, c5), c51 = FloatVector.fromArray(S, c, c5 + L);
     FloatVector c60 = FloatVector.fromArray(S, c, c6), c61 = FloatVector.fromArray(S, c, c6 + L);
     FloatVector c70 = FloatVector.fromArray(S, c, c7), c71 = FloatVector.fromArray(S, c, c7 + L);
-    int a1 = ai + ars, a2 = a1 + ars, a3 = a2 + ars, a4 = a3 + ars, a5 = a4 + ars, a6 = a5 + ars, a7 = a6 + ars;
     for (int p = 0; p < kc; p++) {
-      int o = p * acs, q = bi + p * NR;
+      int o = ai + p * MR, q = bi + p * NR;
       FloatVector b0 = FloatVector.fromArray(S, pb, q);
       FloatVector b1 = FloatVector.fromArray(S, pb, q + L);
-      FloatVector x = FloatVector.broadcast(S, a[ai + o]);
+      FloatVector x = FloatVector.broadcast(S, a[o]);
       c00 = b0.fma(x, c00);
       c01 = b1.fma(x, c01);
-      x = FloatVector.broadcast(S, a[a1 + o]);
+      x = FloatVector.broadcast(S, a[o + 1]);
       c10 = b0.fma(x, c10);
       c11 = b1.fma(x, c11);
-      x = FloatVector.broadcast(S, a[a2 + o]);
+      x = FloatVector.broadcast(S, a[o + 2]);
       c20 = b0.fma(x, c20);
       c21 = b1.fma(x, c21);
-      x = FloatVector.broadcast(S, a[a3 + o]);
+      x = FloatVector.broadcast(S, a[o + 3]);
       c30 = b0.fma(x, c30);
       c31 = b1.fma(x, c31);
-      x = FloatVector.broadcast(S, a[a4 + o]);
+      x = FloatVector.broadcast(S, a[o + 4]);
       c40 = b0.fma(x, c40);
       c41 = b1.fma(x, c41);
-      x = FloatVector.broadcast(S, a[a5 + o]);
+      x = FloatVector.broadcast(S, a[o + 5]);
       c50 = b0.fma(x, c50);
       c51 = b1.fma(x, c51);
-      x = FloatVector.broadcast(S, a[a6 + o]);
+      x = FloatVector.broadcast(S, a[o + 6]);
       c60 = b0.fma(x, c60);
       c61 = b1.fma(x, c61);
-      x = FloatVector.broadcast(S, a[a7 + o]);
+      x = FloatVector.broadcast(S, a[o + 7]);
       c70 = b0.fma(x, c70);
       c71 = b1.fma(x, c71);
     }
