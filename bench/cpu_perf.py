@@ -3,12 +3,12 @@
 Usage: python3 bench/cpu_perf.py CODEC_SIMD.txt[,...] CODEC_REFERENCE.txt[,...] GEMM.json[,GEMM2.json...] \
            TRAIN_STEP.txt[,TRAIN_STEP2.txt...] "COMMAND" > cpu-perf.json
 
-CODEC_*.txt: bench/run-codec.sh's output (its markdown table and copy line), with the SIMD kernels and with
-simd=false (the scalar reference kernels, what the codecs ran before issue G) from the same session, one pair per
-run (the n-th of each list together), a codec's figures per direction from the run with the median gain (copy_gbps
+CODEC_*.txt: bench/run-codec.sh's output (its markdown table and copy line), of this build and of the reference:
+the same script in the tree of the build before issue G (2f8c3ff), or this build's with simd=false (the scalar
+reference kernels), from the same session, one pair per run (the n-th of each list together), a codec's figures per direction from the run with the median gain (copy_gbps
 is the encode run's copy, decode_copy_gbps the decode run's);
 GEMM.json: bench/run-gemm-shapes.sh's stdout (a list, one entry per shape and mode), one file per run; only mode
-"pair" (the two TP ranks of ./taco train on two cores) and, for the square shape, mode "solo" go into "gemm", every
+"pair" (the two TP ranks of ./taco train on two cores; records alternated with OpenBLAS keep their ratio quartiles) and, for the square shape, mode "solo" go into "gemm", every
 entry of the first run into "gemm_all_modes". With several runs a shape's entry is the run with the median ratio
 (the lower middle one for an even count), and "runs" lists every run's ratio, GFLOP/s and load: on a shared 2-core
 machine one run's ratios scatter by 0.1-0.3. TRAIN_STEP.txt: bench/run-train-step.sh's output (its last JSON line:
