@@ -2,8 +2,10 @@ package dev.taco.bench;
 
 import dev.taco.bench.TrainingGemms.Shape;
 import dev.taco.kernels.Gemm;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -205,8 +207,9 @@ public class GemmShapesBench {
   /**
    * Modes {@code pair} and {@code core} with {@code openblas=LIB}: {@code warmup} then {@code measure} rounds, each a
    * slice of about {@code sliceMs} of Gemm's products then one of OpenBLAS's, every caller (two in {@code pair}) on
-   * its own operands and starting together. Prints Gemm's median GFLOP/s over the rounds, OpenBLAS's, and the median,
-   * first and third quartile of the per-round ratio.
+   * its own operands and starting together, after {@link #checkAgainst} has compared the two products. Prints Gemm's
+   * median GFLOP/s over the rounds, OpenBLAS's, and the median, first and third quartile of the per-round ratio
+   * ({@code us_best} and {@code openblas_us}: the median round's microseconds per product).
    */
   private static String alternate(OpenBlas lib, String key, String mode, int warmup, int measure, int sliceMs)
       throws Exception {
@@ -226,6 +229,7 @@ public class GemmShapesBench {
       benches[t].shape = key;
       benches[t].setup();
     }
+    benches[0].checkAgainst(lib);
     int rounds = warmup + measure;
     double[][] gflops = new double[2][rounds]; // [Gemm, OpenBLAS][round], summed over callers
     CyclicBarrier start = new CyclicBarrier(callers);
@@ -252,7 +256,7 @@ public class GemmShapesBench {
           }
         } catch (Throwable e) {
           synchronized (gflops) {
-            failure[0] = e;
+            if (failure[0] == null) failure[0] = e; // the other caller's is the broken barrier this one leaves
           }
           start.reset();
         }
@@ -283,8 +287,8 @@ public class GemmShapesBench {
   /** The 1-minute load average ({@code /proc/loadavg}), or "?" where there is none. */
   private static String load() {
     try {
-      return java.nio.file.Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
-    } catch (java.io.IOException e) {
+      return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (IOException e) {
       return "?";
     }
   }
@@ -293,6 +297,30 @@ public class GemmShapesBench {
   void openblas(OpenBlas lib) {
     lib.sgemm(s.op() == TrainingGemms.Op.ATB, s.op() == TrainingGemms.Op.ABT, s.m(), s.n(), s.k(), a, b, c,
         s.accumulate());
+  }
+
+  /**
+   * Checks that OpenBLAS, as {@link #openblas} calls it, computes the product {@link #gemm} does: both overwrite a C
+   * of their own from this state's A and B, and every element must agree within 1e-4 of C's largest magnitude (the
+   * same sums in another order).
+   *
+   * @throws IllegalStateException if they differ, or either holds NaN: the ratio would compare different work
+   */
+  void checkAgainst(OpenBlas lib) {
+    boolean transA = s.op() == TrainingGemms.Op.ATB, transB = s.op() == TrainingGemms.Op.ABT;
+    float[] ours = new float[c.length], theirs = new float[c.length];
+    Gemm.gemm(transA, transB, s.m(), s.n(), s.k(), a, 0, transA ? s.m() : s.k(), b, 0, transB ? s.k() : s.n(), ours,
+        0, s.n(), false);
+    lib.sgemm(transA, transB, s.m(), s.n(), s.k(), a, b, theirs, false);
+    double diff = 0, max = 0;
+    for (int i = 0; i < ours.length; i++) {
+      diff = Math.max(diff, Math.abs((double) ours[i] - theirs[i]));
+      max = Math.max(max, Math.abs(theirs[i]));
+    }
+    if (!(diff <= 1e-4 * max)) { // also false for NaN
+      throw new IllegalStateException(String.format(Locale.ROOT,
+          "%s: OpenBLAS and Gemm differ by %.3g (largest |C| %.3g): not the same product", shape, diff, max));
+    }
   }
 
   private static String json(String key, String mode, int threads, double usBest, double usMean) {
