@@ -18,7 +18,10 @@ import org.junit.jupiter.api.Test;
  * reason) where python3 with numpy's bundled OpenBLAS is missing.
  */
 class OpenBlasTest {
+  /** The library's path, or null; {@link #missing} says why. */
   private static Path library;
+
+  private static String missing;
 
   @BeforeAll
   static void locate() throws Exception {
@@ -26,17 +29,23 @@ class OpenBlasTest {
     try {
       p = new ProcessBuilder("python3", "gemm_openblas.py", "lib").redirectErrorStream(true).start();
     } catch (IOException e) {
-      Assumptions.abort("no python3 on this machine: " + e.getMessage());
+      missing = "no python3 on this machine: " + e.getMessage();
       return;
     }
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-    Assumptions.assumeTrue(p.waitFor() == 0, () -> "gemm_openblas.py lib found no numpy OpenBLAS: " + out);
-    library = Path.of(out);
+    if (p.waitFor() == 0) library = Path.of(out);
+    else missing = "gemm_openblas.py lib found no numpy OpenBLAS (python3 without numpy?): " + out;
+  }
+
+  /** The library, or the test skipped with the reason (reported per test, not as a silent empty class). */
+  private static Path library() {
+    Assumptions.assumeTrue(library != null, () -> missing);
+    return library;
   }
 
   @Test
   void everyTransposeMatchesAFloat64Reference() {
-    OpenBlas lib = new OpenBlas(library);
+    OpenBlas lib = new OpenBlas(library());
     lib.threads(1);
     Random r = new Random();
     int[][] shapes = {{37, 53, 29}, {64, 128, 96}, {5, 300, 17}};
