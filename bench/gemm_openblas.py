@@ -148,15 +148,17 @@ def merge(shapes_path, openblas_path, java_path):
         step = {}
         for s in read_shapes(shapes_path):
             j = jv.get((s['key'], mode))
-            if j is not None and 'openblas_gflops' in j:  # alternated in one JVM: both sides and the ratio
+            if j is None:
+                continue
+            if 'openblas_gflops' in j:  # alternated in one JVM: both sides and the ratio
                 o = dict(gflops=j['openblas_gflops'], us_best=j['openblas_us'], load=j['load'])
                 ratio = dict(ratio=j['ratio'], ratio_q1=j['ratio_q1'], ratio_q3=j['ratio_q3'], rounds=j['rounds'],
                              slice_ms=j['slice_ms'])
             else:
                 o = ob.get((s['key'], mode))
-                ratio = dict(ratio=round(j['gflops'] / o['gflops'], 3)) if j is not None and o is not None else None
-            if j is None or o is None:
-                continue
+                if o is None:
+                    continue
+                ratio = dict(ratio=round(j['gflops'] / o['gflops'], 3))
             e = dict(m=s['m'], k=s['k'], n=s['n'], op=s['op'], model=s['model'], mode=mode, gflops=j['gflops'],
                      openblas_gflops=o['gflops'], **ratio, accumulate=s['accumulate'], calls=s['calls'],
                      uses=s['uses'], threads=threads[mode], load=o['load'])

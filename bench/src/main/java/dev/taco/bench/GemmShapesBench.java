@@ -134,9 +134,9 @@ public class GemmShapesBench {
     if (keys.isEmpty()) {
       for (Shape sh : TrainingGemms.all()) if (models.contains(sh.model())) keys.add(sh.key());
     }
+    OpenBlas lib = openblas == null ? null : new OpenBlas(Path.of(openblas));
     for (String mode : modes) {
-      if (openblas != null) {
-        OpenBlas lib = new OpenBlas(Path.of(openblas));
+      if (lib != null) {
         for (String key : keys) System.out.println(alternate(lib, key, mode, warmup, measure, timeMs));
         continue;
       }
