@@ -115,9 +115,8 @@ class LanesTest {
   }
 
   /**
-   * The integer decode divides without a divide ({@code q / qm} as {@code q * (1/qm)} corrected by its residual): every
-   * int8 and int4 code (markers included) against the reference, each under scales from 0 and the smallest subnormal
-   * to the largest float and random ones.
+   * The integer decode on lanes: every int8 and int4 code (markers included) against the reference, bit for bit, each
+   * under scales from 0 and the smallest subnormal to the largest float and random ones.
    */
   @Test
   void integerDecodeEqualsTheReferenceOnAll256CodesAndAnyScale() {
