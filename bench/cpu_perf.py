@@ -1,36 +1,23 @@
 """Assembles bench/results/cpu-perf.json (issue G's figures) from the outputs of the three CPU benchmarks.
 
-Usage: python3 bench/cpu_perf.py CODEC_SIMD.txt[,...] CODEC_REFERENCE.txt[,...] GEMM.json[,GEMM2.json...] \
-           TRAIN_STEP.txt[,TRAIN_STEP2.txt...] "COMMAND" > cpu-perf.json
+Usage: python3 bench/cpu_perf.py CODEC_ALT.txt[,...] GEMM.json[,GEMM2.json...] TRAIN_STEP.txt[,TRAIN_STEP2.txt...] \
+           "COMMAND" > cpu-perf.json
 
-CODEC_*.txt: bench/run-codec.sh's output (its markdown table and copy line), of this build and of the reference:
-the same script in the tree of the build before issue G (2f8c3ff), or this build's with simd=false (the scalar
-reference kernels), from the same session, one pair per run (the n-th of each list together), a codec's figures per direction from the run with the median gain (copy_gbps
-is the encode run's copy, decode_copy_gbps the decode run's);
-GEMM.json: bench/run-gemm-shapes.sh's stdout (a list, one entry per shape and mode), one file per run; only mode
-"pair" (the two TP ranks of ./taco train on two cores; records alternated with OpenBLAS keep their ratio quartiles) and, for the square shape, mode "solo" go into "gemm", every
+CODEC_ALT.txt: bench/run-codec-alt.sh's output (its last JSON list: per codec, this build's and the earlier build's
+fractions of a copy, alternated in one JVM, and the gain), one file per run; a codec's figures per direction come from
+the run with the median gain, and "runs" lists every run's. GEMM.json: bench/run-gemm-shapes.sh's stdout (a list, one
+entry per shape and mode), one file per run; only mode "pair" (the two TP ranks of ./taco train on two cores; records
+alternated with OpenBLAS keep their ratio quartiles) and, for the square shape, mode "solo" go into "gemm", every
 entry of the first run into "gemm_all_modes". With several runs a shape's entry is the run with the median ratio
 (the lower middle one for an even count), and "runs" lists every run's ratio, GFLOP/s and load: on a shared 2-core
 machine one run's ratios scatter by 0.1-0.3. TRAIN_STEP.txt: bench/run-train-step.sh's output (its last JSON line:
-per codec ms, baseline_ms, speedup), one file per run, chosen the same way. Every ratio is to a baseline measured
+per codec ms, baseline_ms, speedup: the two builds' steps taking turns in one JVM), one file per run, chosen the same
+way. Every ratio is to a baseline measured
 in the same run as the figure.
 """
 import json
 import platform
-import re
 import sys
-
-
-def codec_table(path):
-    text = open(path).read()
-    copy = float(re.search(r"copy \(System\.arraycopy\) ([0-9.]+) GB/s", text).group(1))
-    loads = re.findall(r"load(?: after)?: ([0-9. ]+)", text)
-    rows = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and re.fullmatch(r"[0-9.]+", cells[1] or "x") and not line.startswith("|---"):
-            rows[cells[0]] = (float(cells[1]), float(cells[2]))
-    return copy, rows, [l.strip() for l in loads]
 
 
 def median_entry(entries, ratio):
@@ -69,40 +56,31 @@ def train_step(paths):
     return by_codec
 
 
-def codec_entries(simd_paths, ref_paths):
-    """Per codec and direction, the run (a SIMD table and the reference table of the same session) with the median
-    gain over the reference's fraction; "runs" lists every run's fractions and gains."""
+def codec_entries(paths):
+    """Per codec and direction, the run with the median gain over the earlier build's fraction; "runs" lists every
+    run's fractions and gains."""
     runs = []
-    for simd_path, ref_path in zip(simd_paths, ref_paths):
-        copy, simd, simd_load = codec_table(simd_path)
-        ref_copy, ref, ref_load = codec_table(ref_path)
-        run = {}
-        for name, (enc, dec) in simd.items():
-            r_enc, r_dec = ref[name]
-            run[name] = {"encode_gbps": enc, "decode_gbps": dec, "copy_gbps": copy,
-                         "encode_fraction": round(enc / copy, 4), "decode_fraction": round(dec / copy, 4),
-                         "reference_encode_fraction": round(r_enc / ref_copy, 4),
-                         "reference_decode_fraction": round(r_dec / ref_copy, 4),
-                         "encode_fraction_gain": round(enc / copy / (r_enc / ref_copy), 1),
-                         "decode_fraction_gain": round(dec / copy / (r_dec / ref_copy), 1),
-                         "load": simd_load + ref_load}
-        runs.append(run)
+    for path in paths:
+        lines = [line for line in open(path) if line.startswith("[")]
+        if not lines:
+            sys.exit(f"{path}: no JSON list (is it bench/run-codec-alt.sh's output?)")
+        runs.append({e["codec"]: e for e in json.loads(lines[-1])})
     codecs = []
     for name in runs[0]:
         entry = {"codec": name}
         for way in ("encode", "decode"):
             chosen = median_entry([r[name] for r in runs], lambda e: e[f"{way}_fraction_gain"])
-            entry |= {k: v for k, v in chosen.items() if k.startswith(way) or k == f"reference_{way}_fraction"}
-            entry["copy_gbps" if way == "encode" else "decode_copy_gbps"] = chosen["copy_gbps"]
+            entry |= {k: v for k, v in chosen.items() if way in k or k == ("copy_gbps" if way == "encode" else "")}
         if len(runs) > 1:
             entry["runs"] = [{k: r[name][k] for k in ("encode_fraction", "decode_fraction", "encode_fraction_gain",
-                                                      "decode_fraction_gain", "load")} for r in runs]
+                                                      "decode_fraction_gain", "encode_load", "decode_load")}
+                             for r in runs]
         codecs.append(entry)
     return codecs
 
 
-def main(simd_paths, ref_paths, gemm_paths, step_paths, command):
-    codecs = codec_entries(simd_paths.split(","), ref_paths.split(","))
+def main(codec_paths, gemm_paths, step_paths, command):
+    codecs = codec_entries(codec_paths.split(","))
     gemm, gemm_all = gemm_entries(gemm_paths.split(","))
     step = train_step(step_paths.split(","))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
@@ -116,4 +94,6 @@ def main(simd_paths, ref_paths, gemm_paths, step_paths, command):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    main(*sys.argv[1:5])

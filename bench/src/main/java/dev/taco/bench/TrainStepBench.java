@@ -37,7 +37,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * batch; no evaluation and no codec-error sampling. Average time per step.
  *
  * <p>It uses only API that the previous commits also have, so {@code bench/run-train-step.sh} compiles this same file
- * against an older build and runs both in one session: the speed-up is a ratio measured in the same run.
+ * against an older build, and {@link TrainStepAlternation} runs the two builds' steps in turn in one JVM: the speed-up
+ * is a ratio measured in the same run.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)

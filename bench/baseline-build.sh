@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sourced by bench/run-train-step.sh and bench/run-codec-alt.sh (after bench/jmh-env.sh), with $1 the baseline
+# revision (default 2f8c3ff, the last commit before issue G): exports that commit with git archive into
+# ~/.cache/taco/train-step-baseline/<rev>/ (outside the tree: ../shared/tools/device-bundle.sh copies every
+# */target/*.jar below it) and builds it there once (Maven, offline, no install). Sets rev, base and base_cp (the
+# class path of its bench module and dependencies).
+rev=$(git rev-parse --short "${1:-2f8c3ff}")
+base="${XDG_CACHE_HOME:-$HOME/.cache}/taco/train-step-baseline/$rev"
+export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+if [ ! -f "$base/bench/target/classpath.txt" ]; then
+  rm -rf "$base" && mkdir -p "$base"
+  git archive "$rev" | tar -x -C "$base"
+  (cd "$base" && JAVA_HOME="$JAVA_HOME" PATH="$JAVA_HOME/bin:$PATH" mvn -B -q -ntp -o -DskipTests package -pl bench -am) >&2
+fi
+base_cp="$base/bench/target/classes:$(cat "$base/bench/target/classpath.txt")"
