@@ -12,8 +12,7 @@ entry of the first run into "gemm_all_modes". With several runs a shape's entry 
 (the lower middle one for an even count), and "runs" lists every run's ratio, GFLOP/s and load: on a shared 2-core
 machine one run's ratios scatter by 0.1-0.3. TRAIN_STEP.txt: bench/run-train-step.sh's output (its last JSON line:
 per codec ms, baseline_ms, speedup: the two builds' steps taking turns in one JVM), one file per run, chosen the same
-way. Every ratio is to a baseline measured
-in the same run as the figure.
+way. Every ratio is to a baseline measured in the same run as the figure.
 """
 import json
 import platform
@@ -70,7 +69,7 @@ def codec_entries(paths):
         entry = {"codec": name}
         for way in ("encode", "decode"):
             chosen = median_entry([r[name] for r in runs], lambda e: e[f"{way}_fraction_gain"])
-            entry |= {k: v for k, v in chosen.items() if way in k or k == ("copy_gbps" if way == "encode" else "")}
+            entry |= {k: v for k, v in chosen.items() if way in k or (way == "encode" and k == "copy_gbps")}
         if len(runs) > 1:
             entry["runs"] = [{k: r[name][k] for k in ("encode_fraction", "decode_fraction", "encode_fraction_gain",
                                                       "decode_fraction_gain", "encode_load", "decode_load")}
