@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntUnaryOperator;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -24,8 +25,9 @@ import jdk.incubator.vector.VectorSpecies;
  * all at once by the calling thread, B kept the other core idle for 3 % of a 1024³ product). Each tile packs its
  * rows of op(A) per K block into micro-panels of {@value #MR} rows (p-major, zero-padded), so that the micro-kernel
  * reads A at a constant step (see {@link #packA}). C is cut into tiles of at most {@link #MC} rows × {@link #NC} columns;
- * a tile is zeroed unless accumulating, then walks K in blocks of {@link #KC} (the B block of one micro-panel stays in
- * L1), each adding into C. So the transposed forms cost the same as {@link #matmul} up to the packing passes, and a
+ * a tile walks K in blocks of {@link #KC} (the B block of one micro-panel stays in L1), each adding into C, except that
+ * without accumulating the first block's micro-kernels start from zero instead of loading C (C is neither zeroed
+ * first nor read). So the transposed forms cost the same as {@link #matmul} up to the packing passes, and a
  * call allocates nothing once its thread's buffers have grown to its sizes.
  *
  * <h2>Threading</h2>
@@ -461,12 +463,6 @@ public final class Gemm {
       int u = part * per + Math.min(part, extra) + j;
       int i0 = (u % tilesM) * mc, jt = (u / tilesM) * nc;
       int i1 = Math.min(i0 + mc, m), jt1 = Math.min(jt + nc, ns);
-      if (!accumulate) {
-        for (int i = i0; i < i1; i++) {
-          int ci = cOff + i * ldc + j0;
-          Arrays.fill(c, ci + jt, ci + jt1, 0f);
-        }
-      }
       // op(A) is packed per tile and K block into micro-panels, (p, r) at p*MR + r, so that the micro-kernel reads
       // its eight values of one p side by side at a constant step: with the step a parameter (A read in place, row
       // or column stride), C2 keeps eight range checks and eight index sums in the loop, and the kernel ran at 0.77-0.83
@@ -475,6 +471,9 @@ public final class Gemm {
       packed(u / tilesM, jt, jt1);
       for (int p0 = 0; p0 < k; p0 += KC) {
         int kc = Math.min(KC, k - p0);
+        // the first K block of a product that overwrites C starts from zero accumulators: C neither zeroed first
+        // nor loaded (the same bits: 0 + a*b in one FMA; 1024^3 one core 1.03-1.08x, alternated in one JVM)
+        boolean load = accumulate || p0 > 0;
         packA(s.packA, a, aOff + i0 * ars + p0 * acs, ars, acs, i1 - i0, kc);
         for (int jr = jt; jr < jt1; jr += NR) {
           int nr = Math.min(NR, ns - jr);
@@ -484,12 +483,14 @@ public final class Gemm {
             int ci = cOff + ir * ldc + j0 + jr;
             int ai = (ir - i0) / MR * (MR * kc + PANEL_PAD);
             if (mr == MR && nr == NR) {
-              kernel(s.packA, ai, pb, bi, kc, c, ci, ldc);
+              kernel(s.packA, ai, pb, bi, kc, c, ci, ldc, load);
             } else { // through a zero-padded copy of the C block: the same sums as in the interior
               float[] tt = s.tile;
-              Arrays.fill(tt, 0f);
-              for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
-              kernel(s.packA, ai, pb, bi, kc, tt, 0, NR);
+              if (load) {
+                Arrays.fill(tt, 0f);
+                for (int r = 0; r < mr; r++) System.arraycopy(c, ci + r * ldc, tt, r * NR, nr);
+              }
+              kernel(s.packA, ai, pb, bi, kc, tt, 0, NR, load);
               for (int r = 0; r < mr; r++) System.arraycopy(tt, r * NR, c, ci + r * ldc, nr);
             }
           }
@@ -555,9 +556,11 @@ public final class Gemm {
    * Packs {@code rows} rows of op(A), kc columns, element (i, p) at a[ai + i*ars + p*acs] (one of the strides is 1),
    * into micro-panels of MR rows: panel q's (p, r) at dst[q*(MR*kc + PANEL_PAD) + p*MR + r], rows past {@code rows}
    * zero. Aᵀ (ars == 1) one p at a time: its rows lie side by side in A, so each line of A is read once, whole. A
-   * (acs == 1) one row at a time, read along the row and written at a step of MR (0.42 ns per element against
-   * 1.25 one p at a time across the eight rows, and no slower than an eight-lane gather or an 8 x 8 transposition
-   * on lanes; 128 x 256 from A with 1024 columns).
+   * (acs == 1) with 16 lanes by {@link #transpose8}, L columns of the eight rows at a time (0.31-0.48 ns per element
+   * against 0.66-1.05 for the scalar loop, 128 x 256 from A with 1024 columns, alternated in one JVM; 1024^3 one core
+   * 1.02-1.03x); with fewer lanes one row at a time, read along the row and written at a step of MR (the eight-lane
+   * transposition ran 1024^3 at 0.94x of it with -XX:UseAVX=2; 0.42 ns per element against 1.25 one p at a time
+   * across the eight rows, and no slower than an eight-lane gather).
    */
   private static void packA(float[] dst, float[] a, int ai, int ars, int acs, int rows, int kc) {
     int stride = MR * kc + PANEL_PAD, whole = rows / MR;
@@ -566,6 +569,14 @@ public final class Gemm {
         int src = ai + p * acs;
         for (int q = 0; q < whole; q++) {
           FloatVector.fromArray(S8, a, src + q * MR).intoArray(dst, q * stride + p * MR);
+        }
+      }
+    } else if (TRANSPOSE_ON_LANES) {
+      for (int q = 0; q < whole; q++) {
+        int src = ai + q * MR * ars, d = q * stride, p = 0;
+        for (; p + L <= kc; p += L) transpose8(a, src + p, ars, dst, d + p * MR);
+        for (; p < kc; p++) {
+          for (int r = 0; r < MR; r++) dst[d + p * MR + r] = a[src + r * ars + p];
         }
       }
     } else {
@@ -585,6 +596,54 @@ public final class Gemm {
     }
   }
 
+  /** {@link #packA} transposes on lanes where that was measured faster: 16 lanes (AVX-512). */
+  private static final boolean TRANSPOSE_ON_LANES = L == 16;
+
+  /** Lane indexes for a two-vector select: lane l takes {@code index(l)}, below L from the first vector. */
+  private static FloatVector selection(IntUnaryOperator index) {
+    float[] v = new float[L];
+    for (int l = 0; l < L; l++) v[l] = index.applyAsInt(l);
+    return FloatVector.fromArray(S, v, 0);
+  }
+
+  /** The three interleavings of {@link #transpose8}, each of single lanes, pairs and quads: low and high halves. */
+  private static final FloatVector ZIP1_LO = selection(l -> (l % 2) * L + l / 2),
+      ZIP1_HI = selection(l -> (l % 2) * L + L / 2 + l / 2),
+      ZIP2_LO = selection(l -> (l / 2 % 2) * L + l / 4 * 2 + l % 2),
+      ZIP2_HI = selection(l -> (l / 2 % 2) * L + L / 2 + l / 4 * 2 + l % 2),
+      ZIP4_LO = selection(l -> (l / 4 % 2) * L + l / 8 * 4 + l % 4),
+      ZIP4_HI = selection(l -> (l / 4 % 2) * L + L / 2 + l / 8 * 4 + l % 4);
+
+  /**
+   * Writes the 8 x L block of A at a[s + r*ars + p] (rows r < 8, columns p < L) p-major to dst[o + p*8 + r]: rows
+   * interleaved by single lanes, then pairs, then quads (24 two-vector selects, vpermt2ps on AVX-512). Needs L >= 8.
+   */
+  private static void transpose8(float[] a, int s, int ars, float[] dst, int o) {
+    FloatVector r0 = FloatVector.fromArray(S, a, s), r1 = FloatVector.fromArray(S, a, s + ars);
+    FloatVector r2 = FloatVector.fromArray(S, a, s + 2 * ars), r3 = FloatVector.fromArray(S, a, s + 3 * ars);
+    FloatVector r4 = FloatVector.fromArray(S, a, s + 4 * ars), r5 = FloatVector.fromArray(S, a, s + 5 * ars);
+    FloatVector r6 = FloatVector.fromArray(S, a, s + 6 * ars), r7 = FloatVector.fromArray(S, a, s + 7 * ars);
+    // rows 2i, 2i+1 by lanes: t(2i) their columns 0..L/2-1, t(2i+1) the rest
+    FloatVector t0 = ZIP1_LO.selectFrom(r0, r1), t1 = ZIP1_HI.selectFrom(r0, r1);
+    FloatVector t2 = ZIP1_LO.selectFrom(r2, r3), t3 = ZIP1_HI.selectFrom(r2, r3);
+    FloatVector t4 = ZIP1_LO.selectFrom(r4, r5), t5 = ZIP1_HI.selectFrom(r4, r5);
+    FloatVector t6 = ZIP1_LO.selectFrom(r6, r7), t7 = ZIP1_HI.selectFrom(r6, r7);
+    // rows 0-3 and 4-7 by pairs: four rows per column, L/4 columns per vector
+    FloatVector u0 = ZIP2_LO.selectFrom(t0, t2), u1 = ZIP2_HI.selectFrom(t0, t2);
+    FloatVector u2 = ZIP2_LO.selectFrom(t1, t3), u3 = ZIP2_HI.selectFrom(t1, t3);
+    FloatVector u4 = ZIP2_LO.selectFrom(t4, t6), u5 = ZIP2_HI.selectFrom(t4, t6);
+    FloatVector u6 = ZIP2_LO.selectFrom(t5, t7), u7 = ZIP2_HI.selectFrom(t5, t7);
+    // all eight rows by quads: L/8 columns per vector, in column order
+    ZIP4_LO.selectFrom(u0, u4).intoArray(dst, o);
+    ZIP4_HI.selectFrom(u0, u4).intoArray(dst, o + L);
+    ZIP4_LO.selectFrom(u1, u5).intoArray(dst, o + 2 * L);
+    ZIP4_HI.selectFrom(u1, u5).intoArray(dst, o + 3 * L);
+    ZIP4_LO.selectFrom(u2, u6).intoArray(dst, o + 4 * L);
+    ZIP4_HI.selectFrom(u2, u6).intoArray(dst, o + 5 * L);
+    ZIP4_LO.selectFrom(u3, u7).intoArray(dst, o + 6 * L);
+    ZIP4_HI.selectFrom(u3, u7).intoArray(dst, o + 7 * L);
+  }
+
   private static int tiles(int size, int total) {
     return (total + size - 1) / size;
   }
@@ -594,24 +653,26 @@ public final class Gemm {
   }
 
   /**
-   * MR × NR micro-kernel: C[8, 2L] += A[8, kc] · Bpanel[kc, 2L], A a packed micro-panel (element (r, p) at
+   * MR × NR micro-kernel: C[8, 2L] (+)= A[8, kc] · Bpanel[kc, 2L], A a packed micro-panel (element (r, p) at
    * a[ai + p*MR + r]), row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen
-   * accumulators in registers, loaded from C and stored back; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled
+   * accumulators in registers, loaded from C ({@code load}) or zero, and stored to C; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled
    * by hand over the eight rows (the accumulators must be locals to stay in registers), and written without branches
    * or helper calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its
    * vectors (about ten times slower). A's step is the constant MR, so that C2 proves the eight reads in range before
    * the loop and addresses them from one register.
    */
-  private static void kernel(float[] a, int ai, float[] pb, int bi, int kc, float[] c, int ci, int ldc) {
+  private static void kernel(float[] a, int ai, float[] pb, int bi, int kc, float[] c, int ci, int ldc,
+      boolean load) {
+    FloatVector z = FloatVector.zero(S);
     int c1 = ci + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc, c6 = c5 + ldc, c7 = c6 + ldc;
-    FloatVector c00 = FloatVector.fromArray(S, c, ci), c01 = FloatVector.fromArray(S, c, ci + L);
-    FloatVector c10 = FloatVector.fromArray(S, c, c1), c11 = FloatVector.fromArray(S, c, c1 + L);
-    FloatVector c20 = FloatVector.fromArray(S, c, c2), c21 = FloatVector.fromArray(S, c, c2 + L);
-    FloatVector c30 = FloatVector.fromArray(S, c, c3), c31 = FloatVector.fromArray(S, c, c3 + L);
-    FloatVector c40 = FloatVector.fromArray(S, c, c4), c41 = FloatVector.fromArray(S, c, c4 + L);
-    FloatVector c50 = FloatVector.fromArray(S, c, c5), c51 = FloatVector.fromArray(S, c, c5 + L);
-    FloatVector c60 = FloatVector.fromArray(S, c, c6), c61 = FloatVector.fromArray(S, c, c6 + L);
-    FloatVector c70 = FloatVector.fromArray(S, c, c7), c71 = FloatVector.fromArray(S, c, c7 + L);
+    FloatVector c00 = load ? FloatVector.fromArray(S, c, ci) : z, c01 = load ? FloatVector.fromArray(S, c, ci + L) : z;
+    FloatVector c10 = load ? FloatVector.fromArray(S, c, c1) : z, c11 = load ? FloatVector.fromArray(S, c, c1 + L) : z;
+    FloatVector c20 = load ? FloatVector.fromArray(S, c, c2) : z, c21 = load ? FloatVector.fromArray(S, c, c2 + L) : z;
+    FloatVector c30 = load ? FloatVector.fromArray(S, c, c3) : z, c31 = load ? FloatVector.fromArray(S, c, c3 + L) : z;
+    FloatVector c40 = load ? FloatVector.fromArray(S, c, c4) : z, c41 = load ? FloatVector.fromArray(S, c, c4 + L) : z;
+    FloatVector c50 = load ? FloatVector.fromArray(S, c, c5) : z, c51 = load ? FloatVector.fromArray(S, c, c5 + L) : z;
+    FloatVector c60 = load ? FloatVector.fromArray(S, c, c6) : z, c61 = load ? FloatVector.fromArray(S, c, c6 + L) : z;
+    FloatVector c70 = load ? FloatVector.fromArray(S, c, c7) : z, c71 = load ? FloatVector.fromArray(S, c, c7 + L) : z;
     for (int p = 0; p < kc; p++) {
       int o = ai + p * MR, q = bi + p * NR;
       FloatVector b0 = FloatVector.fromArray(S, pb, q);

@@ -16,6 +16,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 class GemmTest {
@@ -231,6 +232,31 @@ class GemmTest {
         double s = c0[i * ldc + j];
         for (int p = 0; p < k; p++) s += (double) a[i * lda + p] * b[p * ldb + j];
         assertEquals(s, c[i * ldc + j], 1e-4 * (1 + Math.abs(s)));
+      }
+    }
+  }
+
+  /**
+   * Without accumulate C's old values are never read (the first K block starts from zero): NaN and Inf in C, in the
+   * interior tiles and the edge ones, leave a finite product equal to the in-order FMA chain from 0.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(value = Form.class, names = {"PLAIN", "TRANS_B", "TRANS_A"})
+  void overwritingIgnoresNonFiniteC(Form f) {
+    Random r = new Random(System.nanoTime());
+    int m = 45, n = 70, k = 300; // an edge of 5 rows and 6 columns, two K blocks
+    float[] a = random(r, m * k), b = random(r, k * n), c = new float[m * n];
+    for (int i = 0; i < c.length; i++) c[i] = i % 3 == 0 ? Float.NaN : i % 3 == 1 ? Float.POSITIVE_INFINITY : -0f;
+    of(f).run(a, 0, b, 0, c, 0, m, n, k, false);
+    for (int i = 0; i < m; i++) {
+      for (int j = 0; j < n; j++) {
+        float s = 0f;
+        for (int p = 0; p < k; p++) {
+          float av = f == Form.TRANS_A ? a[p * m + i] : a[i * k + p];
+          float bv = f == Form.TRANS_B ? b[j * k + p] : b[p * n + j];
+          s = Math.fma(av, bv, s);
+        }
+        assertEquals(Float.floatToRawIntBits(s), Float.floatToRawIntBits(c[i * n + j]), f + " C[" + i + "," + j + "]");
       }
     }
   }
