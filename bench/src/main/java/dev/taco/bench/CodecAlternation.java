@@ -23,7 +23,8 @@ import org.openjdk.jmh.annotations.Param;
  * with 99.9 % intervals of +-30-50 %; in one round both see the same machine.
  *
  * <p>Arguments: {@code baseline=CLASSPATH} (the earlier build's jars, with its slf4j; required),
- * {@code codecs=a,b} (default: {@link CodecBench.CodecState#codec}'s list), {@code rounds=40}, {@code warmup=10}, {@code slice=20}.
+ * {@code codecs=a,b} (default: {@link CodecBench.CodecState#codec}'s list), {@code rounds=40}, {@code warmup=10},
+ * {@code slice=20}.
  * Prints a markdown table, then one line of JSON: a list with, per codec, {@code encode_fraction},
  * {@code encode_fraction_q1}/{@code _q3}, {@code reference_encode_fraction}, {@code encode_fraction_gain} (the median
  * round's gain) and its quartiles, {@code copy_gbps}, the same for decode, and the load.

@@ -654,12 +654,12 @@ public final class Gemm {
 
   /**
    * MR × NR micro-kernel: C[8, 2L] (+)= A[8, kc] · Bpanel[kc, 2L], A a packed micro-panel (element (r, p) at
-   * a[ai + p*MR + r]), row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen
-   * accumulators in registers, loaded from C ({@code load}) or zero, and stored to C; 2 vector loads + 8 broadcasts + 16 FMAs per k. Unrolled
-   * by hand over the eight rows (the accumulators must be locals to stay in registers), and written without branches
-   * or helper calls: C2 stops inlining in a method this size, and a Vector API call it does not inline boxes its
-   * vectors (about ten times slower). A's step is the constant MR, so that C2 proves the eight reads in range before
-   * the loop and addresses them from one register.
+   * a[ai + p*MR + r]), row p of the packed B panel at pb[bi + p*NR], row r of C at c[ci + r*ldc]. Sixteen accumulators
+   * in registers, loaded from C ({@code load}) or zero, and stored to C; 2 vector loads + 8 broadcasts + 16 FMAs per
+   * k. Unrolled by hand over the eight rows (the accumulators must be locals to stay in registers), and written
+   * without branches or helper calls: C2 stops inlining in a method this size, and a Vector API call it does not
+   * inline boxes its vectors (about ten times slower). A's step is the constant MR, so that C2 proves the eight reads
+   * in range before the loop and addresses them from one register.
    */
   private static void kernel(float[] a, int ai, float[] pb, int bi, int kc, float[] c, int ci, int ldc,
       boolean load) {

@@ -23,8 +23,9 @@ import jdk.incubator.vector.VectorOperators;
  * by one float32 add of {@code 2^(e+23-m)}, where {@code e} is a's exponent or the target's smallest normal exponent
  * {@code 1-bias}, whichever is larger (the ulp of that power is the grid's step at a, subnormal range included); the
  * sum's bits, less that power's, count the grid steps, from which integer adds make the code (see {@link #code}); the
- * sign is or-ed in. The same code as {@link Fp8}'s integer rounding, round to nearest even in both. Decode places a normal code's exponent and mantissa fields in a float32's
- * and adds {@code 127-bias} to the exponent; a subnormal code is its mantissa times {@code 2^(1-bias-m)}, both exact.
+ * sign is or-ed in. The same code as {@link Fp8}'s integer rounding, round to nearest even in both. Decode places a
+ * normal code's exponent and mantissa fields in a float32's and adds {@code 127-bias} to the exponent; a subnormal
+ * code is its mantissa times {@code 2^(1-bias-m)}, both exact.
  * No float32 subnormal is made or read on the way (each costs a microcode assist on Intel cores). One code path for
  * both formats, their constants as scalars; whole vectors only (callers pad).
  */
@@ -100,10 +101,11 @@ final class Fp8Lanes {
    * One vector of codes: {@code a = min(abs, max)} rounded to the grid by the add of {@code big = 2^(e+23-m)} (e its
    * exponent, at least the target's smallest normal exponent); the bits of {@code a + big} less those of {@code big}
    * are the rounded {@code a / 2^(e-m)}, its grid steps from 0 ({@code 2^m} to {@code 2^(m+1)} in a normal binade, the
-   * top one rounding up to the next), so the code is that plus {@code (e + bias - 1) << m}, the sign or-ed in. All integer work but the one add: a float multiply taking
-   * the rounded value down to the code's exponent made a float32 subnormal for every code below the format's
-   * smallest normal, and Intel cores take a microcode assist of about a hundred cycles for each (fp8-tensor, where
-   * 0.5 % of the codes are subnormal, encoded at 0.40 of a copy instead of 0.66; 2026-12-03).
+   * top one rounding up to the next), so the code is that plus {@code (e + bias - 1) << m}, the sign or-ed in. All
+   * integer work but the one add: a float multiply taking the rounded value down to the code's exponent made a float32
+   * subnormal for every code below the format's smallest normal, and Intel cores take a microcode assist of about a
+   * hundred cycles for each (fp8-tensor, where 0.5 % of the codes are subnormal, encoded at 0.40 of a copy instead of
+   * 0.66; 2026-12-03).
    */
   private static ByteVector code(IntVector bits, IntVector abs, int maxBits, int minNormal, int m, int bias) {
     IntVector a = abs.min(maxBits);
