@@ -6,8 +6,8 @@ Usage: python3 bench/cpu_perf.py CODEC_ALT.txt[,...] GEMM.json[,GEMM2.json...] T
 CODEC_ALT.txt: bench/run-codec-alt.sh's output (its last JSON list: per codec, this build's and the earlier build's
 fractions of a copy, alternated in one JVM, and the gain), one file per run; a codec's figures per direction come from
 the run with the median gain, and "runs" lists every run's. GEMM.json: bench/run-gemm-shapes.sh's stdout (a list, one
-entry per shape and mode), one file per run; only mode "pair" (the two TP ranks of ./taco train on two cores; records
-alternated with OpenBLAS keep their ratio quartiles) and, for the square shape, mode "solo" go into "gemm", every
+entry per shape and mode), one file per run; modes "pair" (the two TP ranks of ./taco train on two cores) and "solo"
+(one product on both cores) go into "gemm" (records alternated with OpenBLAS keep their ratio quartiles), every
 entry of the first run into "gemm_all_modes". With several runs a shape's entry is the run with the median ratio
 (the lower middle one for an even count), and "runs" lists every run's ratio, GFLOP/s and load: on a shared 2-core
 machine one run's ratios scatter by 0.1-0.3. TRAIN_STEP.txt: bench/run-train-step.sh's output (its last JSON line:
@@ -27,7 +27,7 @@ def median_entry(entries, ratio):
 
 def gemm_entries(paths):
     runs = [json.load(open(p)) for p in paths]
-    keep = lambda g: g["mode"] == "pair" or (g["model"] == "square" and g["mode"] == "solo")
+    keep = lambda g: g["mode"] in ("pair", "solo")
     by_shape = {}
     for run in runs:
         for g in filter(keep, run):

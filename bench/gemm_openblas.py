@@ -20,7 +20,7 @@ Modes, as in GemmShapesBench (MODES, default pair,solo):
   cpu   core timed by the calling thread's CPU time (time.thread_time) instead of the wall clock: on a machine shared
         with other work, the time others hold the core does not count
 Each mode: calls for about 0.25 s untimed, then ROUNDS rounds of about 0.25 s; the best round counts (as the Java side
-takes its best JMH iteration). Modes pair and core are no longer measured here by bench/run-gemm-shapes.sh: Java
+takes its best JMH iteration). Modes pair, solo and core are no longer measured here by bench/run-gemm-shapes.sh: Java
 alternates Gemm with this library in its own JVM (GemmShapesBench openblas=LIB), whose records carry both sides and the
 ratio, and merge takes them as they are.
 """
@@ -139,7 +139,8 @@ def merge(shapes_path, openblas_path, java_path):
     threads = {'pair': f'two callers at once (the TP=2 ranks), each with its own operands: Gemm with its {cpus - 1} '
                        f'helper(s) (they join only while a core is free); OpenBLAS 1 thread each; alternated in '
                        f'slices in one JVM when the record has ratio_q1',
-               'solo': f'one caller: Gemm with its {cpus - 1} helper(s); OpenBLAS {cpus} threads',
+               'solo': f'one caller: Gemm with its {cpus - 1} helper(s); OpenBLAS {cpus} threads '
+                       f'(OPENBLAS_THREAD_TIMEOUT=21); alternated in slices in one JVM when the record has ratio_q1',
                'core': 'one caller on one core: Gemm without helpers (-Dtaco.gemm.threads=1); OpenBLAS 1 thread; '
                        'alternated in slices in one JVM when the record has ratio_q1',
                'cpu': 'as core, timed by the thread\'s CPU time instead of the wall clock'}

@@ -3,16 +3,17 @@
 # and at the 4x wider one, plus the square n = 1024) against numpy's OpenBLAS (cblas_sgemm with the same transposes and
 # accumulate flag), shape by shape. Modes (MODES, default pair,solo): pair = two callers at once, as the two TP ranks
 # on a 2-core machine (OpenBLAS one thread each); solo = one caller, both cores; core = one caller, one core; cpu =
-# core timed by the thread's CPU time. pair and core alternate Gemm and OpenBLAS in one JVM (GemmShapesBench
+# core timed by the thread's CPU time. pair, solo and core alternate Gemm and OpenBLAS in one JVM (GemmShapesBench
 # openblas=LIB: 20 warmup and ALT_ROUNDS, default 100, measured rounds of two 20 ms slices; the ratio is the median
-# of the rounds' ratios), since on these shared machines a core's speed changes within a second; solo is JMH (fork 1,
-# warmup 3x0.3s, measurement 5x0.3s, best iteration) against bench/gemm_openblas.py (best of 5 rounds of 0.25 s),
-# one after the other (OpenBLAS's idle threads spin for a while after each call and would take the helper's core
-# from Gemm's slices), and cpu likewise (not JMH). About 10 s per shape and mode.
+# of the rounds' ratios), since on these shared machines a core's speed changes within a second. In solo, OpenBLAS's
+# second thread spins after each call for OPENBLAS_THREAD_TIMEOUT (2^n TSC cycles; its default, n = 28, about 0.1 s,
+# took the helper's core from Gemm's next slice: 0.44 of OpenBLAS against 0.82 with n = 22): the script sets n = 21,
+# about 1 ms, as long as Gemm's helpers poll before they park. cpu is Gemm's CPU time (not JMH) against
+# bench/gemm_openblas.py, one after the other. About 10 s per shape and mode.
 # Prints the results list as JSON on stdout ({"m", "k", "n", "op", "model", "mode", "gflops", "openblas_gflops",
 # "ratio", ...}) and a markdown table with the load average at each shape on stderr.
 # Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] [KEYS=wide:512x1024x768:ATB:acc,...]
-#        bench/run-gemm-shapes.sh [GemmShapesBench arguments]
+#        [ALT_ROUNDS=100] bench/run-gemm-shapes.sh [GemmShapesBench arguments, for mode cpu]
 #        (build first: mvn -pl bench -am package -DskipTests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ has() { [[ ",$MODES," == *",$1,"* ]]; }
 while IFS=$'\t' read -r key model _; do
   [[ ",$models," == *",$model,"* ]] || continue
   [[ -z "${KEYS:-}" || ",$KEYS," == *",$key,"* ]] || continue
-  apart=$(tr ',' '\n' <<<"$MODES" | grep -x 'solo\|cpu' | paste -sd, || true)
+  apart=$(tr ',' '\n' <<<"$MODES" | grep -x 'cpu' | paste -sd, || true)
   if [ -n "$apart" ]; then
     MODES=$apart python3 bench/gemm_openblas.py measure "$tmp/shapes.tsv" "$key" >>"$tmp/openblas.jsonl" \
       2>"$tmp/openblas.log" || { cat "$tmp/openblas.log" >&2; exit 1; }
@@ -58,7 +59,9 @@ while IFS=$'\t' read -r key model _; do
   if has core; then
     java_bench "-Dtaco.gemm.threads=1 --enable-native-access=ALL-UNNAMED" "key=$key" modes=core $alt || exit 1
   fi
-  if has solo; then java_bench "" "key=$key" modes=solo "$@" || exit 1; fi
+  if has solo; then
+    OPENBLAS_THREAD_TIMEOUT=21 java_bench --enable-native-access=ALL-UNNAMED "key=$key" modes=solo $alt || exit 1
+  fi
   if has cpu; then java_bench -Dtaco.gemm.threads=1 "key=$key" modes=cpu "$@" || exit 1; fi
   echo "# $key done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done <"$tmp/shapes.tsv"

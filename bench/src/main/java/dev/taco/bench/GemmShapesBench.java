@@ -47,9 +47,10 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * time other processes hold the core does not count (their cache traffic still does). It runs in {@link #main}'s
  * JVM, which must be started with {@code -Dtaco.gemm.threads=1}.
  *
- * <p>With {@code openblas=LIB}, modes {@code pair} and {@code core} alternate instead (no JMH): in this JVM, on the same
- * threads, slices of Gemm's products and of OpenBLAS's ({@link OpenBlas}, one thread per caller) take turns, and the
- * ratio is the median over rounds of each round's Gemm GFLOP/s over its OpenBLAS GFLOP/s. On the shared 2-core
+ * <p>With {@code openblas=LIB}, modes {@code pair}, {@code solo} and {@code core} alternate instead (no JMH): in this
+ * JVM, on the same threads, slices of Gemm's products and of OpenBLAS's ({@link OpenBlas}: one thread per caller in
+ * {@code pair} and {@code core}; in {@code solo} as many as there are cores, as Gemm has its helpers) take turns, and
+ * the ratio is the median over rounds of each round's Gemm GFLOP/s over its OpenBLAS GFLOP/s. On the shared 2-core
  * machines the speed of a core changes within a second (the same product, alone in its JVM, read 50 and then 81 GFLOP/s
  * a second later, and OpenBLAS 72 to 109), so that Gemm and OpenBLAS measured one after the other, seconds apart, gave
  * ratios that moved by 0.3 between runs; side by side in slices of 20 ms, both see the same machine.
@@ -104,9 +105,9 @@ public class GemmShapesBench {
    * best iteration (the least disturbed one on a shared machine) and counting every thread's products. Arguments:
    * {@code models=default,wide,square}, {@code modes=pair,solo} (or {@code core}, or {@code cpu} alone in a JVM
    * started with {@code -Dtaco.gemm.threads=1}), {@code warmup=3}, {@code measure=5}, {@code time=300} (ms per
-   * iteration), {@code key=KEY} (one shape, repeatable), {@code openblas=LIB} (modes {@code pair} and {@code core}
-   * alternated with OpenBLAS, see the class notes: then {@code warmup} and {@code measure} count rounds and
-   * {@code time} is a slice's milliseconds).
+   * iteration), {@code key=KEY} (one shape, repeatable), {@code openblas=LIB} (modes {@code pair}, {@code solo} and
+   * {@code core} alternated with OpenBLAS, see the class notes: then {@code warmup} and {@code measure} count rounds
+   * and {@code time} is a slice's milliseconds).
    *
    * @throws IllegalArgumentException for an unknown argument or mode, or mode {@code cpu} without
    *     {@code -Dtaco.gemm.threads=1}
@@ -205,23 +206,24 @@ public class GemmShapesBench {
   }
 
   /**
-   * Modes {@code pair} and {@code core} with {@code openblas=LIB}: {@code warmup} then {@code measure} rounds, each a
-   * slice of about {@code sliceMs} of Gemm's products then one of OpenBLAS's, every caller (two in {@code pair}) on
-   * its own operands and starting together, after {@link #checkAgainst} has compared the two products. Prints Gemm's
-   * median GFLOP/s over the rounds, OpenBLAS's, and the median, first and third quartile of the per-round ratio
-   * ({@code us_best} and {@code openblas_us}: the median round's microseconds per product).
+   * Modes {@code pair}, {@code solo} and {@code core} with {@code openblas=LIB}: {@code warmup} then {@code measure}
+   * rounds, each a slice of about {@code sliceMs} of Gemm's products then one of OpenBLAS's (one thread per caller;
+   * in {@code solo} one caller, Gemm with its helpers and OpenBLAS with a thread per core), every caller (two in
+   * {@code pair}) on its own operands and starting together, after {@link #checkAgainst} has compared the two
+   * products. Prints Gemm's median GFLOP/s over the rounds, OpenBLAS's, and the median, first and third quartile of
+   * the per-round ratio ({@code us_best} and {@code openblas_us}: the median round's microseconds per product).
    */
-  private static String alternate(OpenBlas lib, String key, String mode, int warmup, int measure, int sliceMs)
+  static String alternate(OpenBlas lib, String key, String mode, int warmup, int measure, int sliceMs)
       throws Exception {
     int callers = switch (mode) {
       case "pair" -> 2;
-      case "core" -> 1;
-      default -> throw new IllegalArgumentException("mode " + mode + " does not alternate (pair, core)");
+      case "solo", "core" -> 1;
+      default -> throw new IllegalArgumentException("mode " + mode + " does not alternate (pair, solo, core)");
     };
     if (mode.equals("core") && Integer.getInteger("taco.gemm.threads", 0) != 1) {
       throw new IllegalArgumentException("mode core times one core: start the JVM with -Dtaco.gemm.threads=1");
     }
-    lib.threads(1);
+    lib.threads(mode.equals("solo") ? Runtime.getRuntime().availableProcessors() : 1);
     Shape sh = Shape.parse(key);
     GemmShapesBench[] benches = new GemmShapesBench[callers];
     for (int t = 0; t < callers; t++) {

@@ -3,6 +3,8 @@ package dev.taco.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,6 +93,24 @@ class OpenBlasTest {
     } finally {
       Files.delete(bogus);
     }
+  }
+
+  @Test
+  void eachAlternatedModeReportsBothSidesAndTheMedianRatio() throws Exception {
+    OpenBlas lib = new OpenBlas(library());
+    String key = "default:1024x64x128:AB:set";
+    for (String mode : new String[] {"pair", "solo"}) {
+      JsonObject r = JsonParser.parseString(GemmShapesBench.alternate(lib, key, mode, 1, 5, 2)).getAsJsonObject();
+      assertThat(r.get("mode").getAsString()).isEqualTo(mode);
+      assertThat(r.get("threads").getAsInt()).as(mode).isEqualTo(mode.equals("pair") ? 2 : 1);
+      double ratio = r.get("ratio").getAsDouble();
+      assertThat(r.get("gflops").getAsDouble()).as(mode).isPositive();
+      assertThat(r.get("openblas_gflops").getAsDouble()).as(mode).isPositive();
+      assertThat(ratio).as(mode).isBetween(r.get("ratio_q1").getAsDouble(), r.get("ratio_q3").getAsDouble());
+    }
+    assertThatThrownBy(() -> GemmShapesBench.alternate(lib, key, "cpu", 1, 5, 2))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("cpu does not alternate (pair, solo, core)");
   }
 
   private static float[] random(Random r, int n) {

@@ -82,8 +82,13 @@ public final class Gemm {
   private static final int PACK_P = 64;
   /** Floats of packed B per call at most (4 MiB; at least one panel of k rows): wider B is done in slabs. */
   static final int PACK_B_MAX = 1 << 20;
-  /** A parallel call cuts C into at least this many tiles per core when it is big enough (load balance). */
-  private static final int TILES_PER_CORE = 8;
+  /**
+   * A parallel call cuts C into at least this many tiles per core when it is big enough (load balance; 4 rather than 8
+   * since fewer, larger tiles pack less of A and reuse each micro-panel of B more: see {@link Job#slab}).
+   */
+  private static final int TILES_PER_CORE = 4;
+  /** A parallel call narrows its tiles to this many columns of C before it takes fewer rows. */
+  private static final int SPLIT_COLUMNS = 4 * NR;
   /**
    * Waiting threads poll with {@link Thread#yield} (a spinning thread that the scheduler put on the core of the
    * thread it waits for would hold that thread off; one that yields lets it run) for this long before parking: a
@@ -397,11 +402,15 @@ public final class Gemm {
     /**
      * Starts the slab of columns [j0, j0 + ns) of op(B) (element (p, j) at b[bOff + p*brs + j*bcs]), to be packed
      * into {@code pb} (large enough) as its tiles need it: picks the tiles and publishes them. Returns the number
-     * of tiles. A parallel call takes smaller ones until there are
-     * {@link #TILES_PER_CORE} per core, fewer rows first, down to one micro-panel, and only then fewer columns:
-     * threads on tiles side by side would write the same cache lines of C where the tiles meet (in every row),
-     * and each micro-kernel call loads and stores its block of C (the first version split columns first and ran
-     * two threads at the speed of one).
+     * of tiles. A parallel call takes smaller ones until there are {@link #TILES_PER_CORE} per core: fewer columns
+     * first down to {@link #SPLIT_COLUMNS}, then fewer rows down to one micro-panel, and only then fewer columns
+     * again. Fewer rows alone made the weight gradients' Aᵀ·B, whose C is short and wide (256 x 512, k = 1024),
+     * tiles of 16 rows: one thread packed all of B (2 MiB) while the other waited, and each micro-panel of B served
+     * two of A between trips to L3. Columns first, and 4 tiles per core instead of 8: one call on both cores 1.10x
+     * (64 x 1024 x 128), 1.24x (256 x 1024 x 128), 1.27x (256 x 1024 x 512), 0.98-1.05x on the other shapes
+     * (alternated in one JVM, 40 rounds of 50 ms). Tiles side by side share a cache line of C where they meet, in
+     * every row; the first version, which split columns all the way and dealt adjacent tiles to the threads in
+     * turn, ran two threads at the speed of one, but the threads now take runs of tiles down the columns.
      */
     int slab(float[] pb, float[] b, int bOff, int brs, int bcs, int j0, int ns, boolean parallel) {
       this.pb = pb;
@@ -414,7 +423,8 @@ public final class Gemm {
       mc = Math.min(MC, roundUp(m, MR));
       nc = Math.min(NC, roundUp(ns, NR));
       while (parallel && tiles(mc, m) * tiles(nc, ns) < TILES_PER_CORE * CORES && (mc > MR || nc > NR)) {
-        if (mc > MR) mc = roundUp(mc / 2, MR);
+        if (nc > SPLIT_COLUMNS) nc = roundUp(nc / 2, NR);
+        else if (mc > MR) mc = roundUp(mc / 2, MR);
         else nc = roundUp(nc / 2, NR);
       }
       tilesM = tiles(mc, m);

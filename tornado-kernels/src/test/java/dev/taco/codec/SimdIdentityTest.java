@@ -43,8 +43,9 @@ class SimdIdentityTest {
     return s;
   }
 
+  /** Rows x cols; 9 x 64, 3 x 256 and 2 x 512 hold whole groups in every row (the group codecs' one flat decode). */
   static final int[][] SHAPES = {{1, 1}, {1, 7}, {2, 16}, {3, 17}, {2, 33}, {5, 100}, {3, 129}, {2, 300}, {4, 257},
-      {1, 1000}, {9, 64}};
+      {1, 1000}, {9, 64}, {3, 256}, {2, 512}};
 
   static final String[] INPUTS = {"gaussian", "heavy", "wide40", "range", "subnormal", "tinyRows", "zeros", "sparse",
       "ties", "huge", "nonfinite", "nanRows"};

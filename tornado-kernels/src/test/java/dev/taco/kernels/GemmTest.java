@@ -200,8 +200,10 @@ class GemmTest {
     long seed = System.nanoTime();
     List<Arguments> out = new ArrayList<>();
     for (Form f : new Form[] {Form.PLAIN, Form.TRANS_B, Form.TRANS_A}) {
-      // k = 1024 and 512: row-major A's rows 4 or 2 KiB apart (the square benchmark's stride), several tiles and edges
-      for (int[] s : new int[][] {{37, 70, 300}, {8, 32, 5}, {203, 150, 700}, {141, 70, 1024}, {40, 33, 512}}) {
+      // k = 1024 and 512: row-major A's rows 4 or 2 KiB apart (the square benchmark's stride), several tiles and edges;
+      // 72 x 300 x 640: a parallel call's tiles narrowed in columns first (past 4 panels), with an edge column tile
+      for (int[] s : new int[][] {{37, 70, 300}, {8, 32, 5}, {203, 150, 700}, {141, 70, 1024}, {40, 33, 512},
+          {72, 300, 640}}) {
         out.add(Arguments.of(f, s[0], s[1], s[2], seed++));
       }
     }

@@ -15,6 +15,9 @@ import dev.taco.kernels.Bytes;
 import dev.taco.kernels.Fp8;
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -47,6 +50,8 @@ public final class GroupLanes {
   private static final int CHUNK = 4096;
   /** {@code 1.5 * 2^23}: {@code s + MAGIC} is {@code MAGIC + rint(s)} for {@code |s| <= 2^22}. */
   private static final float MAGIC = 0x1.8p23f;
+  /** A group's scale in the payload: float32, little-endian. */
+  private static final ValueLayout.OfFloat SCALE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
   /** Int4 bytes of one vector of codes (16 lanes and up; else null). */
   private static final VectorSpecies<Byte> HALF = L >= 16 ? VectorSpecies.of(byte.class, VectorShape.forBitSize(4 * L))
       : null;
@@ -275,6 +280,17 @@ public final class GroupLanes {
     }
     int stride = GroupKernels.codeStride(cols, groupSize, kind, hadamard);
     float qm = GroupKernels.qmax(kind);
+    if (!hadamard && kind != GroupKernels.E4M3 && cols % groupSize == 0 && cols % L == 0
+        && Integer.bitCount(groupSize) == 1) {
+      // no group straddles two rows, and codes, scales and values run on from row to row: the block is one flat
+      // pass (int8, 1024 x 1024: 334-339 us against 424-432 row by row, whose loop entries and exits cost about
+      // 90 ns a row; one thread, alternated in one JVM)
+      float[] a = Scratch.get().floats(Scratch.Slot.FACTORS, rows * ng);
+      MemorySegment.copy(MemorySegment.ofArray(in), SCALE, scaleOff, a, 0, rows * ng);
+      flat(in, codeOff, 0, rows * cols, Integer.numberOfTrailingZeros(groupSize), a, qm,
+          kind == GroupKernels.INT4, out, outOff, accumulate);
+      return;
+    }
     Work s = new Work(cols, groupSize, ng, hadamard);
     for (int r = 0; r < rows; r++) {
       for (int g = 0; g < ng; g++) {
