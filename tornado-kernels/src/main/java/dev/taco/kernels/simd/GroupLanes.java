@@ -283,8 +283,8 @@ public final class GroupLanes {
     if (!hadamard && kind != GroupKernels.E4M3 && cols % groupSize == 0 && cols % L == 0
         && Integer.bitCount(groupSize) == 1) {
       // no group straddles two rows, and codes, scales and values run on from row to row: the block is one flat
-      // pass (int8, 1024 x 1024: 334-339 us against 424-432 row by row, whose loop entries and exits cost about
-      // 90 ns a row; one thread, alternated in one JVM)
+      // pass (int8, 1024 x 1024: 341-350 us against 424-432 row by row, whose loop entries and exits cost about
+      // 90 ns a row; one thread, the two builds timed in one session)
       float[] a = Scratch.get().floats(Scratch.Slot.FACTORS, rows * ng);
       MemorySegment.copy(MemorySegment.ofArray(in), SCALE, scaleOff, a, 0, rows * ng);
       flat(in, codeOff, 0, rows * cols, Integer.numberOfTrailingZeros(groupSize), a, qm,
