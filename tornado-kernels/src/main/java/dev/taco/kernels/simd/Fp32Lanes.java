@@ -5,8 +5,6 @@ import static jdk.incubator.vector.VectorOperators.MAX;
 
 import dev.taco.kernels.Bytes;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -20,7 +18,6 @@ import jdk.incubator.vector.VectorMask;
 final class Fp32Lanes implements ElementLanes {
 
   private static final int L = Lanes.L;
-  private static final ValueLayout.OfFloat LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
   @Override
   public long encode(float[] x, int off, int n, byte[] out, int outOff) {
@@ -69,7 +66,7 @@ final class Fp32Lanes implements ElementLanes {
   @Override
   public void decode(byte[] in, int inOff, int n, float[] out, int outOff, boolean accumulate) {
     if (!accumulate) {
-      MemorySegment.copy(MemorySegment.ofArray(in), LE, inOff, out, outOff, n);
+      MemorySegment.copy(MemorySegment.ofArray(in), Lanes.F32_LE, inOff, out, outOff, n);
       return;
     }
     int i = 0;

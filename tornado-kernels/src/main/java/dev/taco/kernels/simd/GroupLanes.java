@@ -16,8 +16,6 @@ import dev.taco.kernels.Fp8;
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -50,8 +48,6 @@ public final class GroupLanes {
   private static final int CHUNK = 4096;
   /** {@code 1.5 * 2^23}: {@code s + MAGIC} is {@code MAGIC + rint(s)} for {@code |s| <= 2^22}. */
   private static final float MAGIC = 0x1.8p23f;
-  /** A group's scale in the payload: float32, little-endian. */
-  private static final ValueLayout.OfFloat SCALE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
   /** Int4 bytes of one vector of codes (16 lanes and up; else null). */
   private static final VectorSpecies<Byte> HALF = L >= 16 ? VectorSpecies.of(byte.class, VectorShape.forBitSize(4 * L))
       : null;
@@ -286,7 +282,7 @@ public final class GroupLanes {
       // pass (int8, 1024 x 1024: 341-350 us against 424-432 row by row, whose loop entries and exits cost about
       // 90 ns a row; one thread, the two builds timed in one session)
       float[] a = Scratch.get().floats(Scratch.Slot.FACTORS, rows * ng);
-      MemorySegment.copy(MemorySegment.ofArray(in), SCALE, scaleOff, a, 0, rows * ng);
+      MemorySegment.copy(MemorySegment.ofArray(in), Lanes.F32_LE, scaleOff, a, 0, rows * ng);
       flat(in, codeOff, 0, rows * cols, Integer.numberOfTrailingZeros(groupSize), a, qm,
           kind == GroupKernels.INT4, out, outOff, accumulate);
       return;

@@ -3,6 +3,8 @@ package dev.taco.kernels.simd;
 import static jdk.incubator.vector.VectorOperators.GE;
 import static jdk.incubator.vector.VectorOperators.MAX;
 
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -49,6 +51,8 @@ public final class Lanes {
   static final int INF = 0x7F800000;
   /** The bits of a float's magnitude. */
   static final int ABS = 0x7FFFFFFF;
+  /** A float32 of a payload: little-endian, at any byte offset (the wire format, DESIGN §3). */
+  static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
   /** True when these lane shapes exist on this machine (at least 8 float lanes). */
   static boolean supported() {
