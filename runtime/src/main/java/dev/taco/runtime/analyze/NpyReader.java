@@ -103,29 +103,13 @@ public final class NpyReader {
             + (actual < expected ? " (truncated)" : " (trailing bytes)"));
       }
       int count = (int) (expected / h.type.size);
-      float[] data = h.type.read(ch, file, dataStart, count);
-      warnIfNarrowingOverflowed(file, h.type, "", data);
+      float[] data = h.type.read(ch, file, "", dataStart, count);
       int[] shape = new int[h.shape.length];
       for (int i = 0; i < shape.length; i++) {
         shape[i] = (int) h.shape[i];
       }
       log.debug("{}: {} {} (.npy {}.0)", file, h.descr, shapeText(h.shape), major);
       return List.of(new NamedTensor("", shape, h.descr, data));
-    }
-  }
-
-  /** Logs a warning if float64 data rounded to float32 produced infinities. */
-  static void warnIfNarrowingOverflowed(Path file, ElementType type, String name, float[] data) {
-    if (type != ElementType.F64) {
-      return;
-    }
-    long inf = 0;
-    for (float v : data) {
-      inf += Float.isInfinite(v) ? 1 : 0;
-    }
-    if (inf > 0) {
-      log.warn("{}{}: {} float64 values are infinite in float32 (out of range, or infinite in the file)", file,
-          name.isEmpty() ? "" : ":" + name, inf);
     }
   }
 

@@ -93,8 +93,7 @@ public final class SafetensorsReader {
       List<NamedTensor> out = new ArrayList<>(entries.size());
       for (Entry e : entries) {
         int count = (int) ((e.end - e.begin) / e.type.size);
-        float[] data = e.type.read(ch, file, dataStart + e.begin, count);
-        NpyReader.warnIfNarrowingOverflowed(file, e.type, e.name, data);
+        float[] data = e.type.read(ch, file, e.name, dataStart + e.begin, count);
         int[] shape = new int[e.shape.length];
         for (int i = 0; i < shape.length; i++) {
           shape[i] = (int) e.shape[i];

@@ -67,10 +67,10 @@ public final class TacoCli {
       description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
           + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
-    @Option(names = {"--compression", "--compare"}, paramLabel = "CODEC[,CODEC...]",
+    @Option(names = {"--compression", "--compare", "--codec"}, paramLabel = "CODEC[,CODEC...]",
         description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
             + " int8-group, fp8-tensor, fp32 (exact), or any codec of `taco analyze`, with parameters after a colon"
-            + " (taco:e5m2,g=128,hadamard=off). Default: ${DEFAULT-VALUE}.")
+            + " (taco:e5m2,g=128,hadamard=off); --codec as in analyze. Default: ${DEFAULT-VALUE}.")
     String compression = "none,taco";
 
     @Option(names = {"--tensor-model-parallel-size", "--tp"},
@@ -737,6 +737,10 @@ public final class TacoCli {
       if ("diverged".equals(r.stopped())) {
         w.printf(name + " diverged in step %d (the rows above are the steps before it): no bytes or tokens/s; the"
             + " error follows%n", r.compression(), r.first_step() + r.steps());
+      }
+      if (r.final_val_loss() > 1.1 * r.initial_val_loss()) { // finite, else the run stopped as diverged
+        w.printf(Locale.ROOT, name + " warning: the validation loss rose from %.4f to %.4g: the run is diverging"
+            + " (lower --lr)%n", r.compression(), r.initial_val_loss(), r.final_val_loss());
       }
       if (r.sites_calibrating() > 0) {
         w.printf(

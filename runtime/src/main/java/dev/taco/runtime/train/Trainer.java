@@ -565,7 +565,11 @@ public final class Trainer {
           System.arraycopy(gtgt, from, tgt, 0, b * t);
           // zero-grad (first micro-batch), forward, backward; one CUDA graph on a GPU at TP = 1
           float l = model.trainStep(in, tgt, 1f / acc, m == 0);
-          if (model.config().sequenceSharded()) l = meanOverRanks(exact, l); // each rank had 1/R of the tokens
+          if (model.config().sequenceSharded()) { // each rank had 1/R of the tokens
+            long reported = model.bytesSent();
+            l = meanOverRanks(exact, l);
+            before += model.bytesSent() - reported; // the report's own reduction is not the model's TP traffic
+          }
           loss += l / acc;
         }
         if (dp != null) {

@@ -5,8 +5,11 @@ import static dev.taco.runtime.analyze.TestFiles.npy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -51,6 +54,28 @@ class NpyReaderTest {
     ByteBuffer dd = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putDouble(0.1).putDouble(1e300);
     NamedTensor d = NpyReader.read(npy(tmp.resolve("d.npy"), 2, dict("<f8", "False", "(2,)"), dd.array())).get(0);
     assertThat(d.data()).containsExactly(0.1f, Float.POSITIVE_INFINITY);
+  }
+
+  @Test
+  void warnsOnceWhenFloat64ValuesLeaveFloat32sRange() throws Exception {
+    ByteBuffer dd = ByteBuffer.allocate(48).order(ByteOrder.LITTLE_ENDIAN);
+    dd.putDouble(1e-300).putDouble(-1e-50).putDouble(1e300).putDouble(0.0).putDouble(1e-45).putDouble(2.5);
+    Path f = npy(tmp.resolve("ranges.npy"), 1, dict("<f8", "False", "(6,)"), dd.array());
+    PrintStream old = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    NamedTensor t;
+    try {
+      t = NpyReader.read(f).get(0);
+    } finally {
+      System.setErr(old);
+    }
+    assertThat(t.data()).containsExactly(0f, -0f, Float.POSITIVE_INFINITY, 0f, 0x1p-149f, 2.5f);
+    // 1e-45 rounds to the smallest subnormal and is not lost; a true 0.0 is not counted
+    assertThat(err.toString(StandardCharsets.UTF_8)).contains("ranges.npy: 1 float64 values are infinite in float32")
+        .contains("2 nonzero float64 values are 0 in float32");
+    assertThat(ElementType.narrowingLoss(0, 0)).isNull();
+    assertThat(ElementType.narrowingLoss(0, 3)).startsWith("3 nonzero float64 values are 0");
   }
 
   @Test

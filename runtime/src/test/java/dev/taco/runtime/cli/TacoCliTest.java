@@ -140,6 +140,18 @@ public class TacoCliTest {
   }
 
   @Test
+  void aRunWhoseLossRoseIsCalledDivergingAndOneThatLearnedIsNot() {
+    Result high = run(tiny(tmp.resolve("high"), "--lr", "1e4", "--compression", "none"));
+    assertThat(high.status()).as(high.err()).isZero();
+    assertThat(high.out())
+        .containsPattern("none +warning: the validation loss rose from 5\\.\\d{4} to [0-9.e+]+: the run"
+            + " is diverging \\(lower --lr\\)");
+    Result ok = run(tiny(tmp.resolve("ok"), "--compression", "none"));
+    assertThat(ok.status()).as(ok.err()).isZero();
+    assertThat(ok.out()).doesNotContain("warning");
+  }
+
+  @Test
   void longEvaluationsAndOversubscribedCoresAreSaidUpFront() throws Exception {
     Path text = Files.writeString(tmp.resolve("small.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(40));
     Result r = run(tiny(tmp.resolve("e"), "--data", text.toString(), "--steps", "1", "--eval-iters", "100"));
@@ -178,6 +190,8 @@ public class TacoCliTest {
   @Test
   void unknownCompressionAndBadNumbers() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--compression", "zip")), "zip");
+    // analyze's name for the option works for train too: the codec is refused, not the option
+    assertOneLineError(run(tiny(tmp.resolve("o"), "--codec", "zip")), "--codec: unknown codec 'zip'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "many")), "--steps");
     // an error names the flag as typed, not its longest alias
     assertOneLineError(run(tiny(tmp.resolve("o"), "--train-iters", "many")), "--train-iters");

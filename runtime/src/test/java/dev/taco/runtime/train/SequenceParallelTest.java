@@ -15,7 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Sequence parallelism through the command line (DESIGN §6): a 300-step run with TACO on every all-gather and
  * reduce-scatter stays within 2 % of the uncompressed run's final loss (FP8 all-gathers are where torchao users saw
  * losses diverge, pytorch/ao#4300), every gather and scatter site has its own plan without the token-axis layout,
- * the bytes are reported per collective kind, and a sequence length R does not divide is refused naming the flags.
+ * the bytes are reported per collective kind (adding up to the TP bytes), and a sequence length R does not divide is refused naming the flags.
  */
 class SequenceParallelTest {
   @TempDir
@@ -44,6 +44,9 @@ class SequenceParallelTest {
     assertThat(kinds.keySet()).containsExactlyInAnyOrder("all-gather", "reduce-scatter",
         "all-reduce (exact, gradients)");
     JsonObject kindsNone = none.getAsJsonObject("bytes_per_step_by_kind");
+    // uncompressed, no step calibrates: the kinds add up to the TP bytes (the loss's own reduction counts in neither)
+    assertThat(kindsNone.entrySet().stream().mapToDouble(e -> e.getValue().getAsDouble()).sum())
+        .isEqualTo(none.get("tp_bytes_per_step").getAsDouble());
     assertThat(kinds.get("all-gather").getAsDouble() / kindsNone.get("all-gather").getAsDouble()).isLessThan(0.6);
     assertThat(kinds.get("reduce-scatter").getAsDouble() / kindsNone.get("reduce-scatter").getAsDouble())
         .isLessThan(0.6);
