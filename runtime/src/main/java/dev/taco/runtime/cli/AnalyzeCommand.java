@@ -83,8 +83,12 @@ final class AnalyzeCommand implements Callable<Integer> {
     if (jsonDir != null && !java.nio.file.Files.isDirectory(jsonDir)) {
       throw new IllegalArgumentException("--json " + json.toAbsolutePath() + ": " + jsonDir + " is not a folder");
     }
-    if (jsonDir != null && !java.nio.file.Files.isWritable(jsonDir)) {
-      throw new IllegalArgumentException("--json folder " + jsonDir + " is not writable");
+    if (jsonDir != null) { // a file made and deleted: the permission bits do not tell (root, /proc, read-only mounts)
+      try {
+        java.nio.file.Files.delete(java.nio.file.Files.createTempFile(jsonDir, ".taco-analyze", ".probe"));
+      } catch (java.io.IOException e) {
+        throw new IllegalArgumentException("--json folder " + jsonDir + " is not writable: " + TacoCli.reason(e));
+      }
     }
     if (plots != null && java.nio.file.Files.exists(plots) && !java.nio.file.Files.isDirectory(plots)) {
       throw new IllegalArgumentException("--plots " + plots.toAbsolutePath() + " exists and is not a folder");

@@ -485,6 +485,12 @@ public class TacoCliTest {
     assertThat(under.out()).doesNotContain("rel L2");
     assertOneLineError(run("analyze", "--json", file.resolve("deeper/x.json").toString(), npy.toString()),
         file + " is not a folder");
+    // a folder whose permission bits say writable but that takes no file (/proc, even for root): before any work
+    if (Files.isDirectory(Path.of("/proc/self"))) {
+      Result proc = run("analyze", "--json", "/proc/taco-nope/x.json", npy.toString());
+      assertOneLineError(proc, "--json folder /proc is not writable");
+      assertThat(proc.out()).doesNotContain("rel L2");
+    }
     // every input failed: no JSON, and the --plots folder made for the plots is gone again
     Path json = tmp.resolve("none.json"), plots = tmp.resolve("none-plots");
     Result none = run("analyze", "--json", json.toString(), "--plots", plots.toString(),
