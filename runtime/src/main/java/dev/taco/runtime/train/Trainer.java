@@ -391,7 +391,7 @@ public final class Trainer {
    */
   private static ProgressBar progressBar(String task, int steps) {
     ProgressBarBuilder b = new ProgressBarBuilder().setTaskName(task).setInitialMax(steps)
-        .setStyle(ProgressBarStyle.ASCII);
+        .setStyle(ProgressBarStyle.ASCII).setEtaFunction(new StepEta());
     java.io.Console console = System.console();
     if (console != null && console.isTerminal()) return b.setUpdateIntervalMillis(500).continuousUpdate().build();
     // the bar's last refresh and its close both report the finished bar: log a line only when its progress or loss is
