@@ -128,23 +128,35 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   }
 
   /**
-   * Throws if a group's scale came out non-finite: the transform's sums of finite values can overflow float32 (from
-   * about {@code Float.MAX_VALUE / G} up; a group holding NaN/Inf is sent untransformed with a finite scale), and the
-   * decoder would refuse the payload as malformed.
+   * Whether the inverse transform of a group of scale {@code a} may overflow float32: the decoder's butterflies add up
+   * to G dequantised values of magnitude up to {@code a} before the {@code 1/sqrt(G)} (so a single value of 1e38 in a
+   * group of 128, whose forward sums do not overflow, decoded to infinity); a little margin for the sums' rounding.
+   */
+  private static boolean inverseOverflows(float a, int groupSize) {
+    return (double) a * groupSize > Float.MAX_VALUE * (1 - 0x1p-16);
+  }
+
+  /**
+   * Throws if a group's scale came out non-finite, or so large that the decoder's inverse transform would overflow
+   * ({@link #inverseOverflows}): the transform's sums of finite values overflow float32 from about
+   * {@code Float.MAX_VALUE / G} up (a group holding NaN/Inf is sent untransformed with a finite scale), and the
+   * decoder would refuse the payload as malformed, or decode infinities.
    *
    * @throws IllegalArgumentException naming the group, its row and the group's largest magnitude
    */
   private void refuseOverflow(float[] x, int off, int[] v, byte[] out, int bodyOff) {
     int ng = groupsPerRow(v);
     for (int s = 0; s < v[0] * ng; s++) {
-      if (!Float.isFinite(Bytes.getFloat(out, bodyOff + 4 * s))) {
+      float a = Bytes.getFloat(out, bodyOff + 4 * s);
+      if (!Float.isFinite(a) || inverseOverflows(a, v[2])) {
         int row = s / ng, c0 = (s % ng) * v[2];
         float max = 0f;
         for (int c = c0; c < Math.min(c0 + v[2], v[1]); c++) {
           max = Math.max(max, Math.abs(x[off + row * v[1] + c]));
         }
         throw new IllegalArgumentException(name() + ": the Walsh-Hadamard transform of group " + s % ng + " of row "
-            + row + " overflows float32 (its largest magnitude is " + max + "; the transform adds up to G = " + v[2]
+            + row + " overflows float32, in the encoder's or the decoder's transform (its largest magnitude is " + max
+            + "; the transform adds up to G = " + v[2]
             + " values): scale the tensor down, or use taco, which pre-scales each row by a power of two");
       }
     }
@@ -158,6 +170,14 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     long bad = Simd.enabled()
         ? GroupLanes.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite())
         : GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
+    for (int s = 0; bad < 0 && hadamard && s < ns; s++) { // a transformed group (scale >= 0) the inverse overflows
+      float a = Bytes.getFloat(in, bodyOff + 4 * s);
+      if (Float.floatToRawIntBits(a) >= 0 && inverseOverflows(a, v[2])) {
+        return "group " + s + " has scale " + a
+            + ", whose inverse transform overflows float32 (over Float.MAX_VALUE / G"
+            + " = " + Float.MAX_VALUE / v[2] + "; the encoder refuses such groups)";
+      }
+    }
     if (bad < 0) {
       return null;
     }

@@ -50,12 +50,15 @@ public final class GroupKernels {
     return kind == INT8 ? 127f : kind == INT4 ? 7f : Fp8.E4M3_MAX;
   }
 
-  /** Codes per row in the body (see class doc). */
-  public static int codeStride(int cols, int groupSize, int kind, boolean hadamard) {
+  /**
+   * Codes per row in the body (see class doc); a long, since a row of nearly 2^31 values padded to whole groups or an
+   * even count passes 2^31 - 1 (the codec then refuses the size).
+   */
+  public static long codeStride(int cols, int groupSize, int kind, boolean hadamard) {
     if (hadamard) {
-      return TacoKernels.groupsPerRow(cols, groupSize) * groupSize;
+      return (long) TacoKernels.groupsPerRow(cols, groupSize) * groupSize;
     }
-    return kind == INT4 ? cols + (cols & 1) : cols;
+    return kind == INT4 ? cols + (long) (cols & 1) : cols;
   }
 
   /** Code bytes of a {@code rows x cols} body (may exceed 2^31 for a forged header: long). */
@@ -75,7 +78,7 @@ public final class GroupKernels {
   public static void encode(float[] x, int xOff, int rows, int cols, int groupSize, int kind, boolean hadamard,
       float[] work, byte[] out, int scaleOff, int codeOff) {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
-    int stride = codeStride(cols, groupSize, kind, hadamard);
+    int stride = (int) codeStride(cols, groupSize, kind, hadamard); // the body fits an array: so does a row
     float qm = qmax(kind);
     for (@Parallel int t = 0; t < rows * ng; t++) {
       int r = t / ng;
@@ -190,7 +193,7 @@ public final class GroupKernels {
   public static void decode(byte[] in, int scaleOff, int codeOff, int rows, int cols, int groupSize, int kind,
       boolean hadamard, float[] work, float[] out, int outOff, boolean accumulate) {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
-    int stride = codeStride(cols, groupSize, kind, hadamard);
+    int stride = (int) codeStride(cols, groupSize, kind, hadamard); // the body fits an array: so does a row
     float qm = qmax(kind);
     for (@Parallel int t = 0; t < rows * ng; t++) {
       int r = t / ng;

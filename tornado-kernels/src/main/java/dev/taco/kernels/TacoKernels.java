@@ -54,9 +54,12 @@ public final class TacoKernels {
   /** Pre-scaled group maxima are kept in [2^-SAFE, 2^(SAFE+1)) before the transform. */
   private static final int SAFE = 100;
 
-  /** Number of groups per row, {@code ceil(cols / G)}. */
+  /**
+   * Number of groups per row, {@code ceil(cols / G)}, for any {@code cols >= 0} ({@code cols + G - 1} would overflow
+   * from {@code 2^31 - G + 1} up, and {@code fp8-tensor}'s one group spanning a tensor of over 2^30 values reached it).
+   */
   public static int groupsPerRow(int cols, int groupSize) {
-    return (cols + groupSize - 1) / groupSize;
+    return cols / groupSize + (cols % groupSize == 0 ? 0 : 1);
   }
 
   /** log2 of the coarse-scale headroom {@code beta}: {@code ceil(log2(G)/2) + 1} with Hadamard, 1 without. */

@@ -3,6 +3,7 @@ package dev.taco.codec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.taco.kernels.Bytes;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
@@ -243,6 +244,65 @@ class CodecTest {
       assertThatThrownBy(() -> c.encode(x, 0, 2, 6, new byte[1000], 0))
           .isInstanceOf(IllegalArgumentException.class).isNotInstanceOf(MalformedPayloadException.class)
           .hasMessageContaining("index 8").hasMessageContaining("row 1, col 2");
+    }
+  }
+
+  /**
+   * hadamard-int8: a group whose forward transform fits float32 but whose inverse does not (one value of 1e38 among
+   * zeros: the decoder adds 128 values of 1e38 / sqrt(128)) is refused at encode; it used to decode to infinity. A
+   * forged payload with such a scale behind a valid checksum is malformed, and leaves the output as it was; large
+   * values whose inverse fits still round-trip within the codec's bound.
+   */
+  @Test
+  void hadamardGroupsWhoseInverseTransformOverflowsAreRefusedBothWays() {
+    Codec c = Codecs.byName("hadamard-int8");
+    for (int[] shape : new int[][] {{1, 1}, {7, 1}, {1, 200}, {3, 128}}) {
+      float[] x = new float[shape[0] * shape[1]];
+      x[x.length - 1] = -1e38f;
+      assertThatThrownBy(() -> c.encode(x, 0, shape[0], shape[1], new byte[c.encodedSize(shape[0], shape[1])], 0))
+          .as("%dx%d", shape[0], shape[1]).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("overflows float32");
+    }
+    SplittableRandom rnd = new SplittableRandom();
+    float[] x = new float[2 * 128];
+    for (int i = 0; i < x.length; i++) x[i] = (float) (rnd.nextGaussian() * 1e35);
+    byte[] p = new byte[c.encodedSize(2, 128)];
+    c.encode(x, 0, 2, 128, p, 0);
+    float[] y = new float[x.length];
+    c.decode(p, 0, p.length, y, 0, false);
+    double err = 0, norm = 0;
+    for (int i = 0; i < x.length; i++) {
+      err += Math.pow((double) y[i] - x[i], 2);
+      norm += Math.pow(x[i], 2);
+    }
+    assertThat(Math.sqrt(err / norm)).as("relative L2").isLessThan(0.02);
+    Bytes.putFloat(p, PayloadHeader.SIZE + 4, Float.MAX_VALUE / 64); // group 1's scale: 128 x that overflows
+    Bytes.putInt(p, 24, PayloadHeader.crc(p, PayloadHeader.SIZE, p.length - PayloadHeader.SIZE));
+    float[] before = y.clone();
+    assertThatThrownBy(() -> c.decode(p, 0, p.length, y, 0, false)).isInstanceOf(MalformedPayloadException.class)
+        .hasMessageContaining("group 1 has scale").hasMessageContaining("overflows float32");
+    assertThat(y).containsExactly(before);
+  }
+
+  /**
+   * Sizes near 2^31 values: the group count {@code ceil(cols / G)} was computed as {@code (cols + G - 1) / G} in int,
+   * which wrapped (fp8-tensor's one group spans the tensor: from 2^30 values up), giving too small or negative sizes.
+   */
+  @Test
+  void payloadSizesNearTwoToTheThirtyOneAreExactOrRefused() {
+    assertThat(dev.taco.kernels.TacoKernels.groupsPerRow(Integer.MAX_VALUE, 256)).isEqualTo((1 << 23));
+    assertThat(dev.taco.kernels.TacoKernels.groupsPerRow((1 << 30) + 1000, (1 << 30) + 1000)).isEqualTo(1);
+    assertThat(dev.taco.kernels.TacoKernels.groupsPerRow(0, 128)).isZero();
+    int n = (1 << 30) + 1000;
+    assertThat(Codecs.byName("fp8-tensor").encodedSize(1, n)).isEqualTo(PayloadHeader.SIZE + 4 + n);
+    assertThat(Codecs.byName("fp8-tensor").encodedSize(46341, 46340))
+        .isEqualTo(PayloadHeader.SIZE + 4 + 46341 * 46340);
+    // int4-group (G = 32): half a byte a code, so a 2^31 - 1 row still fits: 2^26 scales and 2^30 code bytes
+    assertThat(Codecs.byName("int4-group").encodedSize(1, Integer.MAX_VALUE))
+        .isEqualTo(PayloadHeader.SIZE + 4 * (1 << 26) + (1 << 30));
+    for (String name : new String[] {"int8-group", "fp8-group", "hadamard-int8", "taco", "taco-no-ds"}) {
+      assertThatThrownBy(() -> Codecs.byName(name).encodedSize(1, Integer.MAX_VALUE)).as(name)
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("over 2^31-1");
     }
   }
 

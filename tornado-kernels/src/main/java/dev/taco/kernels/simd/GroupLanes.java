@@ -115,7 +115,7 @@ public final class GroupLanes {
           new float[hadamard ? rows * ng * groupSize : 0], out, scaleOff, codeOff);
       return Lanes.firstNonFinite(x, xOff, rows * cols) < 0 ? 0 : Lanes.NON_FINITE;
     }
-    int stride = GroupKernels.codeStride(cols, groupSize, kind, hadamard);
+    int stride = (int) GroupKernels.codeStride(cols, groupSize, kind, hadamard); // a row of a body that fits
     float qm = GroupKernels.qmax(kind);
     Work s = new Work(cols, groupSize, ng, hadamard);
     int all = 0; // the largest absolute-value bits met, NaN and Inf included
@@ -274,7 +274,7 @@ public final class GroupLanes {
           new float[hadamard ? rows * ng * groupSize : 0], out, outOff, accumulate);
       return;
     }
-    int stride = GroupKernels.codeStride(cols, groupSize, kind, hadamard);
+    int stride = (int) GroupKernels.codeStride(cols, groupSize, kind, hadamard); // a row of a body that fits
     float qm = GroupKernels.qmax(kind);
     if (!hadamard && kind != GroupKernels.E4M3 && cols % groupSize == 0 && cols % L == 0
         && Integer.bitCount(groupSize) == 1) {
