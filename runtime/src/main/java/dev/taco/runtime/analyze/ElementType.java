@@ -35,16 +35,6 @@ public enum ElementType {
     this.size = size;
   }
 
-  /** Reads one element from {@code b} (little-endian, relative get) as float32. */
-  float get(ByteBuffer b) {
-    return switch (this) {
-      case F16 -> Float.float16ToFloat(b.getShort());
-      case BF16 -> Float.intBitsToFloat((b.getShort() & 0xffff) << 16);
-      case F32 -> b.getFloat();
-      case F64 -> (float) b.getDouble();
-    };
-  }
-
   /**
    * Reads {@code count} elements starting at byte {@code pos} of {@code ch}. The caller has checked that the
    * region lies inside the file (so {@code count} is bounded by the file size). Float64 values that float32 cannot
@@ -70,18 +60,19 @@ public enum ElementType {
         p += n;
       }
       buf.flip();
-      if (this == F64) {
-        while (buf.hasRemaining()) {
-          double d = buf.getDouble();
-          float f = (float) d;
-          infinite += Float.isInfinite(f) ? 1 : 0;
-          flushed += f == 0f && d != 0 ? 1 : 0;
-          out[i++] = f;
-        }
-      } else {
-        while (buf.hasRemaining()) {
-          out[i++] = get(buf);
-        }
+      while (buf.hasRemaining()) {
+        out[i++] = switch (this) {
+          case F16 -> Float.float16ToFloat(buf.getShort());
+          case BF16 -> Float.intBitsToFloat((buf.getShort() & 0xffff) << 16);
+          case F32 -> buf.getFloat();
+          case F64 -> {
+            double d = buf.getDouble();
+            float f = (float) d;
+            infinite += Float.isInfinite(f) ? 1 : 0;
+            flushed += f == 0f && d != 0 ? 1 : 0;
+            yield f;
+          }
+        };
       }
     }
     String loss = narrowingLoss(infinite, flushed);
