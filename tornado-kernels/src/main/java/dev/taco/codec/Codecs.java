@@ -173,14 +173,21 @@ public final class Codecs {
           if (p.startsWith("g=")) {
             g = intParam(spec, p);
           } else if (p.startsWith("alpha=")) {
+            // a plain decimal number: Java's float syntax would also take 0.5d, 1f and hex
+            java.math.BigDecimal d;
             try {
-              alpha = Float.parseFloat(p.substring(6)) + 0f; // -0 is 0: one plan, one description
+              d = new java.math.BigDecimal(p.substring(6));
             } catch (NumberFormatException e) {
-              alpha = Float.NaN;
+              d = null;
             }
-            if (!(alpha >= 0 && alpha <= 1)) {
+            alpha = d == null ? Float.NaN : d.floatValue() + 0f; // -0 is 0: one plan, one description
+            if (!(alpha >= 0 && alpha <= 1) || d.compareTo(java.math.BigDecimal.ONE) > 0) {
               throw new IllegalArgumentException("codec '" + spec + "': alpha must be a number in [0, 1], got '"
                   + p.substring(6) + "'");
+            }
+            if (alpha == 0f && d.signum() != 0) {
+              throw new IllegalArgumentException("codec '" + spec + "': alpha=" + p.substring(6) + " is 0 in float32"
+                  + " (below 1.4e-45): write alpha=0 if that is meant");
             }
           } else {
             throw badParam(spec, p);

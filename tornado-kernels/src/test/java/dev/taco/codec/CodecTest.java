@@ -464,10 +464,13 @@ class CodecTest {
     assertThat(Codecs.byName("taco:alpha=-0").toString()).isEqualTo(Codecs.byName("taco:alpha=0").toString());
     assertThat(Codecs.parse("taco : e5m2").base()).isEqualTo("taco");
     // alpha that is no number in [0, 1] is named as such; a second codec where one is taken is called a codec
-    for (String a : new String[] {"NaN", "-1", "1.5", "x"}) {
+    for (String a : new String[] {"NaN", "-1", "1.5", "x", "0.5d", "1f", "0x1p-1", "1.0000000001"}) {
       assertThatThrownBy(() -> Codecs.parse("taco:alpha=" + a)).as(a)
           .hasMessageContaining("alpha must be a number in [0, 1], got '" + a.toLowerCase(java.util.Locale.ROOT) + "'");
     }
+    assertThatThrownBy(() -> Codecs.parse("taco:alpha=1e-50")).hasMessageContaining("alpha=1e-50 is 0 in float32");
+    assertThat(Codecs.parse("taco:alpha=-0").alpha()).isEqualTo(0f);
+    assertThat(Codecs.parse("taco:alpha=2.5e-1").alpha()).isEqualTo(0.25f);
     assertThatThrownBy(() -> Codecs.parse("none,taco")).hasMessageContaining("'taco' is a codec, not a parameter");
     // an ablation given the value it fixes anyway is that ablation; the other value is refused
     assertThat(Codecs.byName("taco-no-ash:hadamard=off,alpha=0").toString())
