@@ -32,7 +32,11 @@ import sys
 import threading
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f'gemm_openblas.py: the OpenBLAS baseline is numpy\'s own OpenBLAS, and {sys.executable} has no numpy'
+             ' (pip install numpy: its wheel bundles scipy-openblas64; or put a python3 that has it first on PATH)')
 
 ROUNDS = 5
 ROUND_S = 0.25
@@ -172,7 +176,9 @@ def merge(shapes_path, openblas_path, java_path):
             t[1] += s['calls'] * o['us_best']
         for model, (tj, to) in step.items():
             if model != 'square':
-                table.append(f"| {mode} | {model} | | | | | all GEMMs of one step | {tj:.0f} | OpenBLAS {to:.0f} us "
+                whole = all((s['key'], mode) in jv for s in read_shapes(shapes_path) if s['model'] == model)
+                what = 'all GEMMs of one step' if whole else 'the GEMMs measured (KEYS), not a whole step'
+                table.append(f"| {mode} | {model} | | | | | {what} | {tj:.0f} | OpenBLAS {to:.0f} us "
                              f"| | {to / tj:.2f} | |")
     print('| mode | model | m | k | n | op | uses per step | Gemm us | Gemm GFLOP/s | OpenBLAS GFLOP/s | ratio | load |',
           file=sys.stderr)

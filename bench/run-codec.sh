@@ -3,8 +3,7 @@
 # all 12 codecs) and prints a markdown table: codec, encode GB/s, decode GB/s (of float32 input), ratio to a plain
 # copy of the same bytes measured in the same run.
 # Usage: bench/run-codec.sh [codecs=taco;int8-group] [warmup=2] [measure=3] [time=500] [simd=false: the scalar
-#        reference kernels]
-#        (build first: mvn -pl bench -am package -DskipTests)
+#        reference kernels]   (builds what is missing first: bench/jmh-env.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh

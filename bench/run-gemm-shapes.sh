@@ -14,7 +14,8 @@
 # "ratio", ...}) and a markdown table with the load average at each shape on stderr.
 # Usage: [MODES=pair,solo,core,cpu] [MODELS=default,wide,square] [KEYS=wide:512x1024x768:ATB:acc,...]
 #        [ALT_ROUNDS=100] bench/run-gemm-shapes.sh [GemmShapesBench arguments, for mode cpu]
-#        (build first: mvn -pl bench -am package -DskipTests)
+#        (builds what is missing first: bench/jmh-env.sh; the baseline needs a python3 with numpy, whose wheel
+#        bundles OpenBLAS: bench/gemm_openblas.py says so when it is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
@@ -43,7 +44,7 @@ java_bench() {
   return 1
 }
 "$JAVA" -cp "$CP" dev.taco.bench.GemmShapesBench shapes >"$tmp/shapes.tsv"
-lib=$(python3 bench/gemm_openblas.py lib)
+lib=$(python3 bench/gemm_openblas.py lib) || exit 1
 alt="openblas=$lib warmup=20 measure=${ALT_ROUNDS:-100} time=20"
 has() { [[ ",$MODES," == *",$1,"* ]]; }
 while IFS=$'\t' read -r key model _; do

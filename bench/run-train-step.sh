@@ -5,19 +5,21 @@
 # {"ms", "baseline_ms", "speedup", ...} per codec.
 # The earlier commit is built by bench/baseline-build.sh; TrainStepBench.java of THIS tree is compiled against it (it
 # uses only API both have).
-# Usage: bench/run-train-step.sh [BASELINE_REV [codecs=none,taco] [rounds=20] [warmup=5] [slice=1500]]
+# Usage: bench/run-train-step.sh [BASELINE_REV] [codecs=none,taco] [rounds=20] [warmup=5] [slice=1500]
 #        (default 2f8c3ff, the last commit before issue G; JMH's TrainStepBench alone gives this build's step time)
-#        (build first: mvn -pl bench -am package -DskipTests)
+#        (builds what is missing first: bench/jmh-env.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
 source bench/jmh-env.sh
+rev_arg=2f8c3ff
+if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then rev_arg=$1; shift; fi
 # shellcheck source=bench/baseline-build.sh
-source bench/baseline-build.sh "${1:-2f8c3ff}"
+source bench/baseline-build.sh "$rev_arg"
 proc=$(ls ~/.m2/repository/org/openjdk/jmh/jmh-generator-annprocess/*/jmh-generator-annprocess-*.jar | head -1)
 mkdir -p "$base/train-step-classes"
 "$JAVA_HOME/bin/javac" -d "$base/train-step-classes" -cp "$base_cp" -processorpath "$proc:$base_cp" \
-  --add-modules jdk.incubator.vector bench/src/main/java/dev/taco/bench/TrainStepBench.java 2>&1 | grep -v "^warning\|^Note" >&2 || true
+  --add-modules jdk.incubator.vector bench/src/main/java/dev/taco/bench/TrainStepBench.java 2>&1 | grep -v -E "^(warning|Note)|^[0-9]+ warnings?$" >&2 || true
 "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.TrainStepAlternation \
-  "baseline=$base/train-step-classes:$base_cp" "${@:2}"
+  "baseline=$base/train-step-classes:$base_cp" "$@"
 echo "# baseline: $rev; load after: $(cut -d' ' -f1-3 /proc/loadavg)"

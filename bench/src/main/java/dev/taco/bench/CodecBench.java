@@ -128,6 +128,8 @@ public class CodecBench {
    * {@code warmup=N} and {@code measure=N} iterations of {@code time=MS} milliseconds (defaults 2, 3, 500), and
    * {@code simd=false} to measure the scalar reference kernels instead of the SIMD ones
    * ({@link dev.taco.kernels.simd.Simd}).
+   *
+   * @throws IllegalArgumentException for an unknown argument or codec, before anything runs
    */
   public static void main(String[] args) throws Exception {
     List<String> codecs = Codecs.names();
@@ -151,6 +153,7 @@ public class CodecBench {
             + " (codecs=a;b warmup=N measure=N time=MS simd=true|false)");
       }
     }
+    codecs.forEach(Codecs::byName); // an unknown codec is named here, before JMH's forks each fail on it
     Collection<RunResult> results = new Runner(new OptionsBuilder()
         .include(CodecBench.class.getName() + "\\.")
         .forks(1)

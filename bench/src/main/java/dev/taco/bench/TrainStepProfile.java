@@ -38,11 +38,13 @@ public final class TrainStepProfile {
   /**
    * Runs the benchmark.
    *
-   * @param args measured steps, then warm-up steps
+   * @param args {@code steps=N} measured steps (default 30), {@code warmup=N} warm-up steps (default 30: the Vector API
+   *     is slow until C2 has compiled it)
+   * @throws IllegalArgumentException for any other argument or a count below 1 (steps) or 0 (warmup)
    */
   public static void main(String[] args) throws Exception {
-    int steps = args.length > 0 ? Integer.parseInt(args[0]) : 30;
-    int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 30; // the Vector API is slow until C2 compiles it
+    int steps = count(args, "steps", 30, 1);
+    int warmup = count(args, "warmup", 30, 0);
     String loadBefore = loadAverage();
     List<Result> results = LocalGroup.run(CONFIG.tp(), comm -> {
       Timed timed = new Timed(new CpuOps(CollectiveSites.fixed(comm)), steps);
@@ -126,5 +128,18 @@ public final class TrainStepProfile {
     } catch (java.io.IOException e) {
       return "unknown";
     }
+  }
+
+  /** The value of {@code key=N} among {@code args} (steps= and warmup= only), or {@code dflt}; at least {@code min}. */
+  private static int count(String[] args, String key, int dflt, int min) {
+    int v = dflt;
+    for (String arg : args) {
+      if (!arg.matches("(steps|warmup)=[0-9]{1,9}")) {
+        throw new IllegalArgumentException("unknown argument '" + arg + "' (steps=N >= 1, warmup=N >= 0)");
+      }
+      if (arg.startsWith(key + "=")) v = Integer.parseInt(arg.substring(key.length() + 1));
+    }
+    if (v < min) throw new IllegalArgumentException(key + " must be at least " + min + ", got " + v);
+    return v;
   }
 }
