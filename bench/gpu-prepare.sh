@@ -7,7 +7,8 @@
 #   bash bench/gpu-prepare.sh        then carry .device; on the GPU machine: source bench/gpu-env.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+JAVA_HOME=$(./taco build) # the JDK >= 25 that ./taco finds (JAVA_HOME if it is one)
+export JAVA_HOME
 export PATH="$JAVA_HOME/bin:$PATH"
 export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
 # install, not package: device-bundle.sh's dependency:copy-dependencies resolves the sibling modules from ~/.m2
