@@ -81,14 +81,6 @@ JD void j_store_float4(float* a, int i, const float* v) {
 }
 JD void j_store_bytes8(signed char* a, int i, long long w) { *reinterpret_cast<long long*>(a + i) = w; }
 JD long long j_load_bytes8(const signed char* a, int i) { return *reinterpret_cast<const long long*>(a + i); }
-JD void j_store_shorts8(short* a, int i, const short* v) {
-  uint4 u;
-  u.x = (unsigned short)v[0] | ((unsigned)(unsigned short)v[1] << 16);
-  u.y = (unsigned short)v[2] | ((unsigned)(unsigned short)v[3] << 16);
-  u.z = (unsigned short)v[4] | ((unsigned)(unsigned short)v[5] << 16);
-  u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
-  *reinterpret_cast<uint4*>(a + i) = u;
-}
 JD void j_load_short_pairs8(const short* a, int i, int* v, int at) {
   uint4 u = *reinterpret_cast<const uint4*>(a + i);
   v[at] = (int)u.x; v[at + 1] = (int)u.y; v[at + 2] = (int)u.z; v[at + 3] = (int)u.w;

@@ -124,7 +124,7 @@ public class CodecBench {
 
   /**
    * Runs the benchmark (fork 1, warmup and measurement as given) and prints a markdown table: codec, encode GB/s,
-   * decode GB/s, each as a ratio to the copy. Arguments: {@code codecs=a,b} (default: {@link Codecs#names()}),
+   * decode GB/s, each as a ratio to the copy. Arguments: {@code codecs=a;b} (default: {@link Codecs#names()}),
    * {@code warmup=N} and {@code measure=N} iterations of {@code time=MS} milliseconds (defaults 2, 3, 500), and
    * {@code simd=false} to measure the scalar reference kernels instead of the SIMD ones
    * ({@link dev.taco.kernels.simd.Simd}).

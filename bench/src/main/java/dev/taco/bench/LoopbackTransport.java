@@ -84,10 +84,5 @@ final class LoopbackTransport implements DeviceTransport {
   }
 
   @Override
-  public String name() {
-    return "loopback";
-  }
-
-  @Override
   public void close() {}
 }

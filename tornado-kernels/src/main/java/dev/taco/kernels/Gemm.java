@@ -207,7 +207,7 @@ public final class Gemm {
     int brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
     Scratch s = SCRATCH.get();
     Job job = s.job;
-    job.set(a, aOff, ars, acs, c, cOff, ldc, m, n, k, accumulate);
+    job.set(a, aOff, ars, acs, c, cOff, ldc, m, k, accumulate);
     int free = CORES - CALLERS.incrementAndGet();
     int slot = 2L * m * n * k >= PARALLEL_MIN_FLOPS && free > 0 ? offer(job) : -1;
     try {
@@ -369,7 +369,7 @@ public final class Gemm {
     final AtomicInteger done = new AtomicInteger();
     volatile Throwable failure;
     float[] a, b, pb, c;
-    int aOff, ars, acs, bOff, brs, bcs, cOff, ldc, m, n, k;
+    int aOff, ars, acs, bOff, brs, bcs, cOff, ldc, m, k;
     boolean accumulate;
     /** The slab: columns [j0, j0 + ns) of C, B packed in pb; tiles of mc rows × nc columns, tilesM per column. */
     int j0, ns, mc, nc, tilesM;
@@ -383,8 +383,7 @@ public final class Gemm {
       this.owner = owner;
     }
 
-    void set(float[] a, int aOff, int ars, int acs, float[] c, int cOff, int ldc, int m, int n, int k,
-        boolean accumulate) {
+    void set(float[] a, int aOff, int ars, int acs, float[] c, int cOff, int ldc, int m, int k, boolean accumulate) {
       this.a = a;
       this.aOff = aOff;
       this.ars = ars;
@@ -393,7 +392,6 @@ public final class Gemm {
       this.cOff = cOff;
       this.ldc = ldc;
       this.m = m;
-      this.n = n;
       this.k = k;
       this.accumulate = accumulate;
       failure = null;

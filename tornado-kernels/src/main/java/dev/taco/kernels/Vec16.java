@@ -57,14 +57,6 @@ public final class Vec16 {
     return w;
   }
 
-  /** {@code a[i + k] = v[k]} for k in 0..7; one 16-byte store. {@code i % 8 == 0}. */
-  public static void storeShorts8(short[] a, int i, short[] v) {
-    aligned(i, 8);
-    for (int k = 0; k < 8; k++) {
-      a[i + k] = v[k];
-    }
-  }
-
   /**
    * {@code a[i + 2q] = (short) p_q}, {@code a[i + 2q + 1] = (short) (p_q >>> 16)} for q in 0..3 (four packed pairs, as
    * {@link Bf16#encode2} makes them); one 16-byte store. {@code i % 8 == 0}.

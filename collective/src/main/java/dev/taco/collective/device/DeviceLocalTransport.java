@@ -186,11 +186,6 @@ public final class DeviceLocalTransport implements DeviceTransport {
     return bytesSent;
   }
 
-  @Override
-  public String name() {
-    return "device-local";
-  }
-
   /**
    * Destroys this rank's events once every rank has come to close too (a barrier on the host transport: a peer may
    * still be enqueueing a wait on this rank's last event); if the group is already aborted, at once. Idempotent. The

@@ -87,9 +87,6 @@ public interface DeviceTransport extends AutoCloseable {
   /** Bytes this rank has put on the wire for other ranks (payload slots sent). */
   long bytesSent();
 
-  /** A short name for reports and errors: {@code nccl} or {@code device-local}. */
-  String name();
-
   @Override
   void close();
 }

@@ -98,11 +98,6 @@ public final class NcclTransport implements DeviceTransport {
     return bytesSent;
   }
 
-  @Override
-  public String name() {
-    return "nccl";
-  }
-
   /** Nothing of its own to release: the communicator is the caller's. */
   @Override
   public void close() {}

@@ -27,13 +27,8 @@ public final class ActivationTensors {
   private final long size;
   private long next;
 
-  /** The offsets for {@code cfg} (this rank's TP share) and micro-batch {@code b}, with (B,NH/R,T,T) attention state. */
-  public ActivationTensors(GptConfig cfg, int b) {
-    this(cfg, b, (long) b * cfg.localHeads() * cfg.seqLength() * cfg.seqLength());
-  }
-
   /**
-   * The offsets for {@code cfg} and micro-batch {@code b}, with {@code attentionState} elements for each {@code att} and
+   * The offsets for {@code cfg} (this rank's TP share) and micro-batch {@code b}, with {@code attentionState} elements for each {@code att} and
    * for {@code dattScratch} (the backend's {@link Ops#attentionStateSize}).
    */
   public ActivationTensors(GptConfig cfg, int b, long attentionState) {

@@ -115,7 +115,6 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   private final boolean tpComm;
   private final boolean ownsStream;
   private final CudaStream stream;
-  private final DeviceBuffer workspace;
   private final Cublas blas;
   /** Exact fp32 GEMMs (column sums, the one-hot wte gradient) whatever the precision: {@link #blas} in fp32 mode. */
   private final Cublas exact;
@@ -233,9 +232,8 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     Cublas handle = null;
     Cublas strict = null;
     CublasLt fused = null;
-    DeviceBuffer ws = null;
     try {
-      ws = alloc(Cublas.WORKSPACE_BYTES / 4);
+      DeviceBuffer ws = alloc(Cublas.WORKSPACE_BYTES / 4); // freed with the other arenas by close
       handle = Cublas.create(ctx, ws, precision.math);
       strict = precision.math == Cublas.Fp32Math.STRICT ? handle : Cublas.create(ctx, ws, Cublas.Fp32Math.STRICT);
       // cuBLASLt's bias epilogue for the bf16 linear layers; both handles use the workspace, in stream order
@@ -248,15 +246,9 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
       if (ownsStream) stream.close();
       throw e;
     }
-    this.workspace = ws;
     this.blas = handle;
     this.exact = strict;
     this.lt = fused;
-  }
-
-  /** The TP world size (1 without collectives). */
-  public int worldSize() {
-    return tp == null ? 1 : tp.transport().worldSize();
   }
 
   @Override
@@ -277,11 +269,6 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   /** The context. */
   public CudaContext context() {
     return ctx;
-  }
-
-  /** Waits until every enqueued operation is done (kernel faults surface here as {@link CudaException}). */
-  public void synchronize() {
-    stream.synchronize();
   }
 
   /**
@@ -717,7 +704,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     Heads h = new Heads(B, NH, T, c, HS);
     for (int r0 = 0; r0 < T; r0 += blk) { // S[r0.., 0..keys) = Q[r0..] · K[0..keys)ᵀ, the query block's keys only
       int keys = r0 + blk;
-      headGemms(h, s.type, false, true, blk, keys, HS, q, (long) r0 * 3 * c, 3 * c, h.qkv, q, c, 3 * c, h.qkv, 0f, s,
+      headGemms(h, s.type, false, true, blk, keys, HS, q, (long) r0 * 3 * c, 3 * c, h.qkv, q, c, 3 * c, h.qkv, s,
           (long) r0 * T, T, h.att);
     }
     long ps = s.buf.pointer() + s.off * s.type.bytes;
@@ -725,7 +712,7 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
         (long) B * NH * T, ps, 0, ps, 0, B, NH, T, Attention.scale(HS), blk);
     for (int r0 = 0; r0 < T; r0 += blk) { // O[r0..] = P[r0.., 0..keys) · V[0..keys)
       int keys = r0 + blk;
-      headGemms(h, DataType.F32, false, false, blk, HS, keys, s, (long) r0 * T, T, h.att, q, 2 * c, 3 * c, h.qkv, 0f,
+      headGemms(h, DataType.F32, false, false, blk, HS, keys, s, (long) r0 * T, T, h.att, q, 2 * c, 3 * c, h.qkv,
           o, (long) r0 * c, c, h.rows);
     }
   }
@@ -769,26 +756,26 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
     Heads h = new Heads(B, NH, T, c, HS);
     for (int r0 = 0; r0 < T; r0 += blk) { // dP[r0.., 0..keys) = dY[r0..] · V[0..keys)ᵀ
       int keys = r0 + blk;
-      headGemms(h, d.type, false, true, blk, keys, HS, y, (long) r0 * c, c, h.rows, q, 2 * c, 3 * c, h.qkv, 0f, d,
+      headGemms(h, d.type, false, true, blk, keys, HS, y, (long) r0 * c, c, h.rows, q, 2 * c, 3 * c, h.qkv, d,
           (long) r0 * T, T, h.att);
     }
     for (int k0 = 0; k0 < T; k0 += blk) { // dV[k0..] = P[k0.., k0..]ᵀ · dY[k0..]: the queries that see these keys
       int queries = T - k0;
       headGemms(h, DataType.F32, true, false, blk, HS, queries, p, (long) k0 * T + k0, T, h.att, y, (long) k0 * c, c,
-          h.rows, 0f, g, 2 * c + (long) k0 * 3 * c, 3 * c, h.qkv);
+          h.rows, g, 2 * c + (long) k0 * 3 * c, 3 * c, h.qkv);
     }
     long pd = d.buf.pointer() + d.off * d.type.bytes, pp = p.buf.pointer() + p.off * p.type.bytes;
     launchWarps(Attention.class, d.type == DataType.F32 ? "softmaxBackwardWarp" : "softmaxBackwardWarpBf16",
         (long) B * NH * T, pd, 0, pd, 0, pp, 0, B, NH, T, Attention.scale(HS), blk);
     for (int r0 = 0; r0 < T; r0 += blk) { // dQ[r0..] = dS[r0.., 0..keys) · K[0..keys)
       int keys = r0 + blk;
-      headGemms(h, DataType.F32, false, false, blk, HS, keys, d, (long) r0 * T, T, h.att, q, c, 3 * c, h.qkv, 0f, g,
+      headGemms(h, DataType.F32, false, false, blk, HS, keys, d, (long) r0 * T, T, h.att, q, c, 3 * c, h.qkv, g,
           (long) r0 * 3 * c, 3 * c, h.qkv);
     }
     for (int k0 = 0; k0 < T; k0 += blk) { // dK[k0..] = dS[k0.., k0..]ᵀ · Q[k0..]
       int queries = T - k0;
       headGemms(h, DataType.F32, true, false, blk, HS, queries, d, (long) k0 * T + k0, T, h.att, q, (long) k0 * 3 * c,
-          3 * c, h.qkv, 0f, g, c + (long) k0 * 3 * c, 3 * c, h.qkv);
+          3 * c, h.qkv, g, c + (long) k0 * 3 * c, 3 * c, h.qkv);
     }
   }
 
@@ -878,21 +865,20 @@ public final class CudaOps implements Ops<DeviceBuffer>, AutoCloseable {
   }
 
   /**
-   * One product {@code C = op(A)·op(B) + beta·C} for every (b,h), as strided-batched GEMMs: batched over the longer of
+   * One product {@code C = op(A)·op(B)} (C overwritten) for every (b,h), as strided-batched GEMMs: batched over the longer of
    * B and NH (a constant stride either way), one call per index of the shorter, so a step makes min(B, NH) calls per
    * product rather than B·NH. A and B share a type; {@code outType} is C's. Offsets ({@code aAt} ...) are of (b,h) =
    * (0,0), in elements from each operand's own offset; {@code sA}, {@code sB}, {@code sC} are the strides from
    * {@link Heads}.
    */
   private void headGemms(Heads h, DataType outType, boolean transA, boolean transB, int m, int n, int k, Operand a,
-      long aAt, int lda, long[] sA, Operand b, long bAt, int ldb, long[] sB, float beta, Operand c, long cAt, int ldc,
-      long[] sC) {
+      long aAt, int lda, long[] sA, Operand b, long bAt, int ldb, long[] sB, Operand c, long cAt, int ldc, long[] sC) {
     if (a.type != b.type || c.type != outType) throw new IllegalStateException("attention operand types disagree");
     int batchDim = h.NH() >= h.B() ? 1 : 0, loopDim = 1 - batchDim;
     int calls = batchDim == 1 ? h.B() : h.NH(), batch = batchDim == 1 ? h.NH() : h.B();
     for (int i = 0; i < calls; i++) {
       blas.gemmStridedBatched(stream, transA, transB, m, n, k, a.type, outType, 1f, a.buf, a.off + aAt
-          + i * sA[loopDim], lda, sA[batchDim], b.buf, b.off + bAt + i * sB[loopDim], ldb, sB[batchDim], beta, c.buf,
+          + i * sA[loopDim], lda, sA[batchDim], b.buf, b.off + bAt + i * sB[loopDim], ldb, sB[batchDim], 0f, c.buf,
           c.off + cAt + i * sC[loopDim], ldc, sC[batchDim], batch);
     }
   }

@@ -24,9 +24,6 @@ abstract class DataParallel {
   /** Sums this rank's gradients over its DP group, in place. */
   abstract void allReduce();
 
-  /** Bytes this rank has put on the DP wire so far. */
-  abstract long bytesSent();
-
   /** The gradient sites' state for a checkpoint (their calibrated plans); empty where every site has one fixed plan. */
   Map<String, CollectiveSites.SiteState> sitesState() {
     return Map.of();
@@ -62,11 +59,6 @@ abstract class DataParallel {
       }
 
       @Override
-      long bytesSent() {
-        return dp.bytesSent();
-      }
-
-      @Override
       Map<String, CollectiveSites.SiteState> sitesState() {
         return dp.state();
       }
@@ -88,11 +80,6 @@ abstract class DataParallel {
           int[] s = shape(t, tp);
           dp.allReduce(plan, new DeviceTensor(grads.slice(4L * t.offset(), 4L * s[0] * s[1]), false), s[0], s[1]);
         }
-      }
-
-      @Override
-      long bytesSent() {
-        return dp.bytesSent();
       }
     };
   }

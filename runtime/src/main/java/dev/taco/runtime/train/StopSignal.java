@@ -47,15 +47,4 @@ public final class StopSignal {
   public static int exitCode() {
     return exitCode;
   }
-
-  /** Asks to stop as a signal would (tests). */
-  static void request(String signal, int code) {
-    exitCode = code;
-    requested = signal;
-  }
-
-  /** Forgets a request (tests). */
-  static void clear() {
-    requested = null;
-  }
 }

@@ -22,9 +22,8 @@ package dev.taco.kernels.compiler;
  *   <li>{@code j_float_to_int_bits}: {@link Float#floatToIntBits} (canonical NaN {@code 0x7fc00000}).
  *   <li>{@code j_is_nan}: {@link Float#isNaN}, {@link Double#isNaN}, as a function so that the argument is evaluated
  *       once.
- *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8, j_load_bytes8, j_store_shorts8,
- *       j_load_short_pairs8, j_load_short_pair, j_store_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as
- *       single
+ *   <li>{@code j_load_bf16x8, j_load_float4, j_store_float4, j_store_bytes8, j_load_bytes8, j_load_short_pairs8,
+ *       j_load_short_pair, j_store_short_pair, j_store_ints4}: {@code dev.taco.kernels.Vec16} as single
  *       {@code uint4}/{@code float4}/{@code long long}/{@code int} accesses (little-endian, as the Java loops).
  *   <li>{@code j_store_bf16x8}: {@code Vec16.storeBf16x8}, four {@code j_bf16x2} pairs through
  *       {@code j_store_short_pairs8}, as the Java method.
@@ -127,14 +126,6 @@ public final class CudaPrelude {
       }
       JD void j_store_bytes8(signed char* a, int i, long long w) { *reinterpret_cast<long long*>(a + i) = w; }
       JD long long j_load_bytes8(const signed char* a, int i) { return *reinterpret_cast<const long long*>(a + i); }
-      JD void j_store_shorts8(short* a, int i, const short* v) {
-        uint4 u;
-        u.x = (unsigned short)v[0] | ((unsigned)(unsigned short)v[1] << 16);
-        u.y = (unsigned short)v[2] | ((unsigned)(unsigned short)v[3] << 16);
-        u.z = (unsigned short)v[4] | ((unsigned)(unsigned short)v[5] << 16);
-        u.w = (unsigned short)v[6] | ((unsigned)(unsigned short)v[7] << 16);
-        *reinterpret_cast<uint4*>(a + i) = u;
-      }
       JD void j_load_short_pairs8(const short* a, int i, int* v, int at) {
         uint4 u = *reinterpret_cast<const uint4*>(a + i);
         v[at] = (int)u.x; v[at + 1] = (int)u.y; v[at + 2] = (int)u.z; v[at + 3] = (int)u.w;

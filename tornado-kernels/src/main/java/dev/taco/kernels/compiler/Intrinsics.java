@@ -111,7 +111,6 @@ final class Intrinsics {
       Map.entry("Vec16.loadBytes8(byte[],int)", "j_load_bytes8($0, $1)"),
       Map.entry("Vec16.storeShortPairs8(short[],int,int,int,int,int)", "j_store_short_pairs8($0, $1, $2, $3, $4, $5)"),
       Map.entry("Vec16.storeBf16x8(short[],int,float[])", "j_store_bf16x8($0, $1, $2)"),
-      Map.entry("Vec16.storeShorts8(short[],int,short[])", "j_store_shorts8($0, $1, $2)"),
       Map.entry("Vec16.loadShortPairs8(short[],int,int[],int)", "j_load_short_pairs8($0, $1, $2, $3)"),
       Map.entry("Vec16.loadShortPair(short[],int)", "j_load_short_pair($0, $1)"),
       Map.entry("Vec16.storeShortPair(short[],int,int)", "j_store_short_pair($0, $1, $2)"),

@@ -13,8 +13,8 @@ import java.util.Set;
  * The specialisations of {@link TacoGpuKernels} that {@link GpuTacoCodec} launches, as {@link KernelRequest}s (DESIGN
  * §5: compile-time constants specialise a kernel), one kernel each. Their CUDA C comes from {@link KernelSources} like
  * every Java kernel's: the GPU machine's jlink'd runtime has no {@code jdk.compiler}, so {@link #kernels()} is
- * translated beforehand on the CPU machine ({@code bench/gpu-prepare.sh} runs
- * {@code KernelSources tornado-kernels/src/main/java .device/cuda dev.taco.kernels.gpu.TacoCudaSources}); where a JDK
+ * translated beforehand on the CPU machine ({@code bench/gpu-prepare.sh} runs {@link KernelSources} over the sources
+ * of tornado-kernels and runtime into {@code .device/cuda}, for this class and the other kernel lists); where a JDK
  * and the kernel sources are at hand (tests, a CPU machine) a missing file is translated on the spot.
  */
 public final class TacoCudaSources {

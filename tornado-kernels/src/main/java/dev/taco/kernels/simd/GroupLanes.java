@@ -136,10 +136,10 @@ public final class GroupLanes {
         for (int g = 0; g < ng; g++) {
           Bytes.putFloat(out, scales + 4 * g, s.a[g]);
         }
-        codes(x, src, 0, whole, groupSize, s.a, qm, kind, s, out, codes);
+        codes(x, src, 0, whole, groupSize, s.a, qm, kind, out, codes);
         if (tail > 0) {
           s.tailScale[0] = s.a[ng - 1];
-          codes(s.tail, 0, 0, L, L, s.tailScale, qm, kind, s, s.tailCodes, 0);
+          codes(s.tail, 0, 0, L, L, s.tailScale, qm, kind, s.tailCodes, 0);
           System.arraycopy(s.tailCodes, 0, out, codes + codeBytes(whole, kind), codeBytes(tail, kind));
         }
         continue;
@@ -166,7 +166,7 @@ public final class GroupLanes {
         }
         Bytes.putFloat(out, scales + 4 * g, s.special[g] ? -s.a[g] : s.a[g]);
       }
-      codes(s.t, 0, 0, width, groupSize, s.a, qm, kind, s, out, codes);
+      codes(s.t, 0, 0, width, groupSize, s.a, qm, kind, out, codes);
     }
     return all >= Lanes.INF ? Lanes.NON_FINITE : 0;
   }
@@ -196,7 +196,7 @@ public final class GroupLanes {
    * code index i from byte {@code out[codeAt]} (int4: two a byte), a piece at a time.
    */
   private static void codes(float[] v, int vOff, int c0, int c1, int groupSize, float[] a, float qm, int kind,
-      Work s, byte[] out, int codeAt) {
+      byte[] out, int codeAt) {
     for (int p0 = c0; p0 < c1; p0 += CHUNK) {
       int p1 = Math.min(c1, p0 + CHUNK);
       if (kind == GroupKernels.E4M3) {
