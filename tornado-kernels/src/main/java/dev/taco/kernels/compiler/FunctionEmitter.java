@@ -181,6 +181,9 @@ final class FunctionEmitter {
   // ---- @Parallel kernels ----
 
   private void emitParallelKernelBody(BlockTree body) {
+    if (body.getStatements().stream().noneMatch(s -> s instanceof ForLoopTree f && isParallelLoop(f))) {
+      throw error(src.method(), "a kernel needs a top-level @Parallel loop or a KernelContext parameter");
+    }
     int loops = 0;
     outsideTheLoop.addAll(src.element().getParameters());
     Set<Element> loopWrites = java.util.Collections.emptySet();
@@ -204,9 +207,6 @@ final class FunctionEmitter {
         throw error(s, "outside the @Parallel loop only local variable declarations are allowed "
             + "(any other statement would run once per GPU thread)");
       }
-    }
-    if (loops == 0) {
-      throw error(src.method(), "a kernel needs a top-level @Parallel loop or a KernelContext parameter");
     }
   }
 
@@ -280,6 +280,7 @@ final class FunctionEmitter {
     inParallelLoop = true;
     parallelVar = ve;
     body(f.getStatement());
+    new ParallelRaces(src, env, this::error).check(f, ve, outsideTheLoop); // after the body's own, narrower checks
     parallelVar = null;
     inParallelLoop = false;
     indent--;
@@ -605,7 +606,7 @@ final class FunctionEmitter {
         if (a.getVariable() instanceof IdentifierTree id
             && fixedArrays.containsKey((VariableElement) env.element(src, id))) {
           throw error(a, id.getName() + " is a fixed-size local array (a C array on the GPU): it cannot be reassigned;"
-              + " declare an alias ('float[] v = " + id.getName() + ";') and reassign that");
+              + " declare an alias ('" + env.type(src, id) + " alias = " + id.getName() + ";') and reassign that");
         }
         TypeKind k = env.type(src, a.getVariable()).getKind();
         Typed value = a.getVariable() instanceof IdentifierTree ? whole(a.getExpression()) : expr(a.getExpression());

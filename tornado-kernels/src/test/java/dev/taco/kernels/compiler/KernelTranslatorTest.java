@@ -220,7 +220,9 @@ class KernelTranslatorTest {
         {"int[] t = new int[1];\nfor (@Parallel int i = 0; i < n; i++) { x[i] = t[0]; bump(t, 0); }",
             "t is declared outside the @Parallel loop and bump may write it"},
         {"for (@Parallel int i = 0; i < n; i++) { int[] t = new int[2]; int[] s = new int[2]; t = s; x[i] = t[0]; }",
-            "t is a fixed-size local array"}};
+            "t is a fixed-size local array (a C array on the GPU): it cannot be reassigned; declare an alias"
+                + " ('int[] alias = t;')"},
+        {"x[0] = 1f;\nint m = n;", "a kernel needs a top-level @Parallel loop or a KernelContext parameter"}};
     for (String[] c : cases) {
       assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
           + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1]);
@@ -232,6 +234,40 @@ class KernelTranslatorTest {
             for (@Parallel int i = 0; i < n; i++) x[i] = first - y[i] + (-y[i]);
           }
         """)).contains("int first = y[0];");
+  }
+
+  /**
+   * Iterations of a @Parallel loop that would race as GPU threads are refused: a write at an index that does not depend
+   * on the loop variable (directly, through a local, or through a call that writes), and a read of an element another
+   * iteration writes; the same writes under an if on the loop variable, per-thread arrays, and reads at the written
+   * index stay allowed.
+   */
+  @Test
+  void iterationsThatWouldRaceOnTheGpuAreRefused() throws Exception {
+    String[][] refused = {
+        {"for (@Parallel int i = 0; i < n; i++) x[0] += x[i];", "writes x[0], an index that does not depend on the"
+            + " @Parallel variable i"},
+        {"for (@Parallel int i = 0; i < n; i++) { int at = n - 1; y[at]++; }", "writes y[at], an index that does not"},
+        {"for (@Parallel int i = 0; i < n; i++) { x[i] = 1f; bump(y, 3); }", "the call may write y and none of its"
+            + " arguments depends on the @Parallel variable i"},
+        {"for (@Parallel int i = 1; i < n; i++) x[i] += x[i - 1];", "reads x[i - 1] and the @Parallel loop writes x"
+            + " at i"},
+        {"for (@Parallel int i = 0; i < n; i++) { int r = i / 2; x[r * 2] = x[r * 2 + 1]; }", "reads x[r * 2 + 1]"}};
+    for (String[] c : refused) {
+      assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
+          + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1])
+          .hasMessageMatching("(?s).*T\\.java:\\d+: .*");
+    }
+    String[] allowed = {
+        "for (@Parallel int i = 0; i < n; i++) { if (i == 0) y[0] = n; x[i] = 2f * x[i]; }",
+        "for (@Parallel int i = 0; i < n; i++) { int row = i / 4; int at = row * 4 + i % 4; x[at] = x[at] + 1f; }",
+        "for (@Parallel int i = 0; i < n; i++) { int[] t = new int[2]; t[0] = i; t[1] = t[0]; int r = bump(t, 1); y[i] = r; }",
+        "for (@Parallel int i = 0; i < n; i++) { int j; j = 3 * i; x[j] = y[j + 1]; }",
+        "for (@Parallel int once = 0; once < 1; once++) { int r = bump(y, 1); y[0] = r; }"};
+    for (String code : allowed) {
+      assertThat(translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + code + "\n}\n"))
+          .as(code).contains("__global__ void k(");
+    }
   }
 
   /** A kernel's extern "C" name shares the C library's namespace. */
