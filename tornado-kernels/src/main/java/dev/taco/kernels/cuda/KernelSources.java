@@ -54,11 +54,12 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>the request: the class's binary name, the method, the constants sorted by name with their types;
  *   <li>the text of every source file of the kernel's <em>source set</em>: the kernel's class and, transitively,
- *       every project class (binary name under {@value #PROJECT_PACKAGE}) that a class file of the set refers to
+ *       every project class (binary name under {@value #PROJECT_PACKAGE}) or class with a source file under the
+ *       source roots (a user's own helpers, in any package) that a class file of the set refers to
  *       (constant-pool class entries and descriptors, read with {@code java.lang.classfile}, nested classes
  *       included), which covers every static method the kernel can call;
- *   <li>the class files of the translator ({@code KernelTranslator}, {@code FunctionEmitter}, {@code CudaPrelude},
- *       {@code CTypes}, {@code Intrinsics} and their nested classes).
+ *   <li>the class files of the translator ({@code KernelTranslator}, {@code FunctionEmitter}, {@code ParallelRaces},
+ *       {@code CudaPrelude}, {@code CTypes}, {@code Intrinsics} and their nested classes).
  * </ul>
  * So a key is deterministic: the CPU machine that writes a file and the GPU machine that reads it compute the same
  * one from the same jar. And it changes whenever a source the kernel may depend on, or the translator, changes: a
@@ -76,12 +77,15 @@ import org.slf4j.LoggerFactory;
 public final class KernelSources {
   private static final Logger LOG = LoggerFactory.getLogger(KernelSources.class);
 
-  /** Classes under this package are part of a kernel's source set when its class files refer to them. */
+  /**
+   * Classes under this package (and classes whose source is under a source root) are part of a kernel's source set
+   * when its class files refer to them.
+   */
   public static final String PROJECT_PACKAGE = "dev.taco";
 
   private static final Pattern DESCRIPTOR_REF = Pattern.compile("L(dev/taco/[\\w/$]+);");
-  private static final List<String> TRANSLATOR = Stream.of("KernelTranslator", "FunctionEmitter", "CudaPrelude",
-      "CTypes", "Intrinsics").map(n -> "dev/taco/kernels/compiler/" + n).toList();
+  private static final List<String> TRANSLATOR = Stream.of("KernelTranslator", "FunctionEmitter", "ParallelRaces",
+      "CudaPrelude", "CTypes", "Intrinsics").map(n -> "dev/taco/kernels/compiler/" + n).toList();
   private static KernelSources defaults;
 
   private final Path directory;
@@ -315,9 +319,9 @@ public final class KernelSources {
     return out;
   }
 
-  private static void addProjectClass(String internalName, Set<String> out) {
+  private void addProjectClass(String internalName, Set<String> out) {
     String n = internalName.replace('/', '.');
-    if (n.startsWith(PROJECT_PACKAGE + ".")) {
+    if (n.startsWith(PROJECT_PACKAGE + ".") || !n.startsWith("java.") && sourceFile(topLevel(n)) != null) {
       out.add(topLevel(n));
     }
   }

@@ -37,6 +37,47 @@ class KernelSourcesTest {
             "dev.taco.kernels.cuda.TaskGraph");
   }
 
+  /**
+   * A user's kernel in a package of their own calling a helper class of theirs: both are in the source set (their
+   * sources under the root) and the helper is translated with the kernel; an edit to the helper changes the key.
+   */
+  @Test
+  void aUsersOwnHelperClassesArePartOfTheSourceSet() throws Exception {
+    Path root = dir.resolve("user-src"), classes = dir.resolve("user-classes");
+    Files.createDirectories(root.resolve("my"));
+    Files.writeString(root.resolve("my/Helpers.java"),
+        "package my;\npublic final class Helpers {\n  public static float twice(float v) { return 2f * v; }\n}\n");
+    Files.writeString(root.resolve("my/UseHelper.java"), """
+        package my;
+        import dev.taco.kernels.Parallel;
+        public final class UseHelper {
+          public static void k(float[] x, float[] y, int n) {
+            for (@Parallel int i = 0; i < n; i++) y[i] = Helpers.twice(x[i]);
+          }
+        }
+        """);
+    javax.tools.JavaCompiler javac = javax.tools.ToolProvider.getSystemJavaCompiler();
+    int rc = javac.run(null, null, null, "-parameters", "-d", classes.toString(), "-cp",
+        System.getProperty("java.class.path"), root.resolve("my/Helpers.java").toString(),
+        root.resolve("my/UseHelper.java").toString());
+    assertThat(rc).as("javac").isZero();
+    Thread t = Thread.currentThread();
+    ClassLoader before = t.getContextClassLoader();
+    try (java.net.URLClassLoader user = new java.net.URLClassLoader(new java.net.URL[] {classes.toUri().toURL()},
+        before)) {
+      t.setContextClassLoader(user);
+      KernelSources ks = new KernelSources(dir.resolve("cuda"), List.of(root, MAIN.get(0)));
+      assertThat(ks.sourceSet("my.UseHelper")).containsExactly("my.Helpers", "my.UseHelper");
+      KernelRequest k = new KernelRequest("my.UseHelper", "k", java.util.Map.of());
+      String key = ks.key(k);
+      assertThat(ks.cudaSource(k)).contains("__global__ void k(").contains("Helpers_twice(");
+      Files.writeString(root.resolve("my/Helpers.java"), "// edited\n", StandardOpenOption.APPEND);
+      assertThat(new KernelSources(dir.resolve("cuda"), List.of(root, MAIN.get(0))).key(k)).isNotEqualTo(key);
+    } finally {
+      t.setContextClassLoader(before);
+    }
+  }
+
   @Test
   void keysAreDeterministicPerRequest() {
     KernelSources fromFiles = new KernelSources(dir, MAIN);
