@@ -11,19 +11,23 @@ import java.util.concurrent.TimeoutException;
 /**
  * Exact JVM emulator for SIMT kernels ({@link KernelContext} kernels, DESIGN §5). Slow and meant for tests.
  *
- * <p>Blocks run one at a time, in order of {@code groupIdx}. Within a block, every GPU thread is one Java
- * virtual thread. {@link KernelContext#barrier()} is a {@link CyclicBarrier} over the block; a warp shuffle
+ * <p>Blocks run one at a time, in a shuffled order of {@code groupIdx} (fixed for a grid size), since a GPU runs them in
+ * any order: a block that reads what a lower-numbered block wrote is wrong on the GPU, and here too. Within a block,
+ * every GPU thread is one Java virtual thread. {@link KernelContext#barrier()} is a {@link CyclicBarrier} over the block; a warp shuffle
  * writes the lane's value into the warp's exchange slots, waits on the warp's barrier, reads the partner's
  * slot and waits again (so the next shuffle cannot overwrite a slot still being read). Shared arrays are per
  * block: the k-th allocation call of every thread returns the block's k-th array (as {@code __shared__}
- * declarations do). Values cross threads as raw bits, so NaN payloads survive as on the GPU. A tensor-core
+ * declarations do), and holds garbage at first as on the GPU: float arrays NaN, int arrays {@link #GARBAGE}, so a
+ * kernel that reads an element before any thread wrote it fails its test. Values cross threads as raw bits, so NaN payloads survive as on the GPU. A tensor-core
  * {@link KernelContext#mmaBf16} gathers the warp's fragments the same way (write, wait, read every lane's, wait) and
  * computes this lane's four outputs from them, each as the 16 exact products and C added in float64 and rounded once.
  *
  * <p>What is exact: everything the kernel computes with Java arithmetic, in any interleaving allowed by the
  * barriers. What is not modelled: data races (a kernel that reads shared memory written by another thread
  * without a barrier in between sees <em>some</em> interleaving here, undefined on the GPU), and divergent
- * barriers or shuffles, which here end with an {@link IllegalStateException} after a timeout instead of hanging.
+ * barriers or shuffles, which here end with an {@link IllegalStateException} after a timeout instead of hanging; a
+ * thread that returns while others of its block wait at {@link KernelContext#barrier()} (or one that calls it after
+ * another returned: {@code if (i >= n) return;} before a barrier) fails at once, naming both.
  */
 public final class SimtEmulator {
   private SimtEmulator() {}
@@ -34,6 +38,9 @@ public final class SimtEmulator {
     /** Runs the kernel body for one GPU thread. */
     void run(KernelContext ctx);
   }
+
+  /** What an int shared array holds before a thread writes it (a GPU's is whatever the memory held). */
+  public static final int GARBAGE = 0x7BADBEEF;
 
   /** A barrier or shuffle that not all threads reach fails after this long. */
   private static final long TIMEOUT_S = 60;
@@ -49,7 +56,15 @@ public final class SimtEmulator {
     if (numGroups <= 0 || localGroupSize <= 0) {
       throw new IllegalArgumentException("grid " + numGroups + " x " + localGroupSize);
     }
-    for (int g = 0; g < numGroups; g++) {
+    int[] order = new int[numGroups];
+    for (int g = 0; g < numGroups; g++) order[g] = g;
+    java.util.SplittableRandom r = new java.util.SplittableRandom(numGroups);
+    for (int g = numGroups - 1; g > 0; g--) { // Fisher-Yates
+      int o = r.nextInt(g + 1), t = order[g];
+      order[g] = order[o];
+      order[o] = t;
+    }
+    for (int g : order) {
       runBlock(new Block(localGroupSize), g, numGroups, kernel);
     }
   }
@@ -62,6 +77,7 @@ public final class SimtEmulator {
       threads.add(Thread.ofVirtual().start(() -> {
         try {
           kernel.run(ctx);
+          block.exited(ctx);
         } catch (RuntimeException | Error e) {
           synchronized (failure) {
             RuntimeException r = e instanceof RuntimeException re ? re : new RuntimeException(e);
@@ -104,6 +120,8 @@ public final class SimtEmulator {
     /** Per warp, per lane: the six fragment registers of an {@code mmaBf16} (a0..a3, b0, b1). */
     final int[][] mmaSlots;
     final List<Object> shared = new ArrayList<>();
+    /** The first thread of the block that returned, or -1. */
+    private int firstExited = -1;
 
     Block(int size) {
       this.size = size;
@@ -117,10 +135,41 @@ public final class SimtEmulator {
       }
     }
 
+    /** Set when a thread of the block failed: later barriers and shuffles fail at once instead of waiting. */
+    volatile boolean failed;
+
     void breakAll() {
+      failed = true;
       barrier.reset();
       for (CyclicBarrier b : warpBarriers) {
         b.reset();
+      }
+    }
+
+    /**
+     * Records that {@code ctx}'s thread returned.
+     *
+     * @throws IllegalStateException if others wait at the block's barrier, which it will never reach
+     */
+    synchronized void exited(KernelContext ctx) {
+      if (firstExited < 0) firstExited = ctx.localIdx;
+      if (barrier.getNumberWaiting() > 0) {
+        throw new IllegalStateException("thread " + ctx.localIdx + " of block " + ctx.groupIdx + " returned while "
+            + barrier.getNumberWaiting() + " thread(s) of the block wait at barrier(): every thread must reach every"
+            + " barrier (no return before one; on a GPU this hangs or corrupts)");
+      }
+    }
+
+    /**
+     * Before {@code ctx} waits at the block's barrier.
+     *
+     * @throws IllegalStateException if a thread of the block has returned (it will never arrive)
+     */
+    synchronized void arriving(KernelContext ctx) {
+      if (firstExited >= 0) {
+        throw new IllegalStateException("thread " + ctx.localIdx + " of block " + ctx.groupIdx + " calls barrier()"
+            + " after thread " + firstExited + " of the block returned: every thread must reach every barrier (no"
+            + " return before one; on a GPU this hangs or corrupts)");
       }
     }
 
@@ -145,17 +194,22 @@ public final class SimtEmulator {
 
     @Override
     public void barrier() {
-      await(block.barrier, "barrier()");
+      block.arriving(this);
+      await(block, block.barrier, "barrier()");
     }
 
     @Override
     public float[] allocateFloatLocalArray(int n) {
-      return (float[]) block.shared(allocations++, new float[n]);
+      float[] fresh = new float[n];
+      java.util.Arrays.fill(fresh, Float.NaN);
+      return (float[]) block.shared(allocations++, fresh);
     }
 
     @Override
     public int[] allocateIntLocalArray(int n) {
-      return (int[]) block.shared(allocations++, new int[n]);
+      int[] fresh = new int[n];
+      java.util.Arrays.fill(fresh, GARBAGE);
+      return (int[]) block.shared(allocations++, fresh);
     }
 
     @Override
@@ -169,12 +223,12 @@ public final class SimtEmulator {
       int[] slots = block.warpSlots[warp];
       int partner = (laneId() ^ laneMask) & (WARP_SIZE - 1);
       slots[laneId()] = v;
-      await(block.warpBarriers[warp], "shflXor");
+      await(block, block.warpBarriers[warp], "shflXor");
       if (warp * WARP_SIZE + partner >= block.size) {
         throw new IllegalStateException("shflXor: lane " + partner + " is outside the block of " + block.size);
       }
       int r = slots[partner];
-      await(block.warpBarriers[warp], "shflXor");
+      await(block, block.warpBarriers[warp], "shflXor");
       return r;
     }
 
@@ -192,7 +246,7 @@ public final class SimtEmulator {
       f[6 * lane + 3] = a3;
       f[6 * lane + 4] = b0;
       f[6 * lane + 5] = b1;
-      await(block.warpBarriers[warp], "mmaBf16");
+      await(block, block.warpBarriers[warp], "mmaBf16");
       int g = lane >> 2, t = lane & 3;
       float[] d = new float[4];
       for (int e = 0; e < 4; e++) {
@@ -203,7 +257,7 @@ public final class SimtEmulator {
         }
         d[e] = (float) sum;
       }
-      await(block.warpBarriers[warp], "mmaBf16");
+      await(block, block.warpBarriers[warp], "mmaBf16");
       System.arraycopy(d, 0, acc, accOff, 4);
     }
 
@@ -225,7 +279,10 @@ public final class SimtEmulator {
       return Float.intBitsToFloat((hi == 0 ? packed << 16 : packed & 0xffff0000));
     }
 
-    private static void await(CyclicBarrier b, String what) {
+    private static void await(Block block, CyclicBarrier b, String what) {
+      if (block.failed) {
+        throw new BrokenBarrier(what); // arriving after the reset, it would wait for threads that are gone
+      }
       try {
         b.await(TIMEOUT_S, TimeUnit.SECONDS);
       } catch (BrokenBarrierException e) {

@@ -133,6 +133,43 @@ class SimtEmulatorTest {
   }
 
   /**
+   * What a GPU leaves undefined fails here instead of passing by luck: a return before a barrier others wait at (either
+   * order, at once rather than after the 60 s timeout), a read of shared memory no thread wrote (NaN / {@link
+   * SimtEmulator#GARBAGE}, not 0), and a block that reads what a lower-numbered block wrote (blocks run shuffled).
+   */
+  @Test
+  void whatTheGpuLeavesUndefinedIsNotZeroOrInOrder() {
+    long t0 = System.nanoTime();
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 64, ctx -> {
+      if (ctx.localIdx >= 60) return; // the usual bounds check, before a barrier
+      ctx.barrier();
+    })).isInstanceOf(IllegalStateException.class).hasMessageContaining("of block 0")
+        .hasMessageContaining("every thread must reach every barrier");
+    assertThat((System.nanoTime() - t0) / 1e9).as("seconds to fail").isLessThan(30);
+
+    float[] f = new float[4];
+    int[] k = new int[4];
+    SimtEmulator.launch(1, 4, ctx -> {
+      float[] sf = ctx.allocateFloatLocalArray(4);
+      int[] sk = ctx.allocateIntLocalArray(4);
+      f[ctx.localIdx] = sf[ctx.localIdx];
+      k[ctx.localIdx] = sk[ctx.localIdx];
+    });
+    for (float v : f) assertThat(v).isNaN();
+    assertThat(k).containsOnly(SimtEmulator.GARBAGE);
+
+    int blocks = 64;
+    float[] partial = new float[blocks];
+    SimtEmulator.launch(blocks, 1, ctx -> { // a running total across blocks: a race on the GPU
+      int g = ctx.groupIdx;
+      partial[g] = (g == 0 ? 0f : partial[g - 1]) + 1f;
+    });
+    boolean inOrder = true;
+    for (int g = 0; g < blocks; g++) inOrder &= partial[g] == g + 1;
+    assertThat(inOrder).as("blocks ran in order of groupIdx").isFalse();
+  }
+
+  /**
    * {@code mmaBf16} against a float64 product: each lane packs its A and B fragments from row-major 16x16 and 16x8 bf16
    * matrices by the layout {@link dev.taco.kernels.KernelContext#mmaBf16} documents, multiplies onto its part of C and
    * writes D back by the same layout; two warps of a block each with their own matrices. Fresh random inputs (seed in
