@@ -36,7 +36,10 @@ import javax.lang.model.type.TypeKind;
  * "Depends on the loop variable" is syntactic: the variable itself, or a local whose initialiser or assignment
  * mentions one that does. Arrays declared inside the loop are each thread's own and never race. A read at an index
  * that differs only in spelling from the written one ({@code a[j + i * c]} against {@code a[i * c + j]}) is refused
- * too: write both the same way, or through one local.
+ * too: write both the same way, or through one local. Both rules are syntactic, so neither is exact: an {@code if}
+ * whose condition reads data ({@code if (x[i] > 0) flag[0] = 1}) also counts as picking the writer, and races unless
+ * every writer writes the same value; and a read refused as another iteration's element may be one no other
+ * iteration writes ({@code if (i == 0) y[0] = n;} then {@code y[i]}): split such a kernel in two.
  */
 final class ParallelRaces {
 
