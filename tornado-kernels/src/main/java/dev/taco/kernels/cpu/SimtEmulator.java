@@ -13,12 +13,13 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Blocks run one at a time, in a shuffled order of {@code groupIdx} (fixed for a grid size), since a GPU runs them in
  * any order: a block that reads what a lower-numbered block wrote is wrong on the GPU, and here too. Within a block,
- * every GPU thread is one Java virtual thread. {@link KernelContext#barrier()} is a {@link CyclicBarrier} over the block; a warp shuffle
- * writes the lane's value into the warp's exchange slots, waits on the warp's barrier, reads the partner's
- * slot and waits again (so the next shuffle cannot overwrite a slot still being read). Shared arrays are per
+ * every GPU thread is one Java virtual thread. {@link KernelContext#barrier()} is a {@link CyclicBarrier} over the
+ * block; a warp shuffle writes the lane's value into the warp's exchange slots, waits on the warp's barrier, reads the
+ * partner's slot and waits again (so the next shuffle cannot overwrite a slot still being read). Shared arrays are per
  * block: the k-th allocation call of every thread returns the block's k-th array (as {@code __shared__}
  * declarations do), and holds garbage at first as on the GPU: float arrays NaN, int arrays {@link #GARBAGE}, so a
- * kernel that reads an element before any thread wrote it fails its test. Values cross threads as raw bits, so NaN payloads survive as on the GPU. A tensor-core
+ * kernel that reads an element before any thread wrote it fails its test. Values cross threads as raw bits, so NaN
+ * payloads survive as on the GPU. A tensor-core
  * {@link KernelContext#mmaBf16} gathers the warp's fragments the same way (write, wait, read every lane's, wait) and
  * computes this lane's four outputs from them, each as the 16 exact products and C added in float64 and rounded once.
  *
@@ -120,6 +121,7 @@ public final class SimtEmulator {
     /** Per warp, per lane: the six fragment registers of an {@code mmaBf16} (a0..a3, b0, b1). */
     final int[][] mmaSlots;
     final List<Object> shared = new ArrayList<>();
+    private static final String EVERY_THREAD = "every thread must reach every barrier (no return before one; on a GPU this hangs or corrupts)";
     /** The first thread of the block that returned, or -1. */
     private int firstExited = -1;
 
@@ -155,8 +157,7 @@ public final class SimtEmulator {
       if (firstExited < 0) firstExited = ctx.localIdx;
       if (barrier.getNumberWaiting() > 0) {
         throw new IllegalStateException("thread " + ctx.localIdx + " of block " + ctx.groupIdx + " returned while "
-            + barrier.getNumberWaiting() + " thread(s) of the block wait at barrier(): every thread must reach every"
-            + " barrier (no return before one; on a GPU this hangs or corrupts)");
+            + barrier.getNumberWaiting() + " thread(s) of the block wait at barrier(): " + EVERY_THREAD);
       }
     }
 
@@ -168,8 +169,7 @@ public final class SimtEmulator {
     synchronized void arriving(KernelContext ctx) {
       if (firstExited >= 0) {
         throw new IllegalStateException("thread " + ctx.localIdx + " of block " + ctx.groupIdx + " calls barrier()"
-            + " after thread " + firstExited + " of the block returned: every thread must reach every barrier (no"
-            + " return before one; on a GPU this hangs or corrupts)");
+            + " after thread " + firstExited + " of the block returned: " + EVERY_THREAD);
       }
     }
 
