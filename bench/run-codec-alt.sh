@@ -9,10 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
 source bench/jmh-env.sh
-rev_arg=2f8c3ff
-if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then rev_arg=$1; shift; fi
 # shellcheck source=bench/baseline-build.sh
-source bench/baseline-build.sh "$rev_arg"
+source bench/baseline-build.sh # takes a leading revision off "$@"
 echo "# baseline: $rev ($base)"
 "$JAVA" --add-modules jdk.incubator.vector -cp "$CP" dev.taco.bench.CodecAlternation "baseline=$base_cp" "$@"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,10 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/jmh-env.sh
 source bench/jmh-env.sh
-rev_arg=2f8c3ff
-if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then rev_arg=$1; shift; fi
 # shellcheck source=bench/baseline-build.sh
-source bench/baseline-build.sh "$rev_arg"
+source bench/baseline-build.sh # takes a leading revision off "$@"
 proc=$(ls ~/.m2/repository/org/openjdk/jmh/jmh-generator-annprocess/*/jmh-generator-annprocess-*.jar | head -1)
 mkdir -p "$base/train-step-classes"
 "$JAVA_HOME/bin/javac" -d "$base/train-step-classes" -cp "$base_cp" -processorpath "$proc:$base_cp" \

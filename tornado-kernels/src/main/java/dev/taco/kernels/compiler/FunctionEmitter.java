@@ -620,8 +620,7 @@ final class FunctionEmitter {
         Typed value = binary(compoundOp(ca.getKind()), target, operand, ca);
         return target.c() + " = " + conv(value, target.kind());
       }
-      case UnaryTree u when u.getKind() == Tree.Kind.POSTFIX_INCREMENT || u.getKind() == Tree.Kind.PREFIX_INCREMENT
-          || u.getKind() == Tree.Kind.POSTFIX_DECREMENT || u.getKind() == Tree.Kind.PREFIX_DECREMENT -> {
+      case UnaryTree u when KernelTranslator.steps(u) -> {
         checkLvalue(u.getExpression());
         Typed target = expr(u.getExpression());
         boolean inc = u.getKind() == Tree.Kind.POSTFIX_INCREMENT || u.getKind() == Tree.Kind.PREFIX_INCREMENT;

@@ -229,9 +229,7 @@ public final class KernelTranslator {
 
         @Override
         public Void visitUnary(UnaryTree u, Void v) {
-          Tree.Kind k = u.getKind();
-          if (k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT
-              || k == Tree.Kind.POSTFIX_DECREMENT || k == Tree.Kind.PREFIX_DECREMENT) {
+          if (steps(u)) {
             target(u.getExpression());
           }
           return super.visitUnary(u, v);
@@ -253,6 +251,13 @@ public final class KernelTranslator {
       }.scan(tree, null);
       return any[0];
     }
+  }
+
+  /** Whether {@code u} increments or decrements its operand ({@code ++x}, {@code x++}, {@code --x}, {@code x--}). */
+  static boolean steps(UnaryTree u) {
+    Tree.Kind k = u.getKind();
+    return k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT || k == Tree.Kind.POSTFIX_DECREMENT
+        || k == Tree.Kind.PREFIX_DECREMENT;
   }
 
   /** {@code e} without the parentheses around it. */

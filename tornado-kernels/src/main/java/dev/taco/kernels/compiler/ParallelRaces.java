@@ -88,9 +88,7 @@ final class ParallelRaces {
 
       @Override
       public Void visitUnary(UnaryTree u, Boolean picked) {
-        Tree.Kind k = u.getKind();
-        if (k == Tree.Kind.POSTFIX_INCREMENT || k == Tree.Kind.PREFIX_INCREMENT || k == Tree.Kind.POSTFIX_DECREMENT
-            || k == Tree.Kind.PREFIX_DECREMENT) {
+        if (KernelTranslator.steps(u)) {
           write(u.getExpression(), picked);
         }
         return super.visitUnary(u, picked);
@@ -99,11 +97,12 @@ final class ParallelRaces {
       @Override
       public Void visitMethodInvocation(MethodInvocationTree mi, Boolean picked) {
         if (env.writesMemory(src, mi)) {
+          boolean indexed = picked || mi.getArguments().stream().anyMatch(x -> mentions(x, dependent));
           for (ExpressionTree arg : mi.getArguments()) {
             Element e = sharedArray(arg);
             if (e == null) continue;
             writtenByCalls.add(e);
-            if (!picked && mi.getArguments().stream().noneMatch(x -> mentions(x, dependent))) {
+            if (!indexed) {
               throw error.apply(mi, "the call may write " + e + " and none of its arguments depends on the"
                   + " @Parallel variable " + loopVar + ": every iteration writes the same elements, one after another"
                   + " in Java but all at once on a GPU (a race); pass an index that depends on " + loopVar

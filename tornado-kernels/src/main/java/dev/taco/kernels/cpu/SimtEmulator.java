@@ -57,14 +57,8 @@ public final class SimtEmulator {
     if (numGroups <= 0 || localGroupSize <= 0) {
       throw new IllegalArgumentException("grid " + numGroups + " x " + localGroupSize);
     }
-    int[] order = new int[numGroups];
-    for (int g = 0; g < numGroups; g++) order[g] = g;
-    java.util.SplittableRandom r = new java.util.SplittableRandom(numGroups);
-    for (int g = numGroups - 1; g > 0; g--) { // Fisher-Yates
-      int o = r.nextInt(g + 1), t = order[g];
-      order[g] = order[o];
-      order[o] = t;
-    }
+    List<Integer> order = new ArrayList<>(java.util.stream.IntStream.range(0, numGroups).boxed().toList());
+    java.util.Collections.shuffle(order, new java.util.Random(numGroups));
     for (int g : order) {
       runBlock(new Block(localGroupSize), g, numGroups, kernel);
     }
