@@ -42,24 +42,38 @@ import picocli.CommandLine.Option;
 @Command(name = "taco", mixinStandardHelpOptions = true, version = TacoCli.VERSION,
     description = "TACO for Java: FP8 compression of tensor-parallel collectives (arXiv 2604.24088).",
     subcommands = {TacoCli.Train.class, AnalyzeCommand.class, TacoCli.TestCommand.class,
-        CommandLine.HelpCommand.class})
+        TacoCli.BuildCommand.class, CommandLine.HelpCommand.class})
 public final class TacoCli {
   /** What {@code -V} prints, for {@code taco} and every subcommand. */
   static final String VERSION = "taco 0.1.0";
 
   /**
-   * {@code taco test}: listed for {@code taco --help}; the launcher script runs the suite itself ({@code ./taco test}
-   * is {@code mvn verify}, what CI runs), so reaching this means the command line was started some other way.
+   * A command the {@code ./taco} launcher script runs itself ({@code test}: {@code mvn verify}, what CI runs;
+   * {@code build}: builds what is missing and prints the JDK's path): listed here for {@code taco --help}, so reaching
+   * {@link #call} means the command line was started some other way; it says how to run the command and exits 2.
    */
-  @Command(name = "test", mixinStandardHelpOptions = true, version = VERSION,
-      description = "Run the test suite: ./taco test (mvn verify in the checkout, what CI runs).")
-  static final class TestCommand implements Callable<Integer> {
+  abstract static class LauncherCommand implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
     @Override
     public Integer call() {
-      System.err.println("taco: the test suite runs from the checkout: ./taco test (it calls mvn verify)");
+      System.err.println("taco: '" + spec.name() + "' runs from the checkout's launcher script: ./taco " + spec.name());
       return 2;
     }
   }
+
+  /** {@code ./taco test}: the test suite, run by the launcher ({@link LauncherCommand}). */
+  @Command(name = "test", mixinStandardHelpOptions = true, version = VERSION,
+      description = "Run the test suite: ./taco test (mvn verify in the checkout, what CI runs).")
+  static final class TestCommand extends LauncherCommand {}
+
+  /** {@code ./taco build}: the launcher's build step on its own, for scripts ({@link LauncherCommand}). */
+  @Command(name = "build", mixinStandardHelpOptions = true, version = VERSION,
+      description = "Build what is missing or out of date, then print the JDK's path on stdout: ./taco build (for"
+          + " scripts; bench/jmh-env.sh uses it).")
+  static final class BuildCommand extends LauncherCommand {}
+
   private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
 
   /** {@code taco train}: the main job. */

@@ -366,17 +366,20 @@ public class TacoCliTest {
   }
 
   @Test
-  void everySubcommandPrintsItsVersionAndHelpListsTest() {
-    for (String[] args : new String[][] {{"-V"}, {"train", "-V"}, {"analyze", "-V"}, {"test", "-V"}}) {
+  void everySubcommandPrintsItsVersionAndHelpListsTheLauncherCommands() {
+    for (String[] args : new String[][] {{"-V"}, {"train", "-V"}, {"analyze", "-V"}, {"test", "-V"}, {"build", "-V"}}) {
       Result r = run(args);
       assertThat(r.status()).as(String.join(" ", args)).isZero();
       assertThat(r.out().strip()).as(String.join(" ", args)).isEqualTo("taco 0.1.0");
     }
     Result help = run("--help");
-    assertThat(help.out()).contains("train").contains("analyze").containsPattern("(?m)^\\s+test\\s+Run the test suite");
-    Result test = run("test");
-    assertThat(test.status()).isEqualTo(2);
-    assertThat(test.err()).contains("./taco test");
+    assertThat(help.out()).contains("train").contains("analyze").containsPattern("(?m)^\\s+test\\s+Run the test suite")
+        .containsPattern("(?m)^\\s+build\\s+Build what is missing");
+    for (String command : new String[] {"test", "build"}) {
+      Result r = run(command);
+      assertThat(r.status()).as(command).isEqualTo(2);
+      assertThat(r.err()).as(command).contains("./taco " + command);
+    }
   }
 
   @Test
