@@ -245,7 +245,8 @@ class GemmTest {
   @ParameterizedTest(name = "{0}")
   @EnumSource(value = Form.class, names = {"PLAIN", "TRANS_B", "TRANS_A"})
   void overwritingIgnoresNonFiniteC(Form f) {
-    Random r = new Random(System.nanoTime());
+    long seed = Long.getLong("taco.seed", System.nanoTime());
+    Random r = new Random(seed);
     int m = 45, n = 70, k = 300; // an edge of 5 rows and 6 columns, two K blocks
     float[] a = random(r, m * k), b = random(r, k * n), c = new float[m * n];
     for (int i = 0; i < c.length; i++) c[i] = i % 3 == 0 ? Float.NaN : i % 3 == 1 ? Float.POSITIVE_INFINITY : -0f;
@@ -258,7 +259,8 @@ class GemmTest {
           float bv = f == Form.TRANS_B ? b[j * k + p] : b[p * n + j];
           s = Math.fma(av, bv, s);
         }
-        assertEquals(Float.floatToRawIntBits(s), Float.floatToRawIntBits(c[i * n + j]), f + " C[" + i + "," + j + "]");
+        assertEquals(Float.floatToRawIntBits(s), Float.floatToRawIntBits(c[i * n + j]),
+            f + " C[" + i + "," + j + "] seed " + seed + " (-Dtaco.seed)");
       }
     }
   }
