@@ -662,7 +662,8 @@ final class FunctionEmitter {
     if (e instanceof ArrayAccessTree aa) {
       checkLvalueShape(aa.getExpression());
       if (!sideEffectFree(aa.getIndex())) {
-        throw error(e, "array index of a compound assignment must be free of side effects");
+        throw error(e, "the index of an assigned array element may hold only names, literals, operators, casts and"
+            + " array reads (the translation may evaluate it twice): compute it into a local first");
       }
     } else if (e instanceof IdentifierTree i) {
       Element el = env.element(src, i);

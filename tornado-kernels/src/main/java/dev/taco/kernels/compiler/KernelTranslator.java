@@ -8,9 +8,11 @@ import com.sun.source.tree.ExpressionTree;
 import com.sun.source.tree.IdentifierTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.MethodTree;
+import com.sun.source.tree.NewArrayTree;
 import com.sun.source.tree.ParenthesizedTree;
 import com.sun.source.tree.Tree;
 import com.sun.source.tree.UnaryTree;
+import com.sun.source.tree.VariableTree;
 import com.sun.source.util.JavacTask;
 import com.sun.source.util.SourcePositions;
 import com.sun.source.util.TreePath;
@@ -39,6 +41,7 @@ import javax.lang.model.element.Element;
 import javax.lang.model.element.ElementKind;
 import javax.lang.model.element.ExecutableElement;
 import javax.lang.model.element.TypeElement;
+import javax.lang.model.element.VariableElement;
 import javax.lang.model.type.TypeKind;
 import javax.lang.model.type.TypeMirror;
 import javax.tools.Diagnostic;
@@ -192,6 +195,58 @@ public final class KernelTranslator {
     }
 
     /**
+     * Whether the call {@code mi} in {@code s} may write the elements of its argument number {@code index}: for a
+     * method with source, whether its body (or a call in it) may write that parameter's elements; for an intrinsic
+     * that may write ({@link #writesMemory(Source, MethodInvocationTree)}), every array argument.
+     */
+    boolean writesArgument(Source s, MethodInvocationTree mi, int index) {
+      if (!writesMemory(s, mi)) {
+        return false;
+      }
+      ExecutableElement callee = (ExecutableElement) element(s, mi);
+      List<? extends VariableElement> params = callee.getParameters();
+      return !methods.containsKey(callee) || params.isEmpty()
+          || paramsWritten(callee).contains(params.get(Math.min(index, params.size() - 1)));
+    }
+
+    private final Map<ExecutableElement, Set<Element>> paramsWritten = new HashMap<>();
+
+    /**
+     * The parameters of {@code m} (a method with source) whose elements a call may write: those its body writes, or
+     * passes where a callee may write them; every array parameter if it writes through a local array that does not
+     * hold a new array of its own (an alias, conservatively).
+     */
+    private Set<Element> paramsWritten(ExecutableElement m) {
+      Set<Element> known = paramsWritten.get(m);
+      if (known != null) {
+        return known;
+      }
+      paramsWritten.put(m, Set.of()); // a recursive call (refused elsewhere) adds nothing
+      Source s = methods.get(m);
+      Set<Element> written = arraysWritten(s, s.method().getBody());
+      Set<Element> fresh = new java.util.HashSet<>();
+      new TreeScanner<Void, Void>() {
+        @Override
+        public Void visitVariable(VariableTree t, Void v) {
+          if (t.getInitializer() != null && bare(t.getInitializer()) instanceof NewArrayTree) {
+            fresh.add(element(s, t));
+          }
+          return super.visitVariable(t, v);
+        }
+      }.scan(s.method().getBody(), null);
+      Set<Element> params = new java.util.HashSet<>(m.getParameters());
+      boolean throughAlias = written.stream().anyMatch(e -> !params.contains(e) && !fresh.contains(e));
+      Set<Element> result = new java.util.HashSet<>();
+      for (VariableElement p : m.getParameters()) {
+        if (written.contains(p) || throughAlias && p.asType().getKind() == TypeKind.ARRAY) {
+          result.add(p);
+        }
+      }
+      paramsWritten.put(m, result);
+      return result;
+    }
+
+    /**
      * The variables (parameters, locals) whose array elements {@code tree} may write: assigned elements' arrays, and
      * the array arguments of calls that may write one.
      */
@@ -239,9 +294,9 @@ public final class KernelTranslator {
         public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
           if (writesMemory(s, mi)) {
             any[0] = true;
-            for (ExpressionTree arg : mi.getArguments()) {
-              if (bare(arg) instanceof IdentifierTree id && element(s, id) instanceof Element e
-                  && e.asType().getKind() == TypeKind.ARRAY) {
+            for (int n = 0; n < mi.getArguments().size(); n++) {
+              if (bare(mi.getArguments().get(n)) instanceof IdentifierTree id && element(s, id) instanceof Element e
+                  && e.asType().getKind() == TypeKind.ARRAY && writesArgument(s, mi, n)) {
                 written.add(e);
               }
             }

@@ -1,6 +1,7 @@
 package dev.taco.kernels.compiler;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.taco.kernels.compiler.corpus.SemanticsCorpus;
@@ -245,13 +246,14 @@ class KernelTranslatorTest {
   @Test
   void iterationsThatWouldRaceOnTheGpuAreRefused() throws Exception {
     String[][] refused = {
-        {"for (@Parallel int i = 0; i < n; i++) x[0] += x[i];", "writes x[0], an index that does not depend on the"
+        {"for (@Parallel int i = 0; i < n; i++) x[0] += x[i];", "writes x[0] at an index that does not depend on the"
             + " @Parallel variable i"},
-        {"for (@Parallel int i = 0; i < n; i++) { int at = n - 1; y[at]++; }", "writes y[at], an index that does not"},
-        {"for (@Parallel int i = 0; i < n; i++) { x[i] = 1f; bump(y, 3); }", "the call may write y and none of its"
-            + " arguments depends on the @Parallel variable i"},
-        {"for (@Parallel int i = 1; i < n; i++) x[i] += x[i - 1];", "reads x[i - 1] and the @Parallel loop writes x"
-            + " at i"},
+        {"for (@Parallel int i = 0; i < n; i++) { int at = n - 1; y[at]++; }",
+            "writes y[at] at an index that does not"},
+        {"for (@Parallel int i = 0; i < n; i++) { x[i] = 1f; bump(y, 3); }", "writes y through bump(y, 3) at an index"
+            + " that does not depend on the @Parallel variable i"},
+        {"for (@Parallel int i = 1; i < n; i++) x[i] += x[i - 1];", "reads x[i - 1] and the @Parallel loop writes x[i]:"
+            + " the element read is one another iteration writes"},
         {"for (@Parallel int i = 0; i < n; i++) { int r = i / 2; x[r * 2] = x[r * 2 + 1]; }", "reads x[r * 2 + 1]"}};
     for (String[] c : refused) {
       assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
@@ -268,6 +270,79 @@ class KernelTranslatorTest {
       assertThat(translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + code + "\n}\n"))
           .as(code).contains("__global__ void k(");
     }
+  }
+
+  private static final String RACE_HELPERS = """
+        static final int ONE = 1;
+        static void acc(float[] a, float v) { a[0] += v; }
+        static void store(float[] a, int at, float v) { a[at] = v; }
+        static void set(float[] a, int at, float v) { a[at] = v; }
+        static float get(float[] a, int at) { return a[at]; }
+        static void copyTo(float[] dst, int at, float[] src) { dst[at] = src[at]; }
+      """;
+
+  /**
+   * Races that the first version of the check let through (a fresh reviewer's probes; five of them gave wrong results
+   * on an H200): aliases, an if that passes many iterations, writes under a picking if that meet other iterations'
+   * accesses, updates at many-to-one indices, two write indices that meet, calls' value arguments and helpers' reads.
+   */
+  @Test
+  void racesThroughAliasesGuardsUpdatesAndCallsAreRefused() {
+    String[][] refused = {
+        {"for (@Parallel int i = 1; i < n; i++) { float[] a = x; x[i] = a[i - 1] + x[i]; }", "reads a[i - 1]"},
+        {"for (@Parallel int i = 0; i < n; i++) { float[] o = out; o[0] += x[i]; }", "writes o[0] at an index that"},
+        {"float[] a = x;\nfor (@Parallel int i = 1; i < n; i++) x[i] = a[i - 1] + 1f;", "reads a[i - 1]"},
+        {"for (@Parallel int i = 0; i < n; i++) { if (i < n) out[0] += x[i]; }", "writes out[0] at an index that"
+            + " does not depend on the @Parallel variable i"},
+        {"for (@Parallel int i = 0; i < n; i++) { if (i % 2 == 0) out[0] = x[i]; }", "writes out[0] at an index"},
+        {"for (@Parallel int i = 0; i < n; i++) { if (i == 0) { out[1] = 1f; } else { out[0] += x[i]; } }",
+            "writes out[0] at an index"},
+        {"for (@Parallel int i = 0; i < n; i++) { out[i] = x[i]; if (i == 0) out[1] = 0f; }", "writes out[i], and"
+            + " the @Parallel loop also writes out under an if that picks one iteration"},
+        {"for (@Parallel int i = 0; i < n; i++) { if (i == 0) out[0] = 2f; x[i] = x[i] * out[0]; }", "reads out[0],"
+            + " which one iteration of the @Parallel loop writes"},
+        {"for (@Parallel int i = 0; i < n; i++) out[i / 2] += x[i];", "updates out[i / 2] at an index that depends"
+            + " on i only through one /, %"},
+        {"for (@Parallel int i = 0; i < n; i++) y[(int) (x[i] * 16f)]++;", "updates y[(int) (x[i] * 16f)]"},
+        {"for (@Parallel int i = 0; i < n; i++) { int row = i / 4; out[row] += x[i]; }", "updates out[row]"},
+        {"for (@Parallel int i = 0; i < n; i++) { x[i + 1] = 0f; x[i] = 1f; }", "an element another iteration"
+            + " writes too"},
+        {"for (@Parallel int i = 0; i < n; i++) { x[i + 1] = 0f; x[i] += 1f; }", "another iteration writes too"},
+        {"for (@Parallel int i = 0; i < n; i++) acc(out, x[i]);", "writes out through acc(out, x[i]) at an index"},
+        {"for (@Parallel int i = 0; i < n; i++) store(out, 0, x[i]);", "writes out through store(out, 0, x[i])"},
+        {"for (@Parallel int i = 1; i < n; i++) { set(x, i, 1f); out[i] = x[i - 1]; }", "reads x[i - 1] and the"
+            + " @Parallel loop writes x through set(x, i, 1f)"},
+        {"for (@Parallel int i = 1; i < n; i++) x[i] = get(x, i - 1) + x[i];", "reads x through get(x, i - 1)"},
+        {"for (@Parallel int i = 0; i < n; i++) x[i] = x[i] + x[i + n];", "may be one another iteration writes"}};
+    for (String[] c : refused) {
+      assertThatThrownBy(() -> translateSource(RACE_HELPERS + "static void k(float[] x, float[] out, int[] y, int n)"
+          + " {\n" + c[0] + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class)
+          .hasMessageContaining(c[1]).hasMessageMatching("(?s).*T\\.java:\\d+: .*");
+    }
+    String[] allowed = {
+        "for (@Parallel int i = 0; i < n; i++) { if (i == 3) out[0] = x[i]; x[i] = 2f * x[i]; }",
+        "for (@Parallel int i = 0; i < n; i++) { if (i == 0 && n > 2) { out[0] = 1f; out[1] = out[0] + 1f; } }",
+        "for (@Parallel int once = 0; once < ONE; once++) { out[0] = 1f; x[0] = out[0]; }",
+        "for (@Parallel int i = 0; i < n; i++) x[(i)] = x[i] + 1f;",
+        "for (@Parallel int i = 0; i < n; i++) { int k = 2 * i; x[k] = x[2 * i] * 2f; }",
+        "for (@Parallel int i = 0; i < n; i++) x[2 * i] = x[2 * i] + x[1 + i * 2];",
+        "for (@Parallel int i = 0; i < n; i++) { int t = i % 4; int b = i / 4; out[b * 4 + t] += x[i]; }",
+        "for (@Parallel int i = 0; i < n; i++) { int o = i * n; for (int j = 0; j < n; j++) out[o + j] += x[j]; }",
+        "for (@Parallel int i = 0; i < n; i++) { set(x, i, 1f); out[i] = x[i]; }",
+        "for (@Parallel int i = 0; i < n; i++) copyTo(out, i, x);",
+        "for (@Parallel int i = 0; i < n; i++) out[y[i]] = x[i];"};
+    for (String code : allowed) {
+      assertThatCode(() -> translateSource(RACE_HELPERS + "static void k(float[] x, float[] out, int[] y, int n)"
+          + " {\n" + code + "\n}\n")).as(code).doesNotThrowAnyException();
+    }
+  }
+
+  /** An assigned element's index holds no call or ?: (it may be evaluated twice); the message says what to do. */
+  @Test
+  void anAssignedIndexWithACallSaysToComputeItFirst() {
+    assertThatThrownBy(() -> translateSource("static void k(float[] x, int n) {\n"
+        + "for (@Parallel int i = 0; i < n; i++) x[Math.min(i, 3)] = 1f;\n}\n"))
+        .hasMessageContaining("compute it into a local first").hasMessageNotContaining("compound");
   }
 
   /** A kernel's extern "C" name shares the C library's namespace. */
