@@ -3,8 +3,11 @@
 and dtype, then the count. Usage: python3 bench/check-safetensors.py DIR/iter_0000010/model.safetensors"""
 import sys
 
-import numpy as np
-from safetensors.numpy import load_file
+try:
+    import numpy as np
+    from safetensors.numpy import load_file
+except ImportError as e:
+    sys.exit(f"check-safetensors.py needs numpy and the safetensors library ({e}): pip install numpy safetensors")
 
 tensors = load_file(sys.argv[1])
 for name, t in tensors.items():

@@ -121,18 +121,18 @@ public final class NpyReader {
           + ", expected exactly descr, fortran_order, shape");
     }
     if (!(dict.get("descr") instanceof String descr)) {
-      throw new TensorFileException(file, "structured dtype " + dict.get("descr") + " is not supported"
+      throw new TensorFileException(file, "structured dtype " + shown(dict.get("descr")) + " is not supported"
           + " (expected '<f2', '<f4' or '<f8')");
     }
     ElementType type = dtype(file, descr);
     if (!(dict.get("shape") instanceof List<?> dims)) {
-      throw new TensorFileException(file, ".npy header 'shape' is not a tuple: " + dict.get("shape"));
+      throw new TensorFileException(file, ".npy header 'shape' is not a tuple: " + shown(dict.get("shape")));
     }
     long[] shape = new long[dims.size()];
     int nonUnit = 0;
     for (int i = 0; i < shape.length; i++) {
       if (!(dims.get(i) instanceof Long d) || d < 0) {
-        throw new TensorFileException(file, ".npy header 'shape' holds " + dims.get(i)
+        throw new TensorFileException(file, ".npy header 'shape' holds " + shown(dims.get(i))
             + ", not a non-negative integer");
       }
       shape[i] = d;
@@ -211,10 +211,19 @@ public final class NpyReader {
   }
 
   /** A recursive-descent parser of the small subset of Python literals numpy writes in headers. */
+  /** A header value as the error shows it: at most 40 characters (a crafted header may hold thousands). */
+  private static String shown(Object v) {
+    String t = String.valueOf(v);
+    return t.length() <= 40 ? t : t.substring(0, 37) + "...";
+  }
+
   private static final class PyLiteral {
     final Path file;
     final String s;
     int pos;
+    /** Dicts, tuples and lists open at {@link #pos}: a header nested deeper than {@link #MAX_DEPTH} is refused. */
+    int depth;
+    static final int MAX_DEPTH = 32;
 
     PyLiteral(Path file, String s) {
       this.file = file;
@@ -241,11 +250,18 @@ public final class NpyReader {
 
     Object value() {
       char c = peek();
+      if ((c == '{' || c == '(' || c == '[') && ++depth > MAX_DEPTH) {
+        throw error("nested deeper than " + MAX_DEPTH + " levels");
+      }
       if (c == '{') {
-        return dict();
+        Map<String, Object> m = dict();
+        depth--;
+        return m;
       }
       if (c == '(' || c == '[') {
-        return sequence(c == '(' ? ')' : ']');
+        List<Object> l = sequence(c == '(' ? ')' : ']');
+        depth--;
+        return l;
       }
       if (c == '\'' || c == '"') {
         return string();

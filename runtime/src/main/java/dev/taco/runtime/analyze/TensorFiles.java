@@ -29,6 +29,9 @@ public final class TensorFiles {
       if (Files.isDirectory(file)) {
         throw new TensorFileException(file, "is a directory");
       }
+      if (Files.exists(file) && !Files.isRegularFile(file)) { // a pipe or a device: no size, no random access
+        throw new TensorFileException(file, "not a regular file (a pipe or a device?): save the tensor to a file");
+      }
       byte[] head = new byte[9];
       int n;
       try (var in = Files.newInputStream(file)) {

@@ -59,8 +59,13 @@ final class AnalyzeCommand implements Callable<Integer> {
           + Codecs.NAMES + ".")
   String codecs;
 
-  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE.")
+  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON to FILE (a new file,"
+      + " or with --overwrite an existing one).")
   Path json;
+
+  @Option(names = "--overwrite", description = "Replace an existing --json file (refused otherwise: a forgotten file"
+      + " name would take the next tensor file's place).")
+  boolean overwrite;
 
   @Option(names = "--plots", paramLabel = "DIR",
       description = "Write per tensor a histogram of |values| and of the per-element relative error per codec"
@@ -76,6 +81,10 @@ final class AnalyzeCommand implements Callable<Integer> {
       if (json.toAbsolutePath().normalize().equals(f.toAbsolutePath().normalize()) || isSameFile(json, f)) {
         throw new IllegalArgumentException("--json " + json + " is one of the input files; give another name");
       }
+    }
+    if (json != null && !overwrite && java.nio.file.Files.exists(json)) {
+      throw new IllegalArgumentException("--json " + json + " exists; give a new file name, or --overwrite to replace"
+          + " it");
     }
     // the folders the JSON goes into are made when it is written: the nearest one that exists must be a folder
     Path jsonDir = json == null ? null : json.toAbsolutePath().getParent();

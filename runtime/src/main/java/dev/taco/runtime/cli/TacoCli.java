@@ -744,8 +744,9 @@ public final class TacoCli {
                 + " of calibration steps, which send with the codec's default plan until a site's own is frozen%n",
             r.compression());
       } else if (r.calibration_steps() > 0) {
-        w.printf(name + " TP bytes/step over the %d steps after calibration (%d calibrating step%s left out)%n",
-            r.compression(), r.steps() - r.calibration_steps(), r.calibration_steps(),
+        int after = r.steps() - r.calibration_steps();
+        w.printf(name + " TP bytes/step over the %s after calibration (%d calibrating step%s left out)%n",
+            r.compression(), after == 1 ? "1 step" : after + " steps", r.calibration_steps(),
             r.calibration_steps() == 1 ? "" : "s");
       }
       if ("diverged".equals(r.stopped())) {

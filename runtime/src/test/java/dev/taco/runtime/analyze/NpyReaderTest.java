@@ -130,6 +130,30 @@ class NpyReaderTest {
     refused("unsupported .npy format version 4.0", 4, dict("<f4", "False", "(1,)"), f32(1));
   }
 
+  /** A crafted header nested thousands deep is one short error, not a stack overflow or a 4000-character echo. */
+  @Test
+  void refusesDeeplyNestedHeadersInOneShortLine() throws Exception {
+    for (int levels : new int[] {33, 3000}) {
+      String shape = "(".repeat(levels) + "1" + ",)".repeat(levels);
+      Path f = npy(tmp.resolve("deep" + levels + ".npy"), 2, dict("<f4", "False", shape), f32(1));
+      assertThatThrownBy(() -> NpyReader.read(f)).as("%d levels", levels).isInstanceOf(TensorFileException.class)
+          .hasMessageContaining("nested deeper than 32 levels").message().hasSizeLessThan(f.toString().length() + 100);
+    }
+    Path f = npy(tmp.resolve("deep16.npy"), 2, dict("<f4", "False", "(".repeat(16) + "1" + ",)".repeat(16)), f32(1));
+    assertThatThrownBy(() -> NpyReader.read(f)).hasMessageContaining("'shape' holds [[[[[[[[[[[[[[")
+        .message().hasSizeLessThan(f.toString().length() + 100);
+  }
+
+  /** A named pipe (a tensor piped in) is refused in words, not read as an empty file. */
+  @Test
+  void refusesAPipeInWords() throws Exception {
+    Path fifo = tmp.resolve("t.npy");
+    Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
+    org.junit.jupiter.api.Assumptions.assumeTrue(p.waitFor() == 0, "mkfifo is not available here");
+    assertThatThrownBy(() -> TensorFiles.read(fifo)).isInstanceOf(TensorFileException.class)
+        .hasMessage(fifo + ": not a regular file (a pipe or a device?): save the tensor to a file");
+  }
+
   @Test
   void refusesBadMagicAndTruncatedHeaders() throws Exception {
     Path f = Files.write(tmp.resolve("a.npy"), "PK\3\4 not numpy".getBytes());

@@ -393,6 +393,9 @@ public class TacoCliTest {
         "taco", "--eval-interval", "100"));
     assertThat(longer.out()).contains("TP bytes/step over the 4 steps after calibration (2 calibrating steps left out)")
         .doesNotContain("had not finished calibrating");
+    Result one = run(tiny(tmp.resolve("e"), "--tp", "2", "--hidden-size", "64", "--steps", "3", "--compression",
+        "taco", "--eval-interval", "100"));
+    assertThat(one.out()).contains("TP bytes/step over the 1 step after calibration (2 calibrating steps left out)");
   }
 
   @Test
@@ -480,6 +483,14 @@ public class TacoCliTest {
     assertOneLineError(run("analyze", input.toString(), "--json", tmp.resolve("./input.npy").toString()),
         "is one of the input files");
     assertThat(input).hasBinaryContent(before);
+    // a forgotten --json name takes the next path, here another tensor file: refused, the file kept, unless --overwrite
+    Path other = Files.copy(npy, tmp.resolve("other.npy"));
+    assertOneLineError(run("analyze", "--codec", "taco", "--json", other.toString(), npy.toString()),
+        "--json " + other + " exists; give a new file name, or --overwrite");
+    assertThat(other).hasSameBinaryContentAs(npy);
+    Result replaced = run("analyze", "--codec", "taco", "--overwrite", "--json", other.toString(), npy.toString());
+    assertThat(replaced.status()).as(replaced.err()).isZero();
+    assertThat(Files.readString(other)).startsWith("{");
     Path file = Files.writeString(tmp.resolve("f"), "x");
     assertOneLineError(run("analyze", "--plots", file.toString(), npy.toString()), "exists and is not a folder");
     // refused before any work, in words (it was FileAlreadyExistsException, after the table)
