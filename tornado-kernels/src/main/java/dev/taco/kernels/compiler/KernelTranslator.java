@@ -197,7 +197,9 @@ public final class KernelTranslator {
     /**
      * Whether the call {@code mi} in {@code s} may write the elements of its argument number {@code index}: for a
      * method with source, whether its body (or a call in it) may write that parameter's elements; for an intrinsic
-     * that may write ({@link #writesMemory(Source, MethodInvocationTree)}), every array argument.
+     * that may write ({@link #writesMemory(Source, MethodInvocationTree)}), by the intrinsics' convention: a
+     * {@code dev.taco.kernels} {@code load*(from, at, into ...)} writes its array arguments after the first, any other
+     * ({@code store*}, {@code put*}) its first; {@code KernelContext.mmaBf16} every array argument.
      */
     boolean writesArgument(Source s, MethodInvocationTree mi, int index) {
       if (!writesMemory(s, mi)) {
@@ -205,8 +207,26 @@ public final class KernelTranslator {
       }
       ExecutableElement callee = (ExecutableElement) element(s, mi);
       List<? extends VariableElement> params = callee.getParameters();
-      return !methods.containsKey(callee) || params.isEmpty()
-          || paramsWritten(callee).contains(params.get(Math.min(index, params.size() - 1)));
+      if (params.isEmpty()) {
+        return true;
+      }
+      if (methods.containsKey(callee)) {
+        return paramsWritten(callee).contains(params.get(Math.min(index, params.size() - 1)));
+      }
+      String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
+      if (owner.equals(KernelContext.class.getName())) {
+        return true;
+      }
+      int firstArray = 0;
+      while (firstArray < params.size() && params.get(firstArray).asType().getKind() != TypeKind.ARRAY) {
+        firstArray++;
+      }
+      return callee.getSimpleName().toString().startsWith("load") ? index > firstArray : index == firstArray;
+    }
+
+    /** Whether {@code mi} calls a method translated from its source (a helper, not an intrinsic). */
+    boolean hasSource(Source s, MethodInvocationTree mi) {
+      return element(s, mi) instanceof ExecutableElement callee && methods.containsKey(callee);
     }
 
     private final Map<ExecutableElement, Set<Element>> paramsWritten = new HashMap<>();

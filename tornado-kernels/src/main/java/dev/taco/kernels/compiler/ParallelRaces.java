@@ -37,7 +37,7 @@ import javax.lang.model.type.TypeKind;
  *       under {@code if (i == e)} with {@code e} the same all through the iteration (no dependence on {@code i}, no
  *       local the loop changes), which picks one iteration; such an element may then be read, or written under
  *       another such {@code if}, only where the indices provably differ;
- *   <li>updates an element ({@code +=}, {@code ++}, {@code a[e] = a[e] + ...}, or a call that may write the array)
+ *   <li>updates an element ({@code +=}, {@code ++}, {@code a[e] = a[e] + ...}, or a helper method that may write it)
  *       at an index that depends on the loop variable only through data (an array read, a call: a histogram
  *       {@code h[bin[i]]++}), through a local assigned more than once, or through one term built with {@code /},
  *       {@code %}, bit operations, shifts, a cast or {@code ?:} ({@code out[i / 2] += x[i]}): several iterations may
@@ -199,8 +199,8 @@ final class ParallelRaces {
           List<Poly> indices = at.isEmpty() ? List.of(Poly.CONSTANT) : at.stream().map(polys::of).toList();
           for (Element e : sharedArrays(arg, shared, aliases)) {
             String shown = e + " through " + shown(mi);
-            if (writes) { // as an update: the callee may add to what is there
-              writeAt(new Access(e, indices, mi, shown, pick), true);
+            if (writes) { // a helper's write as an update (it may add to what is there); an intrinsic's: a store
+              writeAt(new Access(e, indices, mi, shown, pick), env.hasSource(src, mi));
             } else if (!at.isEmpty()) {
               reads.add(new Access(e, indices, mi, shown, pick));
             }
