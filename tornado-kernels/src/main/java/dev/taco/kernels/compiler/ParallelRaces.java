@@ -71,12 +71,12 @@ import javax.lang.model.type.TypeKind;
  * through indices it cannot compare ({@code out[i]} and {@code out[n - 1 - i]}; {@code out[i * w + j]} with {@code j}
  * running past {@code w}), updates at several opaque terms that do not decompose the loop variable (it takes
  * {@code out[(i / T) * T * D + (i % T) * D + j]} for a decomposition without checking it, so
- * {@code out[i / 2 + i % 2] += 1} passes), a local reassigned after its use, data-dependent conditions that pick several
- * writers ({@code if (x[i] > m[0]) m[0] = x[i]}), an integer value argument of a call taken for its index, and what a
- * helper method reads or writes beyond the indices it is passed. It refuses reads it cannot prove safe although they
- * are ({@code m = x[r * w]} then writes at {@code r * w + j}: start {@code m} from the loop instead), and a running
- * sum through the array ({@code x[r * w + j] += x[r * w + j - 1]}: carry it in a local, {@code acc += x[k]; x[k] =
- * acc}).
+ * {@code out[i / 2 + i % 2] += 1} passes), a local reassigned after its use, data-dependent conditions that pick
+ * several writers ({@code if (x[i] > m[0]) m[0] = x[i]}), an integer value argument of a call taken for its index,
+ * and what a helper method reads or writes beyond the indices it is passed. It refuses reads it cannot prove safe
+ * although they are ({@code m = x[r * w]} then writes at {@code r * w + j}: start {@code m} from the loop instead), and
+ * a running sum through the array ({@code x[r * w + j] += x[r * w + j - 1]}: carry it in a local,
+ * {@code acc += x[k]; x[k] = acc}).
  */
 final class ParallelRaces {
 
@@ -239,9 +239,9 @@ final class ParallelRaces {
         if (update && w.indices().stream().noneMatch(Poly::updatable)) {
           throw error.apply(w.at(), "updates " + w.shown() + " at an index that depends on " + loopVar + " only"
               + " through data (an array read, a call), a local assigned more than once, or one /, %, bit"
-              + " operation, cast or ?: term: several iterations may update one element, which Java does one after another and"
-              + " a GPU's threads at once (a race; updates lost); give each iteration its own element (an index"
-              + " linear in " + loopVar + "), or sum with a KernelContext kernel");
+              + " operation, cast or ?: term: several iterations may update one element, which Java does one after"
+              + " another and a GPU's threads at once (a race; updates lost); give each iteration its own element"
+              + " (an index linear in " + loopVar + "), or sum with a KernelContext kernel");
         }
         writes.add(w);
       }

@@ -359,7 +359,8 @@ class KernelTranslatorTest {
             + " out[(b * 8 + t) * 4 + h] += x[i]; }",
         "for (@Parallel int i = 0; i < 1L; i++) out[0] += x[0];",
         "for (@Parallel int i = 0; i < n; i++) { float[] z = new float[4];"
-            + " dev.taco.kernels.Vec16.loadFloat4(x, 4 * i % n, z); dev.taco.kernels.Vec16.storeFloat4(out, 4 * i, z); }",
+            + " dev.taco.kernels.Vec16.loadFloat4(x, 4 * i % n, z);"
+            + " dev.taco.kernels.Vec16.storeFloat4(out, 4 * i, z); }",
         "for (@Parallel int i = 0; i < n; i++) { if (i == ONE && n > 2) out[0] = 1f; if (i == 1) out[1] = out[0]; }"};
     for (String code : allowed) {
       assertThatCode(() -> translateSource(RACE_HELPERS + "static void k(float[] x, float[] out, int[] y, int n)"
