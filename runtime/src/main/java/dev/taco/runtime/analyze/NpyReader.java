@@ -210,13 +210,13 @@ public final class NpyReader {
     return dict;
   }
 
-  /** A recursive-descent parser of the small subset of Python literals numpy writes in headers. */
   /** A header value as the error shows it: at most 40 characters (a crafted header may hold thousands). */
   private static String shown(Object v) {
     String t = String.valueOf(v);
     return t.length() <= 40 ? t : t.substring(0, 37) + "...";
   }
 
+  /** A recursive-descent parser of the small subset of Python literals numpy writes in headers. */
   private static final class PyLiteral {
     final Path file;
     final String s;

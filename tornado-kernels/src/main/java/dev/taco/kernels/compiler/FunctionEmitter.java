@@ -258,7 +258,7 @@ final class FunctionEmitter {
         || env.element(src, c.getLeftOperand()) != ve) {
       throw error(f, "the @Parallel loop condition must be '" + v.getName() + " < bound'");
     }
-    if (f.getUpdate().size() != 1 || !isIncrementByOne(f.getUpdate().get(0).getExpression(), ve)) {
+    if (f.getUpdate().size() != 1 || !env.incrementsByOne(src, f.getUpdate().get(0).getExpression(), ve)) {
       throw error(f, "the @Parallel loop must step by 1 ('" + v.getName() + "++')");
     }
     TypeKind boundKind = kindOf(c.getRightOperand());
@@ -285,15 +285,6 @@ final class FunctionEmitter {
     inParallelLoop = false;
     indent--;
     line("}");
-  }
-
-  private boolean isIncrementByOne(ExpressionTree e, Element v) {
-    if ((e.getKind() == Tree.Kind.POSTFIX_INCREMENT || e.getKind() == Tree.Kind.PREFIX_INCREMENT)) {
-      return env.element(src, ((UnaryTree) e).getExpression()) == v;
-    }
-    return e instanceof CompoundAssignmentTree ca && ca.getKind() == Tree.Kind.PLUS_ASSIGNMENT
-        && env.element(src, ca.getVariable()) == v && ca.getExpression() instanceof LiteralTree l
-        && Integer.valueOf(1).equals(l.getValue());
   }
 
   // ---- statements ----

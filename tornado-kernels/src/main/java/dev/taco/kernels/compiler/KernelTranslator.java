@@ -6,6 +6,7 @@ import com.sun.source.tree.CompilationUnitTree;
 import com.sun.source.tree.CompoundAssignmentTree;
 import com.sun.source.tree.ExpressionTree;
 import com.sun.source.tree.IdentifierTree;
+import com.sun.source.tree.LiteralTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.MethodTree;
 import com.sun.source.tree.NewArrayTree;
@@ -210,7 +211,7 @@ public final class KernelTranslator {
       if (params.isEmpty()) {
         return true;
       }
-      if (methods.containsKey(callee)) {
+      if (hasSource(callee)) {
         return paramsWritten(callee).contains(params.get(Math.min(index, params.size() - 1)));
       }
       String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
@@ -226,7 +227,17 @@ public final class KernelTranslator {
 
     /** Whether {@code mi} calls a method translated from its source (a helper, not an intrinsic). */
     boolean hasSource(Source s, MethodInvocationTree mi) {
-      return element(s, mi) instanceof ExecutableElement callee && methods.containsKey(callee);
+      return element(s, mi) instanceof ExecutableElement callee && hasSource(callee);
+    }
+
+    /** Whether {@code e} steps the variable {@code v} by one: {@code v++}, {@code ++v} or {@code v += 1}. */
+    boolean incrementsByOne(Source s, ExpressionTree e, Element v) {
+      if (e.getKind() == Tree.Kind.POSTFIX_INCREMENT || e.getKind() == Tree.Kind.PREFIX_INCREMENT) {
+        return element(s, ((UnaryTree) e).getExpression()) == v;
+      }
+      return e instanceof CompoundAssignmentTree ca && ca.getKind() == Tree.Kind.PLUS_ASSIGNMENT
+          && element(s, ca.getVariable()) == v && ca.getExpression() instanceof LiteralTree l
+          && Integer.valueOf(1).equals(l.getValue());
     }
 
     private final Map<ExecutableElement, Set<Element>> paramsWritten = new HashMap<>();

@@ -11,7 +11,6 @@ import com.sun.source.tree.IfTree;
 import com.sun.source.tree.LiteralTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.NewArrayTree;
-import com.sun.source.tree.ParenthesizedTree;
 import com.sun.source.tree.Tree;
 import com.sun.source.tree.UnaryTree;
 import com.sun.source.tree.VariableTree;
@@ -323,7 +322,8 @@ final class ParallelRaces {
         if (inner.getInitializer().size() == 1 && inner.getInitializer().getFirst() instanceof VariableTree var
             && var.getInitializer() != null && inner.getCondition() instanceof BinaryTree c
             && c.getKind() == Tree.Kind.LESS_THAN && env.element(src, c.getLeftOperand()) == env.element(src, var)
-            && inner.getUpdate().size() == 1 && stepsByOne(inner.getUpdate().getFirst().getExpression(), var)) {
+            && inner.getUpdate().size() == 1
+            && env.incrementsByOne(src, inner.getUpdate().getFirst().getExpression(), env.element(src, var))) {
           Poly start = polys.of(var.getInitializer());
           Long coef = start.terms() == null ? null : start.terms().get(Poly.LOOP);
           if (coef != null && coef > 0 && !Poly.loopElsewhere(start)
@@ -351,22 +351,8 @@ final class ParallelRaces {
         && m.getEnclosingElement().toString().equals("java.lang.Math")) {
       return mi.getArguments().stream().anyMatch(a -> bounded(a, start, coef, definitions, polys, depth + 1));
     }
-    Map<String, Long> diff = new TreeMap<>(polys.of(bound).terms());
-    start.terms().forEach((k, v) -> diff.merge(k, -v, Long::sum));
-    diff.values().removeIf(v -> v == 0);
+    Map<String, Long> diff = Poly.minus(polys.of(bound).terms(), start.terms());
     return diff.keySet().equals(Set.of("")) && diff.get("") > 0 && diff.get("") <= coef;
-  }
-
-  /** Whether {@code e} steps {@code var} by one: {@code j++}, {@code ++j}, {@code j += 1}. */
-  private boolean stepsByOne(ExpressionTree e, VariableTree var) {
-    Element v = env.element(src, var);
-    if (e instanceof UnaryTree u && (u.getKind() == Tree.Kind.POSTFIX_INCREMENT
-        || u.getKind() == Tree.Kind.PREFIX_INCREMENT)) {
-      return env.element(src, u.getExpression()) == v;
-    }
-    return e instanceof CompoundAssignmentTree ca && ca.getKind() == Tree.Kind.PLUS_ASSIGNMENT
-        && env.element(src, ca.getVariable()) == v && ca.getExpression() instanceof LiteralTree l
-        && Integer.valueOf(1).equals(l.getValue());
   }
 
   /** Whether two single-index accesses are provably at different elements (their indices differ by a constant). */
@@ -374,10 +360,7 @@ final class ParallelRaces {
     if (a.indices().size() != 1 || b.indices().size() != 1) return false;
     Map<String, Long> x = a.indices().getFirst().terms(), y = b.indices().getFirst().terms();
     if (x == null || y == null) return false;
-    Map<String, Long> diff = new TreeMap<>(x);
-    y.forEach((k, v) -> diff.merge(k, -v, Long::sum));
-    diff.values().removeIf(v -> v == 0);
-    return diff.keySet().equals(Set.of(""));
+    return Poly.minus(x, y).keySet().equals(Set.of(""));
   }
 
   /** An access as the source spells it, on one line. */
@@ -605,15 +588,21 @@ final class ParallelRaces {
       if (ca == null || cb == null || loopElsewhere(a) || loopElsewhere(b)) {
         return a.terms.equals(b.terms) ? Meet.SAME_ITERATION_ONLY : Meet.UNKNOWN;
       }
-      Map<String, Long> diff = new TreeMap<>(b.terms);
-      a.terms.forEach((k, v) -> diff.merge(k, -v, Long::sum));
+      Map<String, Long> diff = minus(b.terms, a.terms);
       diff.remove(LOOP);
-      diff.values().removeIf(v -> v == 0);
       if (diff.size() > 1 || diff.size() == 1 && !diff.containsKey("")) return Meet.UNKNOWN;
       long d = diff.getOrDefault("", 0L);
       if (ca.equals(cb) && d == 0) return Meet.SAME_ITERATION_ONLY;
       return d % java.math.BigInteger.valueOf(ca).gcd(java.math.BigInteger.valueOf(cb)).longValueExact() == 0
           ? Meet.OTHER_ITERATION : Meet.SAME_ITERATION_ONLY;
+    }
+
+    /** {@code a - b}, without the monomials whose coefficients cancel. */
+    static Map<String, Long> minus(Map<String, Long> a, Map<String, Long> b) {
+      Map<String, Long> diff = new TreeMap<>(a);
+      b.forEach((k, v) -> diff.merge(k, -v, Long::sum));
+      diff.values().removeIf(v -> v == 0);
+      return diff;
     }
 
     /** Whether the loop variable appears in a monomial other than {@code c * i} (a product, an opaque term). */
