@@ -102,7 +102,7 @@ public final class TensorAnalysis {
         boolean across = alongColumns(codec, t);
         CodecStats s = across ? CodecStats.measure(codec, transpose(t.data(), t.rows(), t.cols()), t.cols(), t.rows())
             : CodecStats.measure(codec, t.data(), t.rows(), t.cols());
-        rows.add(new Row(file, t.name(), t.shape(), t.dtype(), c.getKey() + (across ? " (columns)" : ""), s, null));
+        rows.add(new Row(file, t.name(), t.shape(), t.dtype(), c.getKey() + (across ? COLUMNS : ""), s, null));
       } catch (IllegalArgumentException e) {
         rows.add(new Row(file, t.name(), t.shape(), t.dtype(), c.getKey(), null, e.getMessage()));
       }
@@ -146,17 +146,30 @@ public final class TensorAnalysis {
     return across ? transpose(y, rows, cols) : y;
   }
 
-  /** Prints the header line of the table; {@code width} is the width of the tensor column. */
-  public static void printHeader(PrintWriter w, int width) {
-    w.printf("%-" + width + "s %-12s %-6s %-24s %10s %8s %10s %10s %10s %9s %7s%n", "tensor", "shape", "dtype",
-        "codec", "rel L2", "SNR dB", "cosine", "max |err|", "zero-coll", "saturated", "B/elem");
+  /** What a row's codec label adds when the tensor was coded along its columns (see {@link #alongColumns}). */
+  public static final String COLUMNS = " (columns)";
+
+  /**
+   * The width of the table's codec column for these codec specs: the longest spec with the {@code " (columns)"} that
+   * a row coded along the columns adds, at least 24.
+   */
+  public static int codecWidth(java.util.Collection<String> specs) {
+    return Math.max(24, specs.stream().mapToInt(s -> (s + COLUMNS).length()).max().orElse(0));
   }
 
-  /** Prints one row of the table (numbers, or the row's message in their place). */
-  public static void printRow(PrintWriter w, int width, Row r) {
-    String head = String.format("%-" + width + "s %-12s %-6s %-24s", r.label(), NamedTensor.shapeString(r.shape()),
-        r.dtype(),
-        r.codec());
+  /**
+   * Prints the header line of the table; {@code width} is the width of the tensor column, {@code codecWidth} that of
+   * the codec column ({@link #codecWidth}).
+   */
+  public static void printHeader(PrintWriter w, int width, int codecWidth) {
+    w.printf("%-" + width + "s %-12s %-6s %-" + codecWidth + "s %10s %8s %10s %10s %10s %9s %7s%n", "tensor", "shape",
+        "dtype", "codec", "rel L2", "SNR dB", "cosine", "max |err|", "zero-coll", "saturated", "B/elem");
+  }
+
+  /** Prints one row of the table (numbers, or the row's message in their place), in the header's column widths. */
+  public static void printRow(PrintWriter w, int width, int codecWidth, Row r) {
+    String head = String.format("%-" + width + "s %-12s %-6s %-" + codecWidth + "s", r.label(),
+        NamedTensor.shapeString(r.shape()), r.dtype(), r.codec());
     CodecStats s = r.stats();
     if (s == null) {
       w.println(head + " " + r.message());

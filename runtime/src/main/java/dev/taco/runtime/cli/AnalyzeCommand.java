@@ -196,15 +196,16 @@ final class AnalyzeCommand implements Callable<Integer> {
       }
       for (NamedTensor t : tensors) {
         List<TensorAnalysis.Row> rows = TensorAnalysis.analyze(f.toString(), t, chosen);
-        if (!headed) TensorAnalysis.printHeader(w, width);
+        int codecWidth = TensorAnalysis.codecWidth(chosen.keySet());
+        if (!headed) TensorAnalysis.printHeader(w, width, codecWidth);
         headed = true;
-        rows.forEach(r -> TensorAnalysis.printRow(w, width, r));
+        rows.forEach(r -> TensorAnalysis.printRow(w, width, codecWidth, r));
         all.addAll(rows);
         if (plots != null) {
           Map<String, float[]> decoded = new LinkedHashMap<>();
           for (TensorAnalysis.Row r : rows) {
             if (r.stats() != null) {
-              String spec = r.codec().replace(" (columns)", "");
+              String spec = r.codec().replace(TensorAnalysis.COLUMNS, "");
               decoded.put(r.codec(), TensorAnalysis.roundTrip(chosen.get(spec), t));
             }
           }

@@ -309,7 +309,7 @@ public final class TacoCli {
         }
         try {
           return train(cfg, opt, gpu, run, corpus, codecs);
-        } catch (Exception e) {
+        } catch (Exception | OutOfMemoryError e) { // the heap too can run out before anything is written
           if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
           if (freshSave) deleteIfEmpty(save); // nor the --save folder

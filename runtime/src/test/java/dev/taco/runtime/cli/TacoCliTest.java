@@ -175,6 +175,34 @@ public class TacoCliTest {
         .doesNotContain("analyze");
   }
 
+  /**
+   * A run whose heap runs out once training has started (the estimate of {@code requireMemory} passed) says so in one
+   * line and leaves no empty {@code --out} folder behind. The JVM's own share of a heap this small varies a little, so
+   * three sizes are tried, each in a process of its own; those that ran out after the folder was made (their log has
+   * the "data:" line that training starts with) count.
+   */
+  @Test
+  void runningOutOfHeapInTrainingLeavesNoEmptyOutFolder() throws Exception {
+    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    int tested = 0;
+    for (int mib : new int[] {8, 10, 12}) {
+      Path out = tmp.resolve("oom" + mib), err = tmp.resolve("err" + mib + ".txt");
+      Process p = new ProcessBuilder(javaBin, "-Xmx" + mib + "m", "--add-modules=jdk.incubator.vector",
+          "-cp", System.getProperty("java.class.path"), "-Djava.awt.headless=true", "dev.taco.runtime.cli.TacoCli",
+          "train", "--steps", "2", "--num-layers", "1", "--hidden-size", "32", "--num-attention-heads", "2",
+          "--seq-length", "16", "--out", out.toString())
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(err.toFile()).start();
+      assertThat(p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS)).as("ended within 2 minutes").isTrue();
+      String log = Files.readString(err);
+      if (p.exitValue() == 0 || !log.contains("data: ")) continue; // it fitted, or ran out before the folder was made
+      assertThat(log).contains("taco: error: out of memory (heap").doesNotContain("\tat ");
+      assertThat(out).as("--out of a run that ran out of heap; its log: %s", log).doesNotExist();
+      tested++;
+    }
+    assertThat(tested).as("some heap size ran out in training (else this JVM's heap needs other sizes here)")
+        .isPositive();
+  }
+
   @Test
   void nonPositiveSizes() {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--steps", "0")), "--steps must be positive");
@@ -476,6 +504,18 @@ public class TacoCliTest {
     Result r = run("analyze", "--codec", "taco:e5m2,g=128,hadamard=off,none", npy.toString());
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("taco:e5m2,g=128,hadamard=off").contains(" none ");
+    // a codec spec longer than the codec column's 24 characters widens it: the header and every row stay aligned
+    String longSpec = "taco:e5m2,g=128,hadamard=off,alpha=0.5,nonfinite=propagate";
+    Result wide = run("analyze", "--codec", longSpec + ",int8-group", npy.toString());
+    assertThat(wide.status()).as(wide.err()).isZero();
+    List<String> table = wide.out().lines().filter(l -> l.contains("B/elem") || l.contains("f4_2d")).toList();
+    assertThat(table).hasSize(3);
+    assertThat(table.get(1)).contains(longSpec);
+    int end = table.get(0).indexOf("rel L2") + "rel L2".length();
+    for (String row : table.subList(1, 3)) { // each row's relative error ends where the header's "rel L2" does
+      assertThat(row.substring(end - 10, end)).as(row).matches(" *[0-9.]+e[-+][0-9]+");
+      assertThat(row.length()).as(row).isEqualTo(table.get(0).length());
+    }
     assertOneLineError(run("analyze", "--codec", ",", npy.toString()), "--codec: empty codec name");
     assertOneLineError(run("analyze", "--json", tmp.toString(), npy.toString()), "is a folder");
     Path input = Files.copy(npy, tmp.resolve("input.npy"));
