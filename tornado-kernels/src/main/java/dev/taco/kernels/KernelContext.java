@@ -56,10 +56,17 @@ public abstract class KernelContext {
   /** Block-wide barrier: returns when every thread of the block has called it; shared-array writes before it are visible after it. */
   public abstract void barrier();
 
-  /** The block's shared float array of {@code n} elements, zero on first allocation (on the GPU: uninitialised; write before reading). */
+  /**
+   * The block's shared float array of {@code n} elements, uninitialised as on the GPU: write before reading (the
+   * emulator, {@link dev.taco.kernels.cpu.SimtEmulator}, fills it with NaN so that a read before any write fails a
+   * test).
+   */
   public abstract float[] allocateFloatLocalArray(int n);
 
-  /** The block's shared int array of {@code n} elements (see {@link #allocateFloatLocalArray}). */
+  /**
+   * The block's shared int array of {@code n} elements, uninitialised (the emulator fills it with
+   * {@link dev.taco.kernels.cpu.SimtEmulator#GARBAGE}; see {@link #allocateFloatLocalArray}).
+   */
   public abstract int[] allocateIntLocalArray(int n);
 
   /** The value of {@code v} held by lane {@code laneId() ^ laneMask} of this warp (all 32 lanes must call). */

@@ -96,7 +96,7 @@ final class FunctionEmitter {
       boolean kernel) {
     this.src = src;
     this.env = env;
-    this.constants = constants;
+    this.constants = new HashMap<>(constants); // each value becomes its parameter's type in emit
     this.kernel = kernel;
   }
 
@@ -115,6 +115,13 @@ final class FunctionEmitter {
       throw error(m, "a kernel may not be named " + cName + ": its extern \"C\" entry would clash with the C or CUDA"
           + " name (a library function, keyword or macro); rename the kernel");
     }
+    List<String> names = m.getParameters().stream().map(p -> p.getName().toString()).toList();
+    for (String c : new java.util.TreeSet<>(constants.keySet())) {
+      if (!names.contains(c)) {
+        throw error(m, "the specialisation gives '" + c + "', which is not a parameter of " + m.getName() + " ("
+            + String.join(", ", names) + ")");
+      }
+    }
     boolean simt = false;
     StringBuilder params = new StringBuilder();
     StringBuilder specialised = new StringBuilder();
@@ -131,10 +138,10 @@ final class FunctionEmitter {
         if (!CTypes.supported(t.getKind())) {
           throw error(p, "only primitive parameters can be specialised");
         }
+        Object v = checkedConstant(p, constants.get(p.getName().toString()), t.getKind());
+        constants.put(p.getName().toString(), v); // as the parameter's type: 4L for an int is Integer 4 from here on
         specialised.append("  constexpr ").append(CTypes.name(t.getKind())).append(' ').append(name).append(" = ")
-            .append(CTypes.literal(checkedConstant(p, constants.get(p.getName().toString()), t.getKind()),
-                t.getKind()))
-            .append(";\n");
+            .append(CTypes.literal(v, t.getKind())).append(";\n");
         continue;
       }
       if (kernel && annotatedConstant) {
@@ -196,10 +203,10 @@ final class FunctionEmitter {
         if (loops > 1) {
           throw error(s, "only one @Parallel loop per kernel (the GPU has no grid-wide barrier between loops)");
         }
-        emitParallelLoop(f);
+        emitParallelLoop(f, loopWrites);
       } else if (s instanceof VariableTree v) {
         if (v.getInitializer() != null) {
-          checkOncePerThread(v.getInitializer(), loopWrites);
+          checkOncePerThread(v.getInitializer(), loopWrites, "outside the @Parallel loop", "call it inside the loop");
         }
         stmt(s);
         outsideTheLoop.add(env.element(src, v));
@@ -211,30 +218,35 @@ final class FunctionEmitter {
   }
 
   /**
-   * A declaration outside the @Parallel loop runs once per GPU thread, before or after the other threads' iterations:
-   * its initialiser may neither write memory nor read an array that the loop writes.
+   * A declaration outside the @Parallel loop runs once per GPU thread, before or after the other threads' iterations,
+   * and the loop's start and bound are evaluated by every thread (the bound at each of its iterations): such an
+   * expression may neither write memory nor read an array that the loop writes.
+   *
+   * @param where where {@code e} is, for the message ("outside the @Parallel loop", "in the @Parallel loop's bound")
+   * @param callHint what to do instead of a call that writes an array there
    */
-  private void checkOncePerThread(ExpressionTree init, Set<Element> loopWrites) {
+  private void checkOncePerThread(ExpressionTree e, Set<Element> loopWrites, String where, String callHint) {
     new com.sun.source.util.TreeScanner<Void, Void>() {
       @Override
       public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
         if (env.writesMemory(src, mi)) {
-          throw error(mi, methodName(mi) + " writes an array: outside the @Parallel loop it would run once per GPU"
-              + " thread, not once as in Java; call it inside the loop");
+          throw error(mi, methodName(mi) + " writes an array: " + where + " it would run once per GPU thread, not as"
+              + " in Java; " + callHint);
         }
         return super.visitMethodInvocation(mi, v);
       }
 
       @Override
       public Void visitArrayAccess(ArrayAccessTree a, Void v) {
-        Element e = env.element(src, KernelTranslator.bare(a.getExpression()));
-        if (e != null && loopWrites.contains(e)) {
-          throw error(a, "reads " + e + ", which the @Parallel loop writes: outside the loop each GPU thread reads it"
-              + " before or after other threads' iterations, not once before (or after) all of them as in Java");
+        Element arr = env.element(src, KernelTranslator.bare(a.getExpression()));
+        if (arr != null && loopWrites.contains(arr)) {
+          throw error(a, "reads " + arr + ", which the @Parallel loop writes: " + where + " each GPU thread reads it"
+              + " before or after other threads' iterations, not once before (or after) all of them as in Java"
+              + (where.startsWith("in") ? "; pass the value as a parameter" : ""));
         }
         return super.visitArrayAccess(a, v);
       }
-    }.scan(init, null);
+    }.scan(e, null);
   }
 
   private boolean isParallelLoop(ForLoopTree f) {
@@ -247,8 +259,11 @@ final class FunctionEmitter {
     });
   }
 
-  /** {@code for (@Parallel int i = a; i < b; i++)} becomes a grid-stride loop over a 64-bit counter. */
-  private void emitParallelLoop(ForLoopTree f) {
+  /**
+   * {@code for (@Parallel int i = a; i < b; i++)} becomes a grid-stride loop over a 64-bit counter; {@code a} and
+   * {@code b} may not read what the loop writes ({@code loopWrites}).
+   */
+  private void emitParallelLoop(ForLoopTree f, Set<Element> loopWrites) {
     VariableTree v = (VariableTree) f.getInitializer().get(0);
     Element ve = env.element(src, v);
     if (env.type(src, v).getKind() != TypeKind.INT || v.getInitializer() == null) {
@@ -267,6 +282,10 @@ final class FunctionEmitter {
       throw error(c.getRightOperand(), "the @Parallel loop's bound must be an integer (it is " + boundKind.toString()
           .toLowerCase(java.util.Locale.ROOT) + ": Java compares " + v.getName() + " with it in floating point)");
     }
+    checkOncePerThread(v.getInitializer(), loopWrites, "in the @Parallel loop's start",
+        "pass the start as a parameter");
+    checkOncePerThread(c.getRightOperand(), loopWrites, "in the @Parallel loop's bound",
+        "pass the bound as a parameter");
     String name = cname(v.getName().toString());
     String start = conv(expr(v.getInitializer()), TypeKind.LONG);
     String bound = conv(expr(c.getRightOperand()), TypeKind.LONG);
@@ -1096,7 +1115,15 @@ final class FunctionEmitter {
       throw error(p, "@Constant " + p.getName() + " is " + k.toString().toLowerCase(java.util.Locale.ROOT)
           + "; the specialisation gives " + v + (v == null ? "" : " (" + v.getClass().getSimpleName() + ")"));
     }
-    return v;
+    return switch (k) {
+      case BOOLEAN -> v;
+      case FLOAT -> ((Number) v).floatValue();
+      case DOUBLE -> ((Number) v).doubleValue();
+      case LONG -> ((Number) v).longValue();
+      case INT -> ((Number) v).intValue();
+      case SHORT -> ((Number) v).shortValue();
+      default -> ((Number) v).byteValue();
+    };
   }
 
   private static boolean fits(long x, TypeKind k) {

@@ -24,6 +24,7 @@ import dev.taco.kernels.KernelContext;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,6 +50,7 @@ import javax.tools.Diagnostic;
 import javax.tools.DiagnosticCollector;
 import javax.tools.JavaCompiler;
 import javax.tools.JavaFileObject;
+import javax.tools.SimpleJavaFileObject;
 import javax.tools.StandardJavaFileManager;
 import javax.tools.ToolProvider;
 
@@ -374,6 +376,18 @@ public final class KernelTranslator {
    * @throws UncheckedIOException if a file cannot be read
    */
   public KernelTranslator(List<Path> sources) {
+    this(sources, Map.of());
+  }
+
+  /**
+   * As {@link #KernelTranslator(List)}, with more sources given as text: {@code texts} maps a source's path relative
+   * to its source root ({@code dev/taco/kernels/KernelContext.java}) to its text, such as the sources a jar carries
+   * ({@link dev.taco.kernels.cuda.KernelSources}). The CUDA C's comments and the errors name them by that path.
+   *
+   * @throws KernelCompileException with javac's errors as {@code file:line: message} lines
+   * @throws UncheckedIOException if a file cannot be read
+   */
+  public KernelTranslator(List<Path> sources, Map<String, String> texts) {
     JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
     if (javac == null) {
       throw new IllegalStateException("no system Java compiler: run on a JDK (module jdk.compiler)");
@@ -386,7 +400,21 @@ public final class KernelTranslator {
     if (java.lang.module.ModuleFinder.ofSystem().find("jdk.incubator.vector").isPresent()) {
       options.add("--add-modules=jdk.incubator.vector"); // the module's CPU kernels (Gemm) use it
     }
-    task = (JavacTask) javac.getTask(null, fm, diags, options, null, fm.getJavaFileObjectsFromPaths(sources));
+    List<JavaFileObject> inputs = new ArrayList<>();
+    fm.getJavaFileObjectsFromPaths(sources).forEach(inputs::add);
+    texts.forEach((rel, text) -> inputs.add(new SimpleJavaFileObject(URI.create("string:///" + rel),
+        JavaFileObject.Kind.SOURCE) {
+      @Override
+      public CharSequence getCharContent(boolean ignoreEncodingErrors) {
+        return text;
+      }
+
+      @Override
+      public String getName() {
+        return rel;
+      }
+    }));
+    task = (JavacTask) javac.getTask(null, fm, diags, options, null, inputs);
     List<CompilationUnitTree> units = new ArrayList<>();
     try {
       task.parse().forEach(units::add);

@@ -70,7 +70,8 @@ import org.slf4j.LoggerFactory;
  * The source of a class is {@code <root>/<package path>/<TopLevel>.java} in the first source root that has it, else
  * the class path resource of that name (the tornado-kernels jar carries the sources of {@code dev.taco.kernels} and
  * {@code dev.taco.kernels.gpu}); class files are class path resources of the thread's context class loader. A
- * translation on the spot needs {@code jdk.compiler} and every source of the set as a file under a root.
+ * translation on the spot needs {@code jdk.compiler}; it reads a source found only on the class path from there (named
+ * by its path under the root in the CUDA C's comments), so a user's kernel needs only the user's own source roots.
  *
  * <p>Thread-safe.
  */
@@ -92,7 +93,7 @@ public final class KernelSources {
   private final List<Path> roots;
   private final Map<KernelRequest, String> keys = new ConcurrentHashMap<>();
   private final Map<String, String> cuda = new HashMap<>();
-  private final Map<List<Path>, KernelTranslator> translators = new HashMap<>();
+  private final Map<List<String>, KernelTranslator> translators = new HashMap<>();
   private volatile String translatorFingerprint;
 
   /**
@@ -171,9 +172,9 @@ public final class KernelSources {
    *
    * @param request a kernel
    * @return its CUDA C
-   * @throws IllegalStateException  if there is no file and no translation is possible here (no {@code jdk.compiler},
-   *                                or a source of the set is not a file under a root): the message names the file
-   *                                expected and how to write it
+   * @throws IllegalStateException  if a source of the kernel's set is neither under a root nor on the class path
+   *                                ({@link #key}), or there is no file and this runtime has no {@code jdk.compiler}
+   *                                to translate: the message names the file expected and how to write it
    * @throws KernelCompileException if the translator rejects the kernel ({@code file:line: reason})
    * @throws UncheckedIOException   if the file exists but cannot be read
    */
@@ -194,28 +195,29 @@ public final class KernelSources {
   }
 
   private String translate(KernelRequest request, Path expected) {
-    String why = null;
-    List<Path> files = new ArrayList<>();
     if (ModuleLayer.boot().findModule("jdk.compiler").isEmpty()) {
-      why = "this Java runtime has no jdk.compiler";
-    } else {
-      for (String c : sourceSet(request.className())) {
-        Path f = sourceFile(c);
-        if (f == null) {
-          why = "the source of " + c + " is not a file under the source roots " + roots;
-          break;
-        }
-        files.add(f);
-      }
-    }
-    if (why != null) {
       throw new IllegalStateException("no pre-translated CUDA C for " + describe(request) + " (" + expected
-          + ") and it cannot be translated here: " + why + ". Write the directory on a machine with a JDK: java "
-          + KernelSources.class.getName() + " <source-roots> <directory> <class with static List<KernelRequest> "
-          + "kernels()> (bench/gpu-prepare.sh does it for every GPU kernel of the project)");
+          + ") and it cannot be translated here: this Java runtime has no jdk.compiler. Write the directory on a"
+          + " machine with a JDK: java " + KernelSources.class.getName() + " <source-roots> <directory> <class with"
+          + " static List<KernelRequest> kernels()> (bench/gpu-prepare.sh does it for every GPU kernel of the"
+          + " project)");
     }
+    List<String> set = sourceSet(request.className());
+    KernelTranslator translator = translators.computeIfAbsent(set, classes -> {
+      List<Path> files = new ArrayList<>();
+      Map<String, String> fromClassPath = new TreeMap<>(); // the project's sources that only its jar carries
+      for (String c : classes) {
+        Path f = sourceFile(c);
+        if (f != null) {
+          files.add(f);
+        } else {
+          fromClassPath.put(c.replace('.', '/') + ".java", sourceText(c));
+        }
+      }
+      return new KernelTranslator(files, fromClassPath);
+    });
     long t0 = System.nanoTime();
-    String src = translators.computeIfAbsent(files, KernelTranslator::new).translate(List.of(request));
+    String src = translator.translate(List.of(request));
     LOG.info("translated {} to CUDA C in {} ms", describe(request), (System.nanoTime() - t0) / 1_000_000);
     return src;
   }

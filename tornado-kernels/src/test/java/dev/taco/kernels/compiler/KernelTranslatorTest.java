@@ -95,6 +95,15 @@ class KernelTranslatorTest {
           .as(String.valueOf(bad)).isInstanceOf(KernelCompileException.class)
           .hasMessageContaining("@Constant vals is int; the specialisation gives " + bad);
     }
+    // a name that is no parameter (a typo) is refused, naming the parameters
+    assertThatThrownBy(() -> translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8, "val", 4)))
+        .isInstanceOf(KernelCompileException.class)
+        .hasMessageContaining(
+            "the specialisation gives 'val', which is not a parameter of compressWarp (ctx, x, q, scales,"
+                + " groups, vals)");
+    // a whole number of another type is the parameter's type: 8L sizes the local array as 8 does
+    assertThat(translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8L)))
+        .isEqualTo(translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8)));
   }
 
   @Test
@@ -224,7 +233,14 @@ class KernelTranslatorTest {
         {"for (@Parallel int i = 0; i < n; i++) { int[] t = new int[2]; int[] s = new int[2]; t = s; x[i] = t[0]; }",
             "t is a fixed-size local array (a C array on the GPU): it cannot be reassigned; declare an alias"
                 + " ('int[] alias = t;')"},
-        {"x[0] = 1f;\nint m = n;", "a kernel needs a top-level @Parallel loop or a KernelContext parameter"}};
+        {"x[0] = 1f;\nint m = n;", "a kernel needs a top-level @Parallel loop or a KernelContext parameter"},
+        // the loop's bound and start are read by every thread (the bound at each iteration), after other iterations
+        {"for (@Parallel int i = 0; i < y[0]; i++) y[i] = 0;",
+            "reads y, which the @Parallel loop writes: in the @Parallel loop's bound"},
+        {"for (@Parallel int i = y[1]; i < n; i++) y[i] = 0;",
+            "reads y, which the @Parallel loop writes: in the @Parallel loop's start"},
+        {"for (@Parallel int i = 0; i < bump(y, 0); i++) x[i] = 1f;",
+            "bump writes an array: in the @Parallel loop's bound"}};
     for (String[] c : cases) {
       assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
           + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1]);
@@ -236,6 +252,12 @@ class KernelTranslatorTest {
             for (@Parallel int i = 0; i < n; i++) x[i] = first - y[i] + (-y[i]);
           }
         """)).contains("int first = y[0];");
+    // nor a bound or start read from an array the loop does not write
+    assertThat(translateSource(HELPERS + """
+          static void k(float[] x, int[] y, int n) {
+            for (@Parallel int i = y[1]; i < y[0]; i++) x[i] = 1f;
+          }
+        """)).contains("j_i_it < (long long)(y[0])");
   }
 
   /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.taco.kernels.Fp8;
+import dev.taco.kernels.KernelContext;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.gpu.TacoCudaSources;
 import dev.taco.kernels.gpu.TacoGpuKernels;
@@ -49,10 +50,16 @@ class KernelSourcesTest {
         "package my;\npublic final class Helpers {\n  public static float twice(float v) { return 2f * v; }\n}\n");
     Files.writeString(root.resolve("my/UseHelper.java"), """
         package my;
+        import dev.taco.kernels.Constant;
+        import dev.taco.kernels.KernelContext;
         import dev.taco.kernels.Parallel;
         public final class UseHelper {
           public static void k(float[] x, float[] y, int n) {
             for (@Parallel int i = 0; i < n; i++) y[i] = Helpers.twice(x[i]);
+          }
+          public static void scaled(KernelContext ctx, float[] x, float[] y, @Constant int factor) {
+            int i = ctx.globalIdx;
+            y[i] = factor * x[i];
           }
         }
         """);
@@ -66,13 +73,16 @@ class KernelSourcesTest {
     try (java.net.URLClassLoader user = new java.net.URLClassLoader(new java.net.URL[] {classes.toUri().toURL()},
         before)) {
       t.setContextClassLoader(user);
-      KernelSources ks = new KernelSources(dir.resolve("cuda"), List.of(root, MAIN.get(0)));
-      assertThat(ks.sourceSet("my.UseHelper")).containsExactly("my.Helpers", "my.UseHelper");
+      // only the user's own root, as README shows: the project's sources (KernelContext, Constant) come from its jar
+      KernelSources ks = new KernelSources(dir.resolve("cuda"), List.of(root));
+      assertThat(ks.sourceSet("my.UseHelper")).contains("my.Helpers", "my.UseHelper", KernelContext.class.getName());
+      assertThat(ks.cudaSource(new KernelRequest("my.UseHelper", "scaled", java.util.Map.of("factor", 3))))
+          .contains("__global__ void scaled(").contains("factor = 3");
       KernelRequest k = new KernelRequest("my.UseHelper", "k", java.util.Map.of());
       String key = ks.key(k);
       assertThat(ks.cudaSource(k)).contains("__global__ void k(").contains("Helpers_twice(");
       Files.writeString(root.resolve("my/Helpers.java"), "// edited\n", StandardOpenOption.APPEND);
-      assertThat(new KernelSources(dir.resolve("cuda"), List.of(root, MAIN.get(0))).key(k)).isNotEqualTo(key);
+      assertThat(new KernelSources(dir.resolve("cuda"), List.of(root)).key(k)).isNotEqualTo(key);
     } finally {
       t.setContextClassLoader(before);
     }
@@ -115,15 +125,19 @@ class KernelSourcesTest {
     assertThat(ks.cudaSource(COMPRESS)).isEqualTo("// pre-translated\n");
   }
 
+  /**
+   * With no source roots the project's kernels translate from the sources their jar carries, to the same CUDA C as from
+   * the source files; a class whose source is nowhere is named.
+   */
   @Test
-  void withoutFileOrTranslationTheErrorSaysWhatToDo() {
+  void withoutSourceRootsTheJarsSourcesTranslateAndAMissingSourceIsNamed() {
     KernelSources ks = new KernelSources(dir, List.of());
-    assertThatThrownBy(() -> ks.cudaSource(COMPRESS)).isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("no pre-translated CUDA C for TacoGpuKernels.compress{bf16=true, format=1, groupSize=64, "
-            + "hadamard=true}")
-        .hasMessageContaining(ks.file(COMPRESS).toString())
-        .hasMessageContaining("is not a file under the source roots []")
-        .hasMessageContaining("KernelSources <source-roots> <directory>");
+    String fromJar = ks.cudaSource(COMPRESS);
+    assertThat(fromJar).contains("extern \"C\" __global__ void compress(")
+        .contains("(dev/taco/kernels/gpu/TacoGpuKernels.java:"); // the comments name the source under its root
+    String fromFiles = new KernelSources(dir.resolve("other"), MAIN).cudaSource(COMPRESS);
+    assertThat(fromJar.replace("(dev/taco/", "(src/main/java/dev/taco/")).isEqualTo(fromFiles);
+    assertThat(ks.file(COMPRESS)).doesNotExist(); // translated in memory, written only by pretranslate
     assertThatThrownBy(() -> ks.key(KernelRequest.of(LaneKernels.class, "scale")))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("no source of dev.taco.kernels.cuda.LaneKernels");
