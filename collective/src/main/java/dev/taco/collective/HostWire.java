@@ -126,7 +126,9 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
       out.slots()[rank()] = encodeChunk(plan, sum, rows, cols);
     } catch (NonFiniteInputException e) { // own rows NaN/Inf, or a sum that overflowed float32
       throw new NonFiniteInputException("the sum over ranks of the " + where(plan, row0, realRows) + ", rank " + rank()
-          + ", is not finite (its own rows hold NaN/Inf, or the sum overflowed float32)", e);
+          + ", is not finite (its own rows hold NaN/Inf, or the sum overflowed float32; a codec with a Walsh-Hadamard"
+          + " transform, as taco's, also overflows in its inverse transform from about 3.4e38 / sqrt(group size) on,"
+          + " which hadamard=off avoids)", e);
     }
   }
 

@@ -310,6 +310,26 @@ class TwoShotTest {
       return null;
     })).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is not finite")
         .hasMessageContaining("the sum overflowed float32").hasMessageContaining("chunk of tensor rows");
+    // one finite 1e38 among zeros: taco's decompress-reduce sums in the rotated domain, and its inverse transform of
+    // a spike adds sqrt(G) values of 1e38 / sqrt(G) before scaling; without the transform it goes through
+    assertThatThrownBy(() -> allReduceSpike("taco")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("overflows in its inverse transform").hasMessageContaining("hadamard=off");
+    assertThat(allReduceSpike("taco:hadamard=off")).allSatisfy(v -> assertThat(v).isCloseTo(1e38f,
+        org.assertj.core.data.Percentage.withPercentage(7)));
+  }
+
+  /**
+   * Every rank's element (5, 3) after an all-reduce of 8 x 256 zeros but rank 0's element (5, 3), 1e38, under codec
+   * spec: row 5 is rank 1's to reduce, so rank 0's 1e38 reaches it compressed.
+   */
+  private static List<Float> allReduceSpike(String spec) {
+    Plan plan = Plan.of(Codecs.byName(spec));
+    return LocalGroup.run(2, comm -> {
+      float[] x = new float[8 * 256];
+      if (comm.rank() == 0) x[5 * 256 + 3] = 1e38f;
+      TwoShot.allReduce(new HostWire(comm), plan, x, 8, 256);
+      return x[5 * 256 + 3];
+    });
   }
 
   @Test

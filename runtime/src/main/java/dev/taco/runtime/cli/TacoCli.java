@@ -272,6 +272,8 @@ public final class TacoCli {
           log.warn("{} ranks (--tp {} x --data-parallel-size {}) on {} cores: the ranks take turns on the cores, and a"
               + " step is that much slower", tp * dataParallel, tp, dataParallel, cores);
         }
+        if (save != null && save.toString().isBlank()) throw new IllegalArgumentException("--save is empty");
+        if (load != null && load.toString().isBlank()) throw new IllegalArgumentException("--load is empty");
         if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
         }
@@ -296,14 +298,17 @@ public final class TacoCli {
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
+        java.nio.channels.FileChannel saveLock = null;
         try {
           if (save != null) { // found now, not at the first save after minutes of training
             makeWritableFolder("--save", save);
+            saveLock = lockSaveFolder(save);
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
             requireSpace(save, codecs.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
           out = outputFolder(out, overwrite);
         } catch (IOException | RuntimeException e) {
+          unlockSaveFolder(save, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save);
           throw e;
         }
@@ -312,9 +317,51 @@ public final class TacoCli {
         } catch (Exception | OutOfMemoryError e) { // the heap too can run out before anything is written
           if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
+          unlockSaveFolder(save, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save); // nor the --save folder
           throw e;
+        } finally {
+          unlockSaveFolder(save, saveLock, false);
         }
+      }
+    }
+
+    /** The file in a --save folder whose lock a run holds while it may save there ({@link #lockSaveFolder}). */
+    static final String SAVE_LOCK = ".taco-save.lock";
+
+    /**
+     * Takes the --save folder for this run: an exclusive lock on {@value #SAVE_LOCK} in it, held while the returned
+     * channel is open, so that two runs (processes, or runs in one JVM) cannot write their checkpoints over each
+     * other's.
+     *
+     * @throws IllegalArgumentException if another run holds it, naming the folder
+     * @throws IOException if the lock file cannot be made
+     */
+    static java.nio.channels.FileChannel lockSaveFolder(Path save) throws IOException {
+      Path file = save.resolve(SAVE_LOCK);
+      var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.WRITE);
+      try {
+        if (ch.tryLock() != null) return ch;
+      } catch (java.nio.channels.OverlappingFileLockException e) {
+        // a run in this JVM holds it
+      }
+      ch.close();
+      throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " is in use by another run (it holds the"
+          + " lock on " + file.getFileName() + "): give each run its own --save folder");
+    }
+
+    /**
+     * Releases the lock of {@link #lockSaveFolder} (no-op for null or released). The lock file stays (deleting it would
+     * let a run that opened it just before lock a file that no longer has a name), unless {@code remove}: a --save
+     * folder this run made is removed again when the run fails before saving anything.
+     */
+    private static void unlockSaveFolder(Path save, java.nio.channels.FileChannel lock, boolean remove) {
+      if (lock == null || !lock.isOpen()) return;
+      try (lock) {
+        if (remove) Files.deleteIfExists(save.resolve(SAVE_LOCK));
+      } catch (IOException e) {
+        log.debug("could not remove {}", save.resolve(SAVE_LOCK), e);
       }
     }
 

@@ -180,7 +180,12 @@ public final class Checkpoint {
       throw new IOException("cannot replace " + dir.resolve(LATEST) + " atomically on this file system", e);
     }
     syncFolder(dir);
-    pruneOlderThanPrevious(dir, step);
+    try {
+      pruneOlderThanPrevious(dir, step);
+    } catch (IOException e) { // the checkpoint is saved and the latest: an old one left behind costs only disk space
+      log.warn("saved checkpoint {}, but an older one in {} could not be deleted ({}): delete it yourself", done, dir,
+          e.getMessage() != null ? e.getMessage() : e.toString());
+    }
     log.info("saved checkpoint {} (step {})", done, step);
     return done;
   }
@@ -249,6 +254,17 @@ public final class Checkpoint {
     if (!Files.isDirectory(dir)) throw new IllegalArgumentException("--load " + dir + ": no such folder");
     Path latest = dir.resolve(LATEST);
     if (!Files.exists(latest)) {
+      List<String> saved = new ArrayList<>();
+      try (var entries = Files.list(dir)) {
+        entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("iter_\\d{7}")).sorted().forEach(saved::add);
+      } catch (IOException e) {
+        throw new IllegalArgumentException("--load " + dir + " cannot be read: " + e.getMessage());
+      }
+      if (!saved.isEmpty()) { // checkpoints without their pointer: starting over would write over them
+        throw new IllegalArgumentException("--load " + dir + " holds " + String.join(", ", saved) + " but no " + LATEST
+            + ": write the step to resume from into it (echo " + Integer.parseInt(saved.getLast().substring(5))
+            + " > " + latest + "), or load another folder");
+      }
       log.warn("--load {}: no {} there, starting from scratch", dir, LATEST);
       return null;
     }

@@ -355,6 +355,12 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x8"), resume), "iter_0000007");
     Files.writeString(ck.resolve(Checkpoint.LATEST), "-4\n");
     assertOneLine(train(tmp.resolve("x14"), resume), Checkpoint.LATEST + " does not hold a step number");
+    Files.delete(ck.resolve(Checkpoint.LATEST)); // checkpoints without their pointer are not started over
+    assertOneLine(train(tmp.resolve("x21"), resume), "holds iter_0000002 but no " + Checkpoint.LATEST
+        + ": write the step to resume from into it (echo 2 > ");
+    assertThat(tmp.resolve("x21")).doesNotExist();
+    assertOneLine(train(tmp.resolve("x22"), "--steps", "1", "--save", ""), "--save is empty");
+    assertOneLine(train(tmp.resolve("x23"), "--steps", "1", "--load", ""), "--load is empty");
     for (int i = 1; i <= 20; i++) { // each failed before writing anything: no empty --out folder is left behind
       assertThat(tmp.resolve("x" + i)).as("--out of a failed run").doesNotExist();
     }
@@ -368,6 +374,61 @@ class CheckpointTest {
     String err = r.err().strip();
     assertThat(err).contains(expected).doesNotContain("\tat ").doesNotContain("Exception");
     assertThat(err.lines().filter(l -> l.startsWith("taco:")).count()).as(err).isEqualTo(1);
+  }
+
+  /**
+   * An old checkpoint that cannot be deleted (here made immutable, or read-only where chattr is refused) costs a
+   * warning, not the run: the new checkpoint was saved whole and is the latest.
+   */
+  @Test
+  void anOldCheckpointThatCannotBeDeletedIsAWarningNotAFailure() throws Exception {
+    Path ck = tmp.resolve("ck");
+    assertThat(train(tmp.resolve("a"), "--tp", "2", "--steps", "2", "--compression", "none", "--save", ck.toString(),
+        "--save-interval", "1").status()).isZero();
+    Path old = ck.resolve("iter_0000001");
+    boolean immutable;
+    try {
+      immutable = new ProcessBuilder("chattr", "+i", old.toString()).start().waitFor() == 0;
+    } catch (IOException e) { // no chattr
+      immutable = false;
+    }
+    if (!immutable) old.toFile().setWritable(false);
+    try {
+      boolean locked;
+      try {
+        Files.delete(Files.createFile(old.resolve("probe")));
+        locked = false;
+      } catch (IOException e) {
+        locked = true;
+      }
+      org.junit.jupiter.api.Assumptions.assumeTrue(locked, "no way to make a folder undeletable here");
+      TacoCliTest.Result r = train(tmp.resolve("b"), "--tp", "2", "--steps", "4", "--compression", "none", "--load",
+          ck.toString(), "--save", ck.toString(), "--save-interval", "1");
+      assertThat(r.status()).as(r.err()).isZero();
+      assertThat(r.err()).contains("but an older one in " + ck + " could not be deleted");
+      assertThat(Files.readString(ck.resolve(Checkpoint.LATEST)).strip()).isEqualTo("4");
+      assertThat(ck.resolve("iter_0000004/model.safetensors")).exists();
+      assertThat(tmp.resolve("b/report.json")).exists();
+    } finally {
+      if (immutable) new ProcessBuilder("chattr", "-i", old.toString()).start().waitFor();
+      old.toFile().setWritable(true);
+    }
+  }
+
+  /** A --save folder that another run holds is refused before any work; once free, it serves. */
+  @Test
+  void aSaveFolderInUseByAnotherRunIsRefused() throws Exception {
+    Path ck = Files.createDirectories(tmp.resolve("busy"));
+    try (var other = java.nio.channels.FileChannel.open(ck.resolve(".taco-save.lock"),
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+        var held = other.lock()) {
+      assertOneLine(train(tmp.resolve("r1"), "--tp", "2", "--steps", "2", "--compression", "none", "--save",
+          ck.toString()), "--save " + ck.toAbsolutePath() + " is in use by another run");
+      assertThat(tmp.resolve("r1")).doesNotExist();
+    }
+    assertThat(train(tmp.resolve("r2"), "--tp", "2", "--steps", "2", "--compression", "none", "--save", ck.toString())
+        .status()).isZero();
+    assertThat(ck.resolve("iter_0000002")).exists();
   }
 
   @Test
