@@ -626,11 +626,16 @@ public final class TacoCli {
 
   /**
    * {@code dir} for a run of one codec, else {@code dir/<codec>} (the codec spec with every character other than
-   * letters, digits, {@code . _ = -} replaced by {@code _}: {@code taco:e5m2,g=128} is {@code taco_e5m2_g=128}).
+   * letters, digits, {@code . _ = -} replaced by {@code _}: {@code taco:e5m2,g=128} is {@code taco_e5m2_g=128}); a run of
+   * one codec into a folder laid out per codec (its {@code <codec>/} holds checkpoints, the folder itself none) keeps
+   * to that layout, as its {@code --load} does.
    */
   static Path perCodec(Path dir, List<String> codecs, String codec) {
-    if (dir == null || codecs.size() == 1) return dir;
-    return dir.resolve(codecFolder(codec));
+    if (dir == null) return null;
+    Path child = dir.resolve(codecFolder(codec));
+    if (codecs.size() > 1) return child;
+    String latest = dev.taco.runtime.train.Checkpoint.LATEST;
+    return !Files.exists(dir.resolve(latest)) && Files.exists(child.resolve(latest)) ? child : dir;
   }
 
   /** A codec spec as a folder name: every character but letters, digits and {@code . _ = -} replaced by {@code _}. */

@@ -118,6 +118,15 @@ class CheckpointTest {
         ck.toString());
     assertThat(one.status()).as(one.err()).isZero();
     assertThat(losses(tmp.resolve("E"), 0).keySet()).startsWith(3);
+    // and saves into it too, keeping the folder's layout: a several-codec run then resumes it
+    TacoCliTest.Result back = train(tmp.resolve("H"), "--tp", "2", "--steps", "5", "--compression", "none", "--load",
+        ck.toString(), "--save", ck.toString());
+    assertThat(back.status()).as(back.err()).isZero();
+    assertThat(ck.resolve(Checkpoint.LATEST)).doesNotExist();
+    assertThat(Files.readString(ck.resolve("none").resolve(Checkpoint.LATEST)).strip()).isEqualTo("5");
+    TacoCliTest.Result both = train(tmp.resolve("I"), "--tp", "2", "--steps", "6", "--load", ck.toString());
+    assertThat(both.status()).as(both.err()).isZero();
+    assertThat(losses(tmp.resolve("I"), 0).keySet()).startsWith(5);
     // and says so when it holds other codecs' runs but not this one's
     TacoCliTest.Result absent = train(tmp.resolve("G"), "--tp", "2", "--steps", "6", "--compression", "int8-group",
         "--load", ck.toString());
