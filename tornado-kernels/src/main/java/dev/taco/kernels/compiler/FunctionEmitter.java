@@ -1008,10 +1008,17 @@ final class FunctionEmitter {
       return contextCall(mi, me, args);
     }
     if (!me.getModifiers().contains(Modifier.STATIC)) {
+      String receiver = "";
       if (mi.getMethodSelect() instanceof MemberSelectTree sel) {
-        expr(sel.getExpression()); // a more specific reason for the receiver (a string, an object), if any
+        receiver = sel.getExpression() + ".";
+        if (env.element(src, sel.getExpression()) == null
+            || env.element(src, sel.getExpression()).getKind() != ElementKind.FIELD) { // System.out: the call's reason
+          expr(sel.getExpression()); // a more specific reason for the receiver (a string, an object), if any
+        }
       }
-      throw error(mi, "instance method calls are not supported on the GPU (no objects): " + me.getSimpleName());
+      throw error(mi, "instance method calls are not supported on the GPU (no objects): " + receiver
+          + me.getSimpleName() + (owner.getQualifiedName().toString().startsWith("java.io.") ? " (no I/O either)"
+              : ""));
     }
     StringBuilder key = new StringBuilder(owner.getSimpleName()).append('.').append(me.getSimpleName()).append('(');
     for (int i = 0; i < me.getParameters().size(); i++) {

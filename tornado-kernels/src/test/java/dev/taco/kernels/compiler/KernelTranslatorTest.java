@@ -240,7 +240,9 @@ class KernelTranslatorTest {
         {"for (@Parallel int i = y[1]; i < n; i++) y[i] = 0;",
             "reads y, which the @Parallel loop writes: in the @Parallel loop's start"},
         {"for (@Parallel int i = 0; i < bump(y, 0); i++) x[i] = 1f;",
-            "bump writes an array: in the @Parallel loop's bound"}};
+            "bump writes an array: in the @Parallel loop's bound"},
+        {"for (@Parallel int i = 0; i < n; i++) System.out.println(x[i]);",
+            "instance method calls are not supported on the GPU (no objects): System.out.println (no I/O either)"}};
     for (String[] c : cases) {
       assertThatThrownBy(() -> translateSource(HELPERS + "static void k(float[] x, int[] y, int n) {\n" + c[0]
           + "\n}\n")).as(c[0]).isInstanceOf(KernelCompileException.class).hasMessageContaining(c[1]);
