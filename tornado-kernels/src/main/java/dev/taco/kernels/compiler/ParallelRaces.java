@@ -11,6 +11,7 @@ import com.sun.source.tree.IfTree;
 import com.sun.source.tree.LiteralTree;
 import com.sun.source.tree.MethodInvocationTree;
 import com.sun.source.tree.NewArrayTree;
+import com.sun.source.tree.StatementTree;
 import com.sun.source.tree.Tree;
 import com.sun.source.tree.UnaryTree;
 import com.sun.source.tree.VariableTree;
@@ -246,6 +247,18 @@ final class ParallelRaces {
       }
     }.scan(f.getStatement(), (String) null);
 
+    Set<Element> written = new HashSet<>(pickedArrays.keySet());
+    writes.forEach(w -> written.add(w.array()));
+    VariableTree counter = (VariableTree) f.getInitializer().getFirst();
+    onceReads(counter.getInitializer(), "the @Parallel loop's start", written, shared, aliases);
+    onceReads(((BinaryTree) f.getCondition()).getRightOperand(), "the @Parallel loop's bound", written, shared,
+        aliases);
+    for (StatementTree t : src.method().getBody().getStatements()) {
+      if (t instanceof VariableTree d && d.getInitializer() != null) {
+        onceReads(d.getInitializer(), "a declaration outside the @Parallel loop", written, shared, aliases);
+      }
+    }
+
     for (Access w : writes) {
       if (pickedArrays.containsKey(w.array())) {
         throw error.apply(w.at(), "writes " + w.shown() + ", and the @Parallel loop also writes " + w.array()
@@ -361,6 +374,44 @@ final class ParallelRaces {
     Map<String, Long> x = a.indices().getFirst().terms(), y = b.indices().getFirst().terms();
     if (x == null || y == null) return false;
     return Poly.minus(x, y).keySet().equals(Set.of(""));
+  }
+
+  /**
+   * Refuses in {@code e} (the loop's start or bound, or a declaration outside the loop: each GPU thread evaluates it,
+   * the bound at each of its iterations, before or after other threads' iterations) a read of an array the loop writes
+   * ({@code written}), through an alias too, and a call given such an array (it may read it). The translator's
+   * emitter refuses the direct reads first; this finds them through aliases and helper methods.
+   */
+  private void onceReads(ExpressionTree e, String where, Set<Element> written, Set<Element> shared,
+      Map<Element, Set<Element>> aliases) {
+    new TreeScanner<Void, Void>() {
+      @Override
+      public Void visitArrayAccess(ArrayAccessTree a, Void v) {
+        for (Element x : sharedArrays(a.getExpression(), shared, aliases)) {
+          if (written.contains(x)) {
+            throw error.apply(a, "reads " + shown(a) + " in " + where + ", and the loop writes " + x + ": each GPU"
+                + " thread reads it before or after other threads' iterations, not once before (or after) all of them"
+                + " as in Java; pass the value as a parameter");
+          }
+        }
+        return super.visitArrayAccess(a, v);
+      }
+
+      @Override
+      public Void visitMethodInvocation(MethodInvocationTree mi, Void v) {
+        for (ExpressionTree arg : mi.getArguments()) {
+          if (KernelTranslator.arrayRoot(arg) != KernelTranslator.bare(arg)) continue; // an element: a read above
+          for (Element x : sharedArrays(arg, shared, aliases)) {
+            if (written.contains(x)) {
+              throw error.apply(mi, "passes " + x + " to " + shown(mi.getMethodSelect()) + " in " + where + ", and"
+                  + " the loop writes " + x + ": each GPU thread calls it before or after other threads' iterations,"
+                  + " not once before (or after) all of them as in Java; pass the value as a parameter");
+            }
+          }
+        }
+        return super.visitMethodInvocation(mi, v);
+      }
+    }.scan(e, null);
   }
 
   /** An access as the source spells it, on one line. */

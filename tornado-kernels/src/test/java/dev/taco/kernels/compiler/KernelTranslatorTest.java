@@ -137,6 +137,7 @@ class KernelTranslatorTest {
 
   private static final String HELPERS = """
         static int bump(int[] c, int j) { c[j] += 1; return c[j]; }
+        static int first(int[] c) { return c[0]; }
         static float half(float v) { return v * 0.5f; }
       """;
 
@@ -220,7 +221,7 @@ class KernelTranslatorTest {
         {"float first = x[2];\nfor (@Parallel int i = 0; i < n; i++) x[i] = x[i] - first;",
             "reads x, which the @Parallel loop writes"},
         {"for (@Parallel int i = 0; i < n; i++) x[i] = 1f;\nfloat last = x[n - 1];",
-            "reads x, which the @Parallel loop writes"},
+            "reads x[n - 1] in a declaration outside the @Parallel loop, and the loop writes x"},
         {"int r = bump(y, 0);\nfor (@Parallel int i = 0; i < n; i++) x[i] = r;",
             "bump writes an array: outside the @Parallel loop it would run once per GPU thread"},
         {"for (@Parallel int i = 0; i < n; i++) { x[i] = n; (n)--; }", "n is declared outside the @Parallel loop"},
@@ -241,6 +242,15 @@ class KernelTranslatorTest {
             "reads y, which the @Parallel loop writes: in the @Parallel loop's start"},
         {"for (@Parallel int i = 0; i < bump(y, 0); i++) x[i] = 1f;",
             "bump writes an array: in the @Parallel loop's bound"},
+        // the same through an alias (declared before or inside the loop) or a helper that reads the array
+        {"for (@Parallel int i = 0; i < y[0]; i++) { int[] a = y; a[i] = 0; }",
+            "reads y[0] in the @Parallel loop's bound, and the loop writes y"},
+        {"int[] a = y;\nfor (@Parallel int i = a[1]; i < n; i++) y[i] = 0;",
+            "reads a[1] in the @Parallel loop's start, and the loop writes y"},
+        {"for (@Parallel int i = 0; i < first(y); i++) y[i] = 0;",
+            "passes y to first in the @Parallel loop's bound, and the loop writes y"},
+        {"int m = first(y);\nfor (@Parallel int i = 0; i < n; i++) y[i] = m;",
+            "passes y to first in a declaration outside the @Parallel loop, and the loop writes y"},
         {"for (@Parallel int i = 0; i < n; i++) System.out.println(x[i]);",
             "instance method calls are not supported on the GPU (no objects): System.out.println (no I/O either)"}};
     for (String[] c : cases) {
