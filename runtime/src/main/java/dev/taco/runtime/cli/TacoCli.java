@@ -302,7 +302,10 @@ public final class TacoCli {
         try {
           if (save != null) { // found now, not at the first save after minutes of training
             makeWritableFolder("--save", save);
-            saveLock = lockSaveFolder(save);
+            List<Path> nested = new ArrayList<>(); // a run saving into a folder above or below this one's
+            if (save.toAbsolutePath().getParent() != null) nested.add(save.toAbsolutePath().getParent());
+            for (String c : codecs) nested.add(perCodec(save, codecs, c));
+            saveLock = lockSaveFolder(save, nested);
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
             requireSpace(save, codecs.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
@@ -332,23 +335,37 @@ public final class TacoCli {
     /**
      * Takes the --save folder for this run: an exclusive lock on {@value #SAVE_LOCK} in it, held while the returned
      * channel is open, so that two runs (processes, or runs in one JVM) cannot write their checkpoints over each
-     * other's.
+     * other's; and refuses when a run holds the lock of a folder in {@code nested} (the folder above, where a run's
+     * {@code <codec>/} may be this folder, and this run's own {@code <codec>/} folders, another run's --save).
      *
-     * @throws IllegalArgumentException if another run holds it, naming the folder
+     * @throws IllegalArgumentException if another run holds one of them, naming the folder
      * @throws IOException if the lock file cannot be made
      */
-    static java.nio.channels.FileChannel lockSaveFolder(Path save) throws IOException {
-      Path file = save.resolve(SAVE_LOCK);
-      var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE,
+    static java.nio.channels.FileChannel lockSaveFolder(Path save, List<Path> nested) throws IOException {
+      var ch = java.nio.channels.FileChannel.open(save.resolve(SAVE_LOCK), java.nio.file.StandardOpenOption.CREATE,
           java.nio.file.StandardOpenOption.WRITE);
-      try {
-        if (ch.tryLock() != null) return ch;
-      } catch (java.nio.channels.OverlappingFileLockException e) {
-        // a run in this JVM holds it
+      Path busy = tryLock(ch, false) ? null : save;
+      for (Path other : nested) {
+        if (busy != null || other.equals(save) || !Files.exists(other.resolve(SAVE_LOCK))) continue;
+        try (var probe = java.nio.channels.FileChannel.open(other.resolve(SAVE_LOCK))) {
+          if (!tryLock(probe, true)) busy = other; // free: the probe's shared lock goes with its channel
+        } catch (IOException e) { // removed just now, or unreadable: no run of ours can hold it then
+          log.debug("cannot probe {}", other.resolve(SAVE_LOCK), e);
+        }
       }
+      if (busy == null) return ch;
       ch.close();
       throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " is in use by another run (it holds the"
-          + " lock on " + file.getFileName() + "): give each run its own --save folder");
+          + " lock on " + busy.toAbsolutePath().resolve(SAVE_LOCK) + "): give each run its own --save folder");
+    }
+
+    /** Whether the lock of {@code ch}'s file was free and is now held (exclusive, or {@code shared}) through it. */
+    private static boolean tryLock(java.nio.channels.FileChannel ch, boolean shared) throws IOException {
+      try {
+        return ch.tryLock(0, Long.MAX_VALUE, shared) != null;
+      } catch (java.nio.channels.OverlappingFileLockException e) {
+        return false; // a run in this JVM holds it
+      }
     }
 
     /**
@@ -627,15 +644,20 @@ public final class TacoCli {
   /**
    * {@code dir} for a run of one codec, else {@code dir/<codec>} (the codec spec with every character other than
    * letters, digits, {@code . _ = -} replaced by {@code _}: {@code taco:e5m2,g=128} is {@code taco_e5m2_g=128}); a run of
-   * one codec into a folder laid out per codec (its {@code <codec>/} holds checkpoints, the folder itself none) keeps
-   * to that layout, as its {@code --load} does.
+   * one codec into a folder laid out per codec (a {@code <codec>/} in it holds checkpoints, the folder itself none)
+   * keeps to that layout, as its {@code --load} does, also for a codec with no folder there yet.
    */
   static Path perCodec(Path dir, List<String> codecs, String codec) {
     if (dir == null) return null;
     Path child = dir.resolve(codecFolder(codec));
     if (codecs.size() > 1) return child;
     String latest = dev.taco.runtime.train.Checkpoint.LATEST;
-    return !Files.exists(dir.resolve(latest)) && Files.exists(child.resolve(latest)) ? child : dir;
+    if (Files.exists(dir.resolve(latest))) return dir;
+    try (var sub = Files.list(dir)) { // laid out per codec: some <codec>/ holds checkpoints
+      return sub.anyMatch(d -> Files.exists(d.resolve(latest))) ? child : dir;
+    } catch (IOException e) { // not there yet, or unreadable (refused where it is made)
+      return dir;
+    }
   }
 
   /** A codec spec as a folder name: every character but letters, digits and {@code . _ = -} replaced by {@code _}. */

@@ -134,6 +134,12 @@ class CheckpointTest {
     assertThat(absent.err()).contains("--load " + ck + " holds checkpoints of other codecs' runs (none), not of"
         + " int8-group: starting int8-group from scratch");
     assertThat(losses(tmp.resolve("G"), 0).keySet()).startsWith(0);
+    // a codec with no folder there yet gets its own <codec>/ too, not the folder's root
+    TacoCliTest.Result fresh = train(tmp.resolve("J"), "--tp", "2", "--steps", "2", "--compression", "int8-group",
+        "--save", ck.toString());
+    assertThat(fresh.status()).as(fresh.err()).isZero();
+    assertThat(ck.resolve("int8-group").resolve(Checkpoint.LATEST)).exists();
+    assertThat(ck.resolve(Checkpoint.LATEST)).doesNotExist();
   }
 
   /** A later codec's run that fails (here: its checkpoint is corrupt) does not lose the runs that finished before it. */
@@ -438,6 +444,26 @@ class CheckpointTest {
     assertThat(train(tmp.resolve("r2"), "--tp", "2", "--steps", "2", "--compression", "none", "--save", ck.toString())
         .status()).isZero();
     assertThat(ck.resolve("iter_0000002")).exists();
+    // nor around the lock: into a <codec>/ folder of a several-codec run's --save, or into a folder laid out per codec
+    // while a run saves into one of its <codec>/ folders
+    Path both = tmp.resolve("both");
+    assertThat(train(tmp.resolve("r3"), "--tp", "2", "--steps", "2", "--save", both.toString()).status()).isZero();
+    try (var other = java.nio.channels.FileChannel.open(both.resolve(".taco-save.lock"),
+        java.nio.file.StandardOpenOption.WRITE);
+        var held = other.lock()) {
+      assertOneLine(train(tmp.resolve("r4"), "--tp", "2", "--steps", "4", "--compression", "taco", "--save",
+          both.resolve("taco").toString(), "--overwrite"),
+          "is in use by another run (it holds the lock on "
+              + both.toAbsolutePath().resolve(".taco-save.lock"));
+    }
+    try (var other = java.nio.channels.FileChannel.open(both.resolve("taco").resolve(".taco-save.lock"),
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+        var held = other.lock()) {
+      assertOneLine(train(tmp.resolve("r5"), "--tp", "2", "--steps", "4", "--compression", "taco", "--save",
+          both.toString()),
+          "is in use by another run (it holds the lock on "
+              + both.toAbsolutePath().resolve("taco").resolve(".taco-save.lock"));
+    }
   }
 
   @Test
