@@ -1112,9 +1112,11 @@ final class FunctionEmitter {
   private Object checkedConstant(VariableTree p, Object v, TypeKind k) {
     boolean ok = switch (k) {
       case BOOLEAN -> v instanceof Boolean;
-      case FLOAT, DOUBLE -> v instanceof Number;
+      case FLOAT -> v instanceof Number num && exact(num, num.floatValue()); // 16777217L or 1e300: not a float
+      case DOUBLE -> v instanceof Number num && exact(num, num.doubleValue());
       case LONG, INT, SHORT, BYTE -> v instanceof Number num && (v instanceof Long || v instanceof Integer
-          || v instanceof Short || v instanceof Byte || num.doubleValue() == Math.rint(num.doubleValue()))
+          || v instanceof Short || v instanceof Byte || num.doubleValue() == Math.rint(num.doubleValue())
+              && (double) num.longValue() == num.doubleValue()) // 1e30 would clamp to Long.MAX_VALUE
           && fits(num.longValue(), k);
       default -> false;
     };
@@ -1131,6 +1133,16 @@ final class FunctionEmitter {
       case SHORT -> ((Number) v).shortValue();
       default -> ((Number) v).byteValue();
     };
+  }
+
+  /**
+   * Whether {@code as}, {@code n} converted to the parameter's floating type, stands for {@code n}: an integer exactly
+   * (16777217L is no float), a floating value rounded but not overflowed (0.1 for a float is fine, 1e300 is not).
+   */
+  private static boolean exact(Number n, double as) {
+    boolean integral = n instanceof Long || n instanceof Integer || n instanceof Short || n instanceof Byte;
+    return integral ? Double.isFinite(as) && (long) as == n.longValue()
+        : Double.isInfinite(as) == Double.isInfinite(n.doubleValue());
   }
 
   private static boolean fits(long x, TypeKind k) {

@@ -89,12 +89,24 @@ class KernelTranslatorTest {
 
   /** A specialisation value of another type, or one that does not fit, is refused naming the parameter. */
   @Test
-  void specialisationValuesMustFitTheParametersType() {
+  void specialisationValuesMustFitTheParametersType() throws Exception {
     for (Object bad : new Object[] {true, 5_000_000_000L, 4.5, "8"}) {
       assertThatThrownBy(() -> translate(SimtCorpus.class, "compressWarp", Map.of("vals", bad)))
           .as(String.valueOf(bad)).isInstanceOf(KernelCompileException.class)
           .hasMessageContaining("@Constant vals is int; the specialisation gives " + bad);
     }
+    // no value is clamped or overflowed on the way to its type: 1e30 is no long, 1e300 and 16777217L are no float
+    Path f = Files.createTempDirectory("kt").resolve("L.java");
+    Files.writeString(f, "import dev.taco.kernels.*;\nclass L {\n  static void k(long[] x, @Constant long big,"
+        + " @Constant float s) {\n    for (@Parallel int i = 0; i < 4; i++) x[i] = big + (long) s;\n  }\n}\n");
+    KernelTranslator t = new KernelTranslator(List.of(f));
+    for (Map<String, Object> bad : List.<Map<String, Object>>of(Map.of("big", 1e30, "s", 1f),
+        Map.of("big", 1L, "s", 1e300), Map.of("big", 1L, "s", 16777217L))) {
+      assertThatThrownBy(() -> t.translate(List.of(new KernelRequest("L", "k", bad)))).as(bad.toString())
+          .isInstanceOf(KernelCompileException.class).hasMessageContaining("the specialisation gives");
+    }
+    assertThat(t.translate(List.of(new KernelRequest("L", "k", Map.of("big", 4e18, "s", 0.1)))))
+        .contains("constexpr long long big = 4000000000000000000").contains("constexpr float s = ");
     // a name that is no parameter (a typo) is refused, naming the parameters
     assertThatThrownBy(() -> translate(SimtCorpus.class, "compressWarp", Map.of("vals", 8, "val", 4)))
         .isInstanceOf(KernelCompileException.class)
