@@ -17,8 +17,11 @@ import dev.taco.runtime.train.Trainer;
 import dev.taco.runtime.train.TrainingDiverged;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.channels.FileChannel;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -298,7 +301,7 @@ public final class TacoCli {
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
-        java.nio.channels.FileChannel saveLock = null;
+        FileChannel saveLock = null;
         try {
           if (save != null) { // found now, not at the first save after minutes of training
             makeWritableFolder("--save", save);
@@ -341,13 +344,13 @@ public final class TacoCli {
      * @throws IllegalArgumentException if another run holds one of them, naming the folder
      * @throws IOException if the lock file cannot be made
      */
-    static java.nio.channels.FileChannel lockSaveFolder(Path save, List<Path> nested) throws IOException {
-      var ch = java.nio.channels.FileChannel.open(save.resolve(SAVE_LOCK), java.nio.file.StandardOpenOption.CREATE,
-          java.nio.file.StandardOpenOption.WRITE);
+    static FileChannel lockSaveFolder(Path save, List<Path> nested) throws IOException {
+      var ch = FileChannel.open(save.resolve(SAVE_LOCK), StandardOpenOption.CREATE,
+          StandardOpenOption.WRITE);
       Path busy = tryLock(ch, false) ? null : save;
       for (Path other : nested) {
         if (busy != null || other.equals(save) || !Files.exists(other.resolve(SAVE_LOCK))) continue;
-        try (var probe = java.nio.channels.FileChannel.open(other.resolve(SAVE_LOCK))) {
+        try (var probe = FileChannel.open(other.resolve(SAVE_LOCK))) {
           if (!tryLock(probe, true)) busy = other; // free: the probe's shared lock goes with its channel
         } catch (IOException e) { // removed just now, or unreadable: no run of ours can hold it then
           log.debug("cannot probe {}", other.resolve(SAVE_LOCK), e);
@@ -360,10 +363,10 @@ public final class TacoCli {
     }
 
     /** Whether the lock of {@code ch}'s file was free and is now held (exclusive, or {@code shared}) through it. */
-    private static boolean tryLock(java.nio.channels.FileChannel ch, boolean shared) throws IOException {
+    private static boolean tryLock(FileChannel ch, boolean shared) throws IOException {
       try {
         return ch.tryLock(0, Long.MAX_VALUE, shared) != null;
-      } catch (java.nio.channels.OverlappingFileLockException e) {
+      } catch (OverlappingFileLockException e) {
         return false; // a run in this JVM holds it
       }
     }
@@ -373,7 +376,7 @@ public final class TacoCli {
      * let a run that opened it just before lock a file that no longer has a name), unless {@code remove}: a --save
      * folder this run made is removed again when the run fails before saving anything.
      */
-    private static void unlockSaveFolder(Path save, java.nio.channels.FileChannel lock, boolean remove) {
+    private static void unlockSaveFolder(Path save, FileChannel lock, boolean remove) {
       if (lock == null || !lock.isOpen()) return;
       try (lock) {
         if (remove) Files.deleteIfExists(save.resolve(SAVE_LOCK));
