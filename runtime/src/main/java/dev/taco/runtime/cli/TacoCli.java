@@ -280,16 +280,6 @@ public final class TacoCli {
         if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
         }
-        if (save != null && load == null) {
-          for (String c : codecs) {
-            Path latest = perCodec(save, codecs, c).resolve(dev.taco.runtime.train.Checkpoint.LATEST);
-            if (Files.exists(latest)) {
-              log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
-                  + " scratch (no --load), writes over them", save, latest);
-              break;
-            }
-          }
-        }
         if (sequenceParallel && tp == 1)
           log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
         if (dataParallel == 1 && !dpCompression.equals("fp32"))
@@ -309,6 +299,7 @@ public final class TacoCli {
             if (save.toAbsolutePath().getParent() != null) nested.add(save.toAbsolutePath().getParent());
             for (String c : codecs) nested.add(perCodec(save, codecs, c));
             saveLock = lockSaveFolder(save, nested);
+            if (load == null) warnIfSavedBefore(save, codecs);
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
             requireSpace(save, codecs.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
@@ -328,6 +319,26 @@ public final class TacoCli {
           throw e;
         } finally {
           unlockSaveFolder(save, saveLock, false);
+        }
+      }
+    }
+
+    /**
+     * Warns when a --save folder that this run, starting from scratch, writes into already holds an earlier run's
+     * checkpoints (a latest-file or {@code iter_*} folders of a codec's run).
+     */
+    private static void warnIfSavedBefore(Path save, List<String> codecs) throws IOException {
+      for (String c : codecs) {
+        Path dir = perCodec(save, codecs, c);
+        if (!Files.isDirectory(dir)) continue;
+        try (var entries = Files.list(dir)) {
+          Path earlier = entries.filter(p -> p.getFileName().toString().equals(dev.taco.runtime.train.Checkpoint.LATEST)
+              || p.getFileName().toString().matches("iter_\\d{7}")).sorted().findFirst().orElse(null);
+          if (earlier != null) {
+            log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
+                + " scratch (no --load), writes over them", save, earlier);
+            return;
+          }
         }
       }
     }

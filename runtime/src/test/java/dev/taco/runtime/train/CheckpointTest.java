@@ -171,6 +171,11 @@ class CheckpointTest {
     TacoCliTest.Result second = train(tmp.resolve("B"), args);
     assertThat(second.status()).as(second.err()).isZero();
     assertThat(second.err()).contains("--save " + ck + " already holds checkpoints of an earlier run");
+    Files.delete(ck.resolve(Checkpoint.LATEST)); // checkpoints without their latest-file are an earlier run's too
+    TacoCliTest.Result third = train(tmp.resolve("C"), args);
+    assertThat(third.status()).as(third.err()).isZero();
+    assertThat(third.err()).contains("--save " + ck + " already holds checkpoints of an earlier run (" + ck.resolve(
+        "iter_0000002") + ")");
   }
 
   private static void deleteTree(Path p) throws IOException {
@@ -451,10 +456,11 @@ class CheckpointTest {
     try (var other = java.nio.channels.FileChannel.open(both.resolve(".taco-save.lock"),
         java.nio.file.StandardOpenOption.WRITE);
         var held = other.lock()) {
-      assertOneLine(train(tmp.resolve("r4"), "--tp", "2", "--steps", "4", "--compression", "taco", "--save",
-          both.resolve("taco").toString(), "--overwrite"),
-          "is in use by another run (it holds the lock on "
-              + both.toAbsolutePath().resolve(".taco-save.lock"));
+      TacoCliTest.Result r4 = train(tmp.resolve("r4"), "--tp", "2", "--steps", "4", "--compression", "taco",
+          "--save", both.resolve("taco").toString(), "--overwrite");
+      assertOneLine(r4, "is in use by another run (it holds the lock on " + both.toAbsolutePath().resolve(
+          ".taco-save.lock"));
+      assertThat(r4.err()).doesNotContain("writes over them"); // refused before it would write anything
     }
     try (var other = java.nio.channels.FileChannel.open(both.resolve("taco").resolve(".taco-save.lock"),
         java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
