@@ -331,14 +331,14 @@ public final class TacoCli {
       for (String c : codecs) {
         Path dir = perCodec(save, codecs, c);
         if (!Files.isDirectory(dir)) continue;
-        try (var entries = Files.list(dir)) {
-          Path earlier = entries.filter(p -> p.getFileName().toString().equals(dev.taco.runtime.train.Checkpoint.LATEST)
-              || p.getFileName().toString().matches("iter_\\d{7}")).sorted().findFirst().orElse(null);
-          if (earlier != null) {
-            log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
-                + " scratch (no --load), writes over them", save, earlier);
-            return;
-          }
+        List<Integer> steps = dev.taco.runtime.train.Checkpoint.savedSteps(dir);
+        Path latest = dir.resolve(dev.taco.runtime.train.Checkpoint.LATEST);
+        Path earlier = !steps.isEmpty() ? dir.resolve(dev.taco.runtime.train.Checkpoint.folderName(steps.getFirst()))
+            : Files.exists(latest) ? latest : null;
+        if (earlier != null) {
+          log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
+              + " scratch (no --load), writes over them", save, earlier);
+          return;
         }
       }
     }

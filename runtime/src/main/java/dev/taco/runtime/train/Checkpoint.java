@@ -118,8 +118,20 @@ public final class Checkpoint {
   }
 
   /** The folder name of the checkpoint of {@code step}: {@code iter_0000010}. */
-  static String folderName(int step) {
+  public static String folderName(int step) {
     return String.format(Locale.ROOT, "iter_%07d", step);
+  }
+
+  /**
+   * The steps of the checkpoint folders ({@code iter_0000010}, {@link #folderName}) in {@code dir}, ascending.
+   *
+   * @throws IOException if {@code dir} cannot be listed
+   */
+  public static List<Integer> savedSteps(Path dir) throws IOException {
+    try (var entries = Files.list(dir)) {
+      return entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("iter_\\d{7}"))
+          .map(n -> Integer.parseInt(n.substring(5))).sorted().toList();
+    }
   }
 
   /**
@@ -254,16 +266,16 @@ public final class Checkpoint {
     if (!Files.isDirectory(dir)) throw new IllegalArgumentException("--load " + dir + ": no such folder");
     Path latest = dir.resolve(LATEST);
     if (!Files.exists(latest)) {
-      List<String> saved = new ArrayList<>();
-      try (var entries = Files.list(dir)) {
-        entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("iter_\\d{7}")).sorted().forEach(saved::add);
+      List<Integer> saved;
+      try {
+        saved = savedSteps(dir);
       } catch (IOException e) {
         throw new IllegalArgumentException("--load " + dir + " cannot be read: " + e.getMessage());
       }
       if (!saved.isEmpty()) { // checkpoints without their pointer: starting over would write over them
-        throw new IllegalArgumentException("--load " + dir + " holds " + String.join(", ", saved) + " but no " + LATEST
-            + ": write the step to resume from into it (echo " + Integer.parseInt(saved.getLast().substring(5))
-            + " > " + latest + "), or load another folder");
+        throw new IllegalArgumentException("--load " + dir + " holds " + String.join(", ", saved.stream()
+            .map(Checkpoint::folderName).toList()) + " but no " + LATEST + ": write the step to resume from into it"
+            + " (echo " + saved.getLast() + " > " + latest + "), or load another folder");
       }
       log.warn("--load {}: no {} there, starting from scratch", dir, LATEST);
       return null;
@@ -529,13 +541,7 @@ public final class Checkpoint {
 
   /** Deletes the checkpoints older than the newest one before {@code step}, and leftovers of killed saves. */
   private static void pruneOlderThanPrevious(Path dir, int step) throws IOException {
-    List<Integer> steps = new ArrayList<>();
-    try (var s = Files.list(dir)) {
-      for (Path p : (Iterable<Path>) s::iterator) {
-        String n = p.getFileName().toString();
-        if (n.matches("iter_\\d{7}")) steps.add(Integer.parseInt(n.substring(5)));
-      }
-    }
+    List<Integer> steps = new ArrayList<>(savedSteps(dir));
     steps.sort(Comparator.reverseOrder());
     int kept = 0;
     for (int s : steps) {
