@@ -1,5 +1,5 @@
 # Baseline for bench/gpu-collectives.sh, measured in the same device session: ONE rank's kernels of a TACO-style
-# compressed two-shot all-reduce written in PyTorch ops (DESIGN §7 anchor), bf16 rows x 4096, G = 64, Hadamard by a
+# compressed two-shot all-reduce written in PyTorch ops (docs/design.md §7 anchor), bf16 rows x 4096, G = 64, Hadamard by a
 # 64 x 64 matmul, per-group absmax scales, float8_e4m3fn codes: compress the R-1 peers' chunks, decompress-reduce the
 # own chunk (peers' payloads faked by this rank's own, as the Java benchmark does) and re-compress it, decompress all R
 # chunks. Eager and torch.compile; median of 20 CUDA-event samples after warm-up.

@@ -26,7 +26,7 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
- * CPU throughput of every codec (DESIGN §3, §7): encode and decode of one {@value #ROWS} x
+ * CPU throughput of every codec (docs/design.md §3, §7): encode and decode of one {@value #ROWS} x
  * {@value #COLS} float32 activation tensor (Gaussian, with 1 % outlier channels scaled by 50), reported as GB/s of
  * <em>input</em> (float32 bytes, 4 MiB per call, 1 GB = 10^9 bytes) and as a ratio to a plain copy of the same
  * bytes ({@link System#arraycopy} of the float array) measured in the same run. Single-threaded: one codec call runs

@@ -18,7 +18,7 @@ import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
- * The GPU fidelity plot (DESIGN §7): per codec, every seed's best and final validation loss as markers and the mean
+ * The GPU fidelity plot (docs/design.md §7): per codec, every seed's best and final validation loss as markers and the mean
  * best as a line, from the {@code "fidelity"} array of a results file ({@code bench/results/gpu-train-1gpu.json}:
  * {@code [{"codec", "seeds", "best_val", "final_val"}]}), so codecs compare at a glance against the spread over seeds.
  *

@@ -38,7 +38,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 2)
 public class GemmBench {
-  /** OpenBLAS SGEMM (numpy) on these 2-core machines, n = 1024–2048 (DESIGN.md §7). */
+  /** OpenBLAS SGEMM (numpy) on these 2-core machines, n = 1024–2048 (docs/design.md §7). */
   static final double OPENBLAS_ANCHOR_GFLOPS = 185.0;
 
   @Param({"512", "1024"})

@@ -20,7 +20,7 @@ import java.util.Random;
 import java.util.function.IntConsumer;
 
 /**
- * GPU check and benchmark of the fused TACO kernels (DESIGN §5, §7). Run on the GPU machine by
+ * GPU check and benchmark of the fused TACO kernels (docs/design.md §5, §7). Run on the GPU machine by
  * {@code bench/gpu-codec.sh}: {@code java -cp "$CP" dev.taco.bench.GpuCodecBench --out FILE [--command TEXT]}.
  *
  * <ol>
@@ -45,7 +45,7 @@ public final class GpuCodecBench {
   static final int COLS = 4096;
   static final int SAMPLES = 20;
   static final int WARMUP = 3;
-  static final double ANCHOR_MS = 0.669; // PyTorch-ops compress at 64 MiB, DESIGN §7
+  static final double ANCHOR_MS = 0.669; // PyTorch-ops compress at 64 MiB, docs/design.md §7
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {

@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * The device collectives' per-rank GPU time on ONE GPU (DESIGN §4, §7):
+ * The device collectives' per-rank GPU time on ONE GPU (docs/design.md §4, §7):
  * {@code java -cp "$CP" dev.taco.bench.GpuCollectivesBench --out FILE [--command TEXT] [--links 270,29,50]}.
  *
  * <p>For bf16 tensors of 1, 4, 16, 64 and 256 MiB ({@code rows x 4096}) and R = 2, 4, 8, with the default TACO plan

@@ -11,7 +11,7 @@ import java.util.Arrays;
 import java.util.Locale;
 
 /**
- * Where the GPU step's GEMM time goes (DESIGN §7, a diagnostic): for one model shape, every linear layer's
+ * Where the GPU step's GEMM time goes (docs/design.md §7, a diagnostic): for one model shape, every linear layer's
  * products timed three ways by CUDA events, medians of 20: the bare cuBLAS bf16 GEMMs (bf16 operands already there),
  * the backend's {@code CudaOps.matmulForward} / {@code matmulBackward} in bf16 mode (operand rounding, bias add and
  * bias column sums included) and the same in fp32 mode; TFLOP/s from 2·m·n·k per product.

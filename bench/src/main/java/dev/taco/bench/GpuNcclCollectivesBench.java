@@ -24,7 +24,7 @@ import java.util.concurrent.CyclicBarrier;
 
 /**
  * TACO's compressed collectives against NCCL's bf16 ones on every visible GPU of one host, one JVM with a thread per
- * GPU (the two-GPU collective benchmark, DESIGN §7; ready to run on a machine of two or more GPUs):
+ * GPU (the two-GPU collective benchmark, docs/design.md §7; ready to run on a machine of two or more GPUs):
  * {@code java -cp "$CP" dev.taco.bench.GpuNcclCollectivesBench --link nvlink|no-p2p --out FILE [--command TEXT]}.
  * For bf16 tensors of 1, 4, 16, 64, 256 MiB ({@code rows x 4096}; all-gather: one rank's shard): the median of 20
  * samples (CUDA events on rank 0, after 3 warm-ups, every rank entering each sample together) of NCCL's bf16

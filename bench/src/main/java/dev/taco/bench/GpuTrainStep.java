@@ -19,7 +19,7 @@ import java.util.SplittableRandom;
 
 /**
  * Times one training step of the GPU backend ({@link CudaOps}, TP = 1) per model shape, as
- * {@code ../shared/tools/torch_gpt_step.py} times PyTorch's (DESIGN §7): vocabulary 256, embeddings, tied LM
+ * {@code ../shared/tools/torch_gpt_step.py} times PyTorch's (docs/design.md §7): vocabulary 256, embeddings, tied LM
  * head, cross-entropy, AdamW with global-norm clipping. A step is {@code Gpt.trainStep} (zero-grad, forward, backward:
  * one CUDA graph from the third step on; the loss comes back to the host), the gradient norm (back to the host) and the
  * update: what {@code taco train} does. Median of

@@ -1,7 +1,7 @@
 package dev.taco.bench;
 
 /**
- * A clearly labelled PROJECTION, not a measurement (DESIGN §7): the time of a collective over a link of a given bus
+ * A clearly labelled PROJECTION, not a measurement (docs/design.md §7): the time of a collective over a link of a given bus
  * bandwidth, by nccl-tests' definition of bus bandwidth (what one rank puts on the link divided by the time; for a ring
  * all-reduce of S bytes that is {@code 2(R-1)/R * S}, for an all-gather or reduce-scatter of S bytes in all
  * {@code (R-1)/R * S}), so a rank's time on the wire is {@code bytesPerRank / busBandwidth}. NCCL bf16 spends only that;

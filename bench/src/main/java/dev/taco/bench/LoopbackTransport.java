@@ -7,7 +7,7 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 
 /**
  * Rank 0 of R on one GPU with the peers' payloads faked by local copies, for timing ONE rank's kernels of the device
- * collectives (DESIGN §7: per-rank GPU time) without the other ranks competing for the GPU: the all-to-all copies
+ * collectives (docs/design.md §7: per-rank GPU time) without the other ranks competing for the GPU: the all-to-all copies
  * slot {@code p} of the send buffer into slot {@code p} of the receive buffer (valid payloads, of this rank's data),
  * the all-gather copies the own slot into the others. Each buffer is filled by the first exchange into it only: a
  * collective's graph keeps its buffers and its inputs do not change between samples, so its payloads stay valid, and

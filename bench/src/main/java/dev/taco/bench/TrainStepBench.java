@@ -29,7 +29,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * One training step of the default {@code ./taco train} model on the CPU (DESIGN §7): 4 layers, hidden 128, 4
+ * One training step of the default {@code ./taco train} model on the CPU (docs/design.md §7): 4 layers, hidden 128, 4
  * heads, sequence 128, micro-batch 8, vocabulary 256, TP = 2 as two threads of this JVM over the {@code local}
  * transport, each TP collective through the codec ({@code none}: bf16 on the wire; {@code taco}: the calibrated
  * per-site plans, calibrated during the warm-up). A step is what {@code Trainer} does per step: zero-grad, forward,

@@ -5,14 +5,14 @@ import static org.assertj.core.api.Assertions.within;
 
 import org.junit.jupiter.api.Test;
 
-/** The projection's arithmetic against the figures DESIGN §7 quotes. */
+/** The projection's arithmetic against the figures docs/design.md §7 quotes. */
 class LinkProjectionTest {
   @Test
   void ncclAllReduceOf64MiBAtTwoRanksOverNvlinkMatchesTheBusBandwidthDefinition() {
     long s = 64L << 20;
     long bytes = LinkProjection.ncclBytesPerRank("all-reduce", 2, s);
     assertThat(bytes).isEqualTo(s); // 2(R-1)/R * S at R = 2
-    // DESIGN §7 measured 0.301 ms over NVLink: a bus bandwidth of 223 GB/s; at 270 GB/s the projection is 0.249 ms
+    // docs/design.md §7 measured 0.301 ms over NVLink: a bus bandwidth of 223 GB/s; at 270 GB/s the projection is 0.249 ms
     LinkProjection p = LinkProjection.of(270, bytes, bytes / 2, 0.1);
     assertThat(p.ncclBf16Ms()).isCloseTo(s / 270e6, within(1e-9));
     assertThat(p.tacoMs()).isCloseTo(0.1 + s / 2 / 270e6, within(1e-9));

@@ -2,7 +2,7 @@ package dev.taco.collective;
 
 /**
  * One rank's handle on a group of {@link #worldSize()} ranks that run the same sequence of collectives, in the
- * style of an NCCL communicator or a {@code torch.distributed} process group (DESIGN §4).
+ * style of an NCCL communicator or a {@code torch.distributed} process group (docs/design.md §4).
  *
  * <p>All buffers are float32 and all counts are in elements. Every rank must call the same collectives in the
  * same order with the same counts. A collective that cannot complete (a peer failed, was aborted or timed out)

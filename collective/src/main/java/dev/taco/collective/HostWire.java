@@ -9,7 +9,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
- * The host side of the {@link Wire} seam (DESIGN §4): tensors are {@code float[]} (row-major, from index 0), a payload
+ * The host side of the {@link Wire} seam (docs/design.md §4): tensors are {@code float[]} (row-major, from index 0), a payload
  * buffer is {@link Slots} ({@code worldSize()} byte payloads), the codec runs on the CPU and the bytes move through a
  * {@link Communicator}'s {@link Communicator#allToAllBytes} (the {@code local} transport: threads as ranks). Steps run
  * at once, in call order; one piece per collective (no pipelining on the host).

@@ -5,7 +5,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
 /**
- * One rank of a {@link LocalGroup}: the exact, in-process transport of DESIGN §4.
+ * One rank of a {@link LocalGroup}: the exact, in-process transport of docs/design.md §4.
  *
  * <p>The float collectives are exact float32, written once in {@link TwoShot} with the {@link Plan#EXACT} plan over a
  * {@link HostWire} on this communicator: values travel as raw little-endian float32 (4 bytes per element, no header);
@@ -154,7 +154,7 @@ public final class LocalCommunicator implements Communicator {
   }
 
   /**
-   * All-to-all of byte payloads (DESIGN §4): {@code send[p]} is copied to rank p; element q of the result is the
+   * All-to-all of byte payloads (docs/design.md §4): {@code send[p]} is copied to rank p; element q of the result is the
    * copy rank q sent here, which this rank now owns; element {@code rank()} is {@code send[rank()]} itself. Adds
    * the lengths of the payloads for other ranks to {@link #bytesSent()}.
    *

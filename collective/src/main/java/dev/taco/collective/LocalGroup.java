@@ -10,7 +10,7 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The {@code local} transport of DESIGN §4: a group of R ranks that are threads of this JVM. Each rank owns its
+ * The {@code local} transport of docs/design.md §4: a group of R ranks that are threads of this JVM. Each rank owns its
  * buffers; every payload that crosses ranks is copied, so no rank ever sees another rank's array.
  *
  * <p>The state the ranks share is a mailbox of byte payloads and a barrier. The barrier never waits forever: it

@@ -9,7 +9,7 @@ import java.util.HexFormat;
 import java.util.Objects;
 
 /**
- * What one collective site puts on the wire (DESIGN §3.1, §4): a codec, or none for exact float32, and the layout the
+ * What one collective site puts on the wire (docs/design.md §3.1, §4): a codec, or none for exact float32, and the layout the
  * tensor is sent in. A plan is a typed value, frozen per site by calibration and shared by every rank; the payload size
  * of any chunk follows from the plan and the chunk's shape alone, so every exchange has sizes known in advance.
  *

@@ -1,7 +1,7 @@
 package dev.taco.collective;
 
 /**
- * The compressed collectives of DESIGN §4, written once over a {@link Wire}: the same steps run on float arrays
+ * The compressed collectives of docs/design.md §4, written once over a {@link Wire}: the same steps run on float arrays
  * ({@link HostWire}) and on a GPU (the device wire), so both give the same values.
  *
  * <p>A collective carries a {@code rows x cols} tensor (tokens x hidden). It is split by rows: rank {@code p} owns rows

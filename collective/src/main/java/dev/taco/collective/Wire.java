@@ -1,7 +1,7 @@
 package dev.taco.collective;
 
 /**
- * The memory-space / transport seam under {@link TwoShot} (DESIGN §4): the few steps the compressed collectives are
+ * The memory-space / transport seam under {@link TwoShot} (docs/design.md §4): the few steps the compressed collectives are
  * made of, on one rank, for tensors {@code T} and payload buffers {@code P} of one memory space. {@link HostWire} runs
  * them at once on float arrays over a {@link Communicator}; the device wire records them as the nodes of a CUDA task
  * graph (kernels on a compute stream, exchanges on a communication stream) that runs on the GPU without a host
@@ -28,7 +28,7 @@ public interface Wire<T, P> {
 
   /**
    * Rows of each rank's chunk per pipelined piece: {@code rowsPerRank} for no pipelining, fewer to cut large
-   * collectives into pieces that overlap (DESIGN §4, "Overlap"). The result does not change any value: every codec
+   * collectives into pieces that overlap (docs/design.md §4, "Overlap"). The result does not change any value: every codec
    * that runs here scales each row on its own.
    */
   int pieceRows(Plan plan, int rowsPerRank, int cols);
@@ -55,7 +55,7 @@ public interface Wire<T, P> {
   void encode(Plan plan, T x, int row0, int realRows, int rows, int cols, P out, int slot, int piece);
 
   /**
-   * Decompress-reduce (DESIGN §3.5): {@code y} rows {@code yRow0 .. + realRows} = own chunk + the sum of the peers'
+   * Decompress-reduce (docs/design.md §3.5): {@code y} rows {@code yRow0 .. + realRows} = own chunk + the sum of the peers'
    * payloads in {@code recv} (every slot but {@link #rank()}), fp32 accumulation.
    */
   void reduce(Plan plan, T x, int row0, int realRows, int rows, int cols, P recv, T y, int yRow0, int piece);

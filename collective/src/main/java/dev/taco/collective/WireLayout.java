@@ -2,7 +2,7 @@ package dev.taco.collective;
 
 /**
  * Along which axis a collective's {@code rows x cols} tensor (tokens x hidden) is cut into the codec's groups on the
- * wire (DESIGN §3.1, "data-driven reshaping"). The collective lays the tensor out this way before it sends and back
+ * wire (docs/design.md §3.1, "data-driven reshaping"). The collective lays the tensor out this way before it sends and back
  * after it receives; the caller sees its own layout.
  */
 public enum WireLayout {

@@ -2,7 +2,7 @@ package dev.taco.codec;
 
 /**
  * A lossy or lossless encoding of a float32 tensor into a self-describing byte payload, used on the wire of
- * the tensor-parallel collectives (DESIGN §3).
+ * the tensor-parallel collectives (docs/design.md §3).
  *
  * <p>The tensor is {@code rows x cols} float32 values, row-major, starting at {@code x[off]}. A payload made by
  * {@link #encode} carries its own header (magic, version, codec id, shape, group size, format, checksum), so
@@ -54,7 +54,7 @@ public interface Codec {
   int decode(byte[] in, int inOff, int len, float[] out, int outOff, boolean accumulate);
 
   /**
-   * Decompress-reduce, the reduce step of a compressed reduce-scatter or all-reduce (DESIGN §3.5, §4): {@code
+   * Decompress-reduce, the reduce step of a compressed reduce-scatter or all-reduce (docs/design.md §3.5, §4): {@code
    * out[outOff + i] = (sum over q of decode(payloads[q])[i]) + own[ownOff + i]} for {@code i < rows*cols}, over the
    * non-null payloads in index order (the caller passes them by source rank, its own slot null), float32 accumulation
    * from +0. Codecs with an orthonormal transform sum in the transformed domain and apply the inverse transform once

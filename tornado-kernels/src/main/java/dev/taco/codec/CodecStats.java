@@ -1,13 +1,13 @@
 package dev.taco.codec;
 
 /**
- * Per-tensor quality figures of a codec round trip (DESIGN §3), all computed in float64.
+ * Per-tensor quality figures of a codec round trip (docs/design.md §3), all computed in float64.
  *
- * <p>Two zero-collapse figures, because they answer different questions. The element-level rate (DESIGN §3's
+ * <p>Two zero-collapse figures, because they answer different questions. The element-level rate (docs/design.md §3's
  * definition) counts every non-zero input decoded as exactly 0; it is not 0 even for a good FP8 codec, since
  * values below a group's quantisation step (about 2^-17 of the group max for E4M3 without Hadamard) and exact
  * cancellations in the inverse Hadamard transform both give 0. The group-level rate is the failure Dual-Scale
- * quantisation is built to prevent (DESIGN §3.3 (b)): a group holding a non-zero value decoded as all zeros.
+ * quantisation is built to prevent (docs/design.md §3.3 (b)): a group holding a non-zero value decoded as all zeros.
  *
  * @param n number of elements, {@code rows*cols}
  * @param relL2 relative L2 error {@code ||y - x|| / ||x||} (0 if both are zero; +Inf if only x is zero)

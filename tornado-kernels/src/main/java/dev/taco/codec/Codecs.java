@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Codec factory by command-line name (DESIGN §3: TACO and every baseline behind one interface).
+ * Codec factory by command-line name (docs/design.md §3: TACO and every baseline behind one interface).
  *
  * <p>A spec is a base name, then optional parameters after a colon (or a comma), comma-separated:
  * {@code int8-group:g=64}, {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off},
@@ -57,7 +57,7 @@ public final class Codecs {
 
   /**
    * A parsed codec spec: the base name and what the spec set explicitly; a null field was not given and takes the
-   * codec's default. Calibration keeps what the user fixed (DESIGN §4) by asking these fields, not the text.
+   * codec's default. Calibration keeps what the user fixed (docs/design.md §4) by asking these fields, not the text.
    *
    * @param text the spec as given
    * @param base the lower-cased base name, one of {@link #NAMES}

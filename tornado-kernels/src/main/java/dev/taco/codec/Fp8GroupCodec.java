@@ -4,7 +4,7 @@ import dev.taco.kernels.GroupKernels;
 
 /**
  * {@code fp8-group} (codec id 6): per-group absmax-scaled OCP FP8 E4M3 (OCP 8-bit Floating Point Specification
- * rev. 1.0), no transform, a single fp32 scale level (DESIGN §3 baselines). Groups of {@code G} contiguous values
+ * rev. 1.0), no transform, a single fp32 scale level (docs/design.md §3 baselines). Groups of {@code G} contiguous values
  * along each row (G a power of two, 32..256, default 128), one float32 absmax {@code a} per group; codes
  * {@code E4M3(448 x / a)}, round-to-nearest-even. Per value the relative error is at most 2^-4 while
  * {@code 448 |x| / a >= 2^-6} (E4M3's normal range), else the absolute error is at most {@code 2^-10 a / 448}.

@@ -4,7 +4,7 @@ import dev.taco.kernels.GroupKernels;
 
 /**
  * {@code fp8-tensor} (codec id 5): OCP FP8 E4M3 with one float32 scale per tensor (the plain FP8 cast of
- * Transformer-Engine-style per-tensor scaling; DESIGN §3 baselines): the tensor's absmax {@code a} is stored, codes
+ * Transformer-Engine-style per-tensor scaling; docs/design.md §3 baselines): the tensor's absmax {@code a} is stored, codes
  * are {@code E4M3(448 x / a)}, round-to-nearest-even. Values below {@code 2^-16 a} (half the smallest E4M3
  * subnormal, relative to 448) decode to 0: this codec shows the zero collapse that per-group scales avoid. Per
  * value: relative error at most 2^-4 in E4M3's normal range ({@code 448 |x| / a >= 2^-6}), else absolute error at

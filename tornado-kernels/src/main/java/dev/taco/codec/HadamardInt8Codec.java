@@ -5,7 +5,7 @@ import dev.taco.kernels.GroupKernels;
 /**
  * {@code hadamard-int8} (codec id 8): orthonormal Walsh-Hadamard transform of each group, then per-group INT8, in
  * the style of QuaRot (arXiv 2404.00456) and QuIP# (arXiv 2402.04396), which rotate to spread outliers before
- * integer quantisation (DESIGN §3 baselines). Groups of {@code G} contiguous values along each row (G a power of
+ * integer quantisation (docs/design.md §3 baselines). Groups of {@code G} contiguous values along each row (G a power of
  * two, 32..256, default 128), the last one of a row zero-padded to G (the padding is sent, since the transform
  * mixes it). Per group the transformed absmax {@code a} is stored; codes {@code rint(127 w / a)}; decode inverts
  * the quantisation, then the transform (its own inverse). Error per value after the inverse transform: RMS at most

@@ -3,7 +3,7 @@ package dev.taco.codec;
 import dev.taco.kernels.GroupKernels;
 
 /**
- * {@code int4-group} (codec id 7): per-group symmetric INT4, two values a byte (DESIGN §3 baselines). Groups of
+ * {@code int4-group} (codec id 7): per-group symmetric INT4, two values a byte (docs/design.md §3 baselines). Groups of
  * {@code G} contiguous values along each row (G a power of two, 32..256, default 32), one float32 absmax {@code a}
  * per group, codes {@code rint(7 x / a)} in [-7, 7] (-8 is reserved for NaN under {@code nonfinite=propagate}),
  * round-to-nearest-even. Per value the absolute error is at most {@code a/14}: about 10 % relative L2 error on

@@ -3,7 +3,7 @@ package dev.taco.codec;
 import dev.taco.kernels.GroupKernels;
 
 /**
- * {@code int8-group} (codec id 3): per-group symmetric INT8 (DESIGN §3 baselines; as in Flash Communication,
+ * {@code int8-group} (codec id 3): per-group symmetric INT8 (docs/design.md §3 baselines; as in Flash Communication,
  * arXiv 2412.04964). Groups of {@code G} contiguous values along each row (G a power of two, 32..256, default 128;
  * the last group of a row may be short, no padding is sent), one float32 absmax {@code a} per group (scale
  * {@code a/127}), codes {@code rint(127 x / a)} in [-127, 127], round-to-nearest-even. Per value the absolute error

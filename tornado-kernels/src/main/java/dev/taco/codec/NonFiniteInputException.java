@@ -1,7 +1,7 @@
 package dev.taco.codec;
 
 /**
- * A codec refused its input because it holds NaN or ±Inf (policy {@code nonfinite=refuse}, DESIGN §3): the message
+ * A codec refused its input because it holds NaN or ±Inf (policy {@code nonfinite=refuse}, docs/design.md §3): the message
  * names the first such value, its flat index, row and column, and advises {@code nonfinite=propagate} for data that is
  * non-finite on purpose. Layers that know more (the collective: the site, the chunk, the rank) add it with
  * {@link #NonFiniteInputException(String, NonFiniteInputException)}, which keeps the type, so that a training loop

@@ -4,7 +4,7 @@ import dev.taco.kernels.Bytes;
 import java.util.zip.CRC32;
 
 /**
- * The 28-byte header every codec payload starts with (DESIGN §3.4), little-endian:
+ * The 28-byte header every codec payload starts with (docs/design.md §3.4), little-endian:
  *
  * <pre>
  * off size field
@@ -163,7 +163,7 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
     return Bytes.getInt(in, off + 24);
   }
 
-  /** The group sizes of the wire format (DESIGN §3.1): the powers of two in 32..256. */
+  /** The group sizes of the wire format (docs/design.md §3.1): the powers of two in 32..256. */
   public static final java.util.List<Integer> GROUP_SIZES = java.util.List.of(32, 64, 128, 256);
 
   /** True if {@code g} is one of {@link #GROUP_SIZES}. */

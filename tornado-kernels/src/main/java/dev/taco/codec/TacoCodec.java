@@ -10,7 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * {@code taco}: the TACO FP8 codec of DESIGN §3 (after arXiv 2604.24088): ASH pre-scale, Walsh-Hadamard transform
+ * {@code taco}: the TACO FP8 codec of docs/design.md §3 (after arXiv 2604.24088): ASH pre-scale, Walsh-Hadamard transform
  * and Dual-Scale FP8 quantisation of groups of {@code G} contiguous values along each row. The numerics, their
  * guarantees (no saturation for any finite input; no zero collapse for groups down to about 2^-245 of their row's
  * max) and their limits are documented on {@link TacoKernels}, which holds the kernels; this class validates,
@@ -47,7 +47,7 @@ import java.util.List;
  * header; more when cols is not a multiple of G). Decoding reads format, G and flags from the header, not from this
  * instance's configuration.
  *
- * <p><b>Ablations</b> (same codec id 4, told apart by the header flags; DESIGN §3 asks for them): {@code taco-no-ash}
+ * <p><b>Ablations</b> (same codec id 4, told apart by the header flags; docs/design.md §3 asks for them): {@code taco-no-ash}
  * = alpha 0 and no Hadamard (neither part of ASH), {@code taco-no-hadamard} = no Hadamard, and {@code taco-no-ds}
  * = single scale: the row's coarse scale only, no per-group fine exponent (flag bit2, body without the
  * {@code rows*ng} fine bytes). Without the fine exponent, a group far below its row's max falls under FP8's
@@ -120,7 +120,7 @@ public final class TacoCodec extends AbstractCodec {
 
   /**
    * This codec with another group size and transform setting (same name, format, alpha, dual scale and NaN/Inf
-   * policy): the candidate plans of a calibration (DESIGN §3.1).
+   * policy): the candidate plans of a calibration (docs/design.md §3.1).
    *
    * @throws IllegalArgumentException for a bad G
    */
@@ -262,7 +262,7 @@ public final class TacoCodec extends AbstractCodec {
   }
 
   /**
-   * Decompress-reduce in the rotated domain (DESIGN §3.5): every payload's codes are dequantised, without the inverse
+   * Decompress-reduce in the rotated domain (docs/design.md §3.5): every payload's codes are dequantised, without the inverse
    * transform, into one accumulator ({@link TacoKernels#dequantAccumulate}), in list order, and the sum is transformed
    * back once ({@link TacoKernels#finishReduce}). A row that some payload sent untransformed (it held NaN/Inf, policy
    * propagate) is summed the plain way instead: each payload's row decoded in full, then added. The SIMD path

@@ -7,7 +7,7 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Marks an {@code int} parameter of a kernel as a compile-time constant (DESIGN §5: "compile-time constants
+ * Marks an {@code int} parameter of a kernel as a compile-time constant (docs/design.md §5: "compile-time constants
  * specialise a kernel"). Its value is given when the kernel is translated (a specialisation map, parameter name
  * to value); the parameter then disappears from the generated entry point and becomes a {@code constexpr int}
  * of the same name, so loops bounded by it are unrolled ({@code #pragma unroll}) and {@code new float[G]} becomes a

@@ -17,7 +17,7 @@ package dev.taco.kernels;
  * a NaN code ({@code 0x7F} with the input's sign, a NaN in both formats). Signed zeros keep their sign.
  * Decoding is exact (every FP8 value is a float32).
  *
- * <p>Kernel style (DESIGN §5): static methods on primitives, no allocation, no objects.
+ * <p>Kernel style (docs/design.md §5): static methods on primitives, no allocation, no objects.
  */
 public final class Fp8 {
   private Fp8() {}

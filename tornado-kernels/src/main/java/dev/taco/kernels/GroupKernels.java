@@ -1,7 +1,7 @@
 package dev.taco.kernels;
 
 /**
- * Per-group absmax quantisation, the kernels behind the baselines of DESIGN §3: {@code int8-group} (Flash
+ * Per-group absmax quantisation, the kernels behind the baselines of docs/design.md §3: {@code int8-group} (Flash
  * Communication), {@code int4-group}, {@code fp8-group}, {@code fp8-tensor} (one group spanning the tensor, called
  * as a {@code 1 x n} view with {@code G = n}) and {@code hadamard-int8} (QuaRot / QuIP# style: orthonormal WHT of
  * each group, then int8).
@@ -33,7 +33,7 @@ package dev.taco.kernels;
  * {@code rows*ng} float32 LE scales at {@code scaleOff}; codes at {@code codeOff} in rows of
  * {@link #codeStride} codes: {@code cols} (int8/fp8), {@code cols} rounded up to even (int4, so that no byte is
  * shared by two rows), or {@code ng*G} (Hadamard: groups are zero-padded to G, since the transform mixes the
- * padding). Kernel style as in DESIGN §5: {@link Parallel} loop over groups, primitive arrays, no allocation.
+ * padding). Kernel style as in docs/design.md §5: {@link Parallel} loop over groups, primitive arrays, no allocation.
  */
 public final class GroupKernels {
   private GroupKernels() {}

@@ -1,7 +1,7 @@
 package dev.taco.kernels;
 
 /**
- * In-place orthonormal fast Walsh-Hadamard transform (DESIGN §3.2).
+ * In-place orthonormal fast Walsh-Hadamard transform (docs/design.md §3.2).
  *
  * <p>The Sylvester-ordered Hadamard matrix H_n (n a power of two, H_1 = [1], H_2n = [[H_n, H_n], [H_n, -H_n]])
  * scaled by 1/sqrt(n) is symmetric and orthogonal, so the transform is its own inverse: H(H(x)) = x up to

@@ -7,7 +7,7 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Marks a static method as a GPU kernel entry point (DESIGN §5). The kernel compiler
+ * Marks a static method as a GPU kernel entry point (docs/design.md §5). The kernel compiler
  * ({@code dev.taco.kernels.compiler.KernelTranslator}) emits one {@code extern "C" __global__} function for it.
  * A kernel returns {@code void} and either contains one top-level {@link Parallel} loop (data-parallel kernel:
  * each iteration becomes one GPU thread of a grid-stride loop) or takes a {@link KernelContext} as its first

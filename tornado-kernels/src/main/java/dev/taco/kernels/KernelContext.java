@@ -1,7 +1,7 @@
 package dev.taco.kernels;
 
 /**
- * The SIMT view of one GPU thread, in the TornadoVM style (DESIGN §5, §8): a kernel that takes a
+ * The SIMT view of one GPU thread, in the TornadoVM style (docs/design.md §5, §8): a kernel that takes a
  * {@code KernelContext} as its first parameter runs once per thread of a one-dimensional grid of blocks
  * ("groups"), and reads its ids from the fields below.
  *

@@ -11,7 +11,7 @@ import java.lang.annotation.Target;
  * {@code for (@Parallel int i = 0; i < n; i++) { ... }}.
  *
  * <p>On the JVM the loop runs as written (a sequential loop; callers split work across threads by
- * passing sub-ranges); the kernel compiler (DESIGN §5) maps each iteration to a GPU thread. A loop so marked
+ * passing sub-ranges); the kernel compiler (docs/design.md §5) maps each iteration to a GPU thread. A loop so marked
  * must not carry a dependency between iterations, must not allocate and must not touch objects other
  * than primitive arrays.
  */

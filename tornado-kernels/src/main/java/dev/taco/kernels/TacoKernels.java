@@ -1,9 +1,9 @@
 package dev.taco.kernels;
 
 /**
- * The TACO compress / decompress kernels (DESIGN §3): ASH pre-scale, Walsh-Hadamard transform and Dual-Scale FP8
+ * The TACO compress / decompress kernels (docs/design.md §3): ASH pre-scale, Walsh-Hadamard transform and Dual-Scale FP8
  * quantisation of groups of {@code G} contiguous values along each row. CPU reference, written in the kernel
- * style of DESIGN §5 ({@link Parallel} loops over rows or groups, primitive arrays, sizes as parameters, no
+ * style of docs/design.md §5 ({@link Parallel} loops over rows or groups, primitive arrays, sizes as parameters, no
  * allocation in loops) so that the kernel compiler can translate it.
  *
  * <h2>Layout</h2>
@@ -318,7 +318,7 @@ public final class TacoKernels {
   }
 
   /**
-   * Decompress-reduce, step 1 of 2 (DESIGN §3.5): adds one payload's dequantised codes to a rotated-domain
+   * Decompress-reduce, step 1 of 2 (docs/design.md §3.5): adds one payload's dequantised codes to a rotated-domain
    * accumulator, <em>without</em> the inverse transform: for every group {@code t = r*ng + g} of a row whose coarse
    * scale {@code c_r} is not zero, {@code acc[accOff + t*G + i] += decodeValue(fp8(code[t*G + i]), decodeScale(c_r,
    * f_t), c_r, f_t)} for {@code i < G}; a row with {@code c_r = 0} adds nothing. The transform is linear and every
@@ -349,7 +349,7 @@ public final class TacoKernels {
   }
 
   /**
-   * Decompress-reduce, step 2 of 2 (DESIGN §3.5): the inverse transform of the accumulated sum, once per group:
+   * Decompress-reduce, step 2 of 2 (docs/design.md §3.5): the inverse transform of the accumulated sum, once per group:
    * {@code sum[sumOff + r*cols + j] = H(acc)[r*ngG + j]} for {@code j < cols}, with {@code H} the orthonormal WHT of each
    * group ({@link Hadamard#fwht}, applied in place to {@code acc}) when {@code hadamard}, else the identity. The
    * caller then adds its own exact contribution, {@code sum + own}. Not clamped: a sum beyond float32's range is

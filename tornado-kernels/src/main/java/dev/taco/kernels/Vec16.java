@@ -1,7 +1,7 @@
 package dev.taco.kernels;
 
 /**
- * 16- and 8-byte vector memory accesses for kernels (DESIGN §5: "the compiler must ... emit vector loads"; the
+ * 16- and 8-byte vector memory accesses for kernels (docs/design.md §5: "the compiler must ... emit vector loads"; the
  * warp-per-group shape of {@code shared/reference/fused_shapes.cu} loads 8 bf16 values per lane in one 128-bit
  * load). On the JVM these are plain element loops; the kernel compiler maps each to one vector access
  * ({@code uint4}/{@code float4}/{@code long long}, CUDA C++ Programming Guide, "Built-in Vector Types" and

@@ -6,7 +6,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Prints relative L2 error and wire bytes per element of every codec in {@link Codecs#names} on a Gaussian and an
- * outlier-channel 64 x 4096 tensor (float64 reference), and asserts the facts DESIGN §3 states about them.
+ * outlier-channel 64 x 4096 tensor (float64 reference), and asserts the facts docs/design.md §3 states about them.
  */
 class CodecTableTest {
 
@@ -33,7 +33,7 @@ class CodecTableTest {
           a.bytesPerElement()));
     }
     System.out.print(t);
-    // DESIGN §3: INT8 per group beats any FP8 on L2; int4 is far worse; fp32 is exact
+    // docs/design.md §3: INT8 per group beats any FP8 on L2; int4 is far worse; fp32 is exact
     assertThat(g.get("int8-group")).isLessThan(g.get("taco")).isLessThan(g.get("fp8-group") * 1.2);
     assertThat(g.get("int4-group")).isGreaterThan(3 * g.get("taco"));
     assertThat(g.get("fp32")).isZero();

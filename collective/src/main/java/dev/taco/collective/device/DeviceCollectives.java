@@ -17,7 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One rank's compressed collectives on the GPU (DESIGN §4, §5): {@link TwoShot}'s all-reduce, all-gather and
+ * One rank's compressed collectives on the GPU (docs/design.md §4, §5): {@link TwoShot}'s all-reduce, all-gather and
  * reduce-scatter over a {@link DeviceTransport}, on device tensors, with no host synchronisation inside.
  *
  * <p>The first call of a collective with a given plan, tensor(s) and shape records its steps into a task graph
@@ -101,7 +101,7 @@ public final class DeviceCollectives implements AutoCloseable {
 
   /**
    * What a plan becomes on the GPU: the plan itself where it has kernels, else {@code none} (bf16, what Megatron-LM
-   * sends) in the same layout, with the reason, for the caller's report (DESIGN §3.1: a calibrated plan either runs on
+   * sends) in the same layout, with the reason, for the caller's report (docs/design.md §3.1: a calibrated plan either runs on
    * the GPU or falls back visibly).
    *
    * @param plan the plan to run

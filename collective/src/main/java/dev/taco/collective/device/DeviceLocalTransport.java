@@ -13,7 +13,7 @@ import java.util.Deque;
 import java.util.Objects;
 
 /**
- * The {@code device-local} transport (DESIGN §4): R ranks as threads of this JVM sharing ONE GPU, each rank owning its
+ * The {@code device-local} transport (docs/design.md §4): R ranks as threads of this JVM sharing ONE GPU, each rank owning its
  * buffers and streams; a peer's payload is moved by a device-to-device copy ({@code cuMemcpyDtoDAsync}) ordered with
  * events. It exists so the device collectives can be tested at R = 2, 4, 8 and TP runs can use a single GPU; it is
  * never presented as a real link (its "bytes on the wire" cross no link, and its speed says nothing about one).

@@ -5,7 +5,7 @@ import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 
 /**
- * How one rank's payload bytes move between GPUs (DESIGN §4, "Transports"): the two exchanges of the two-shot
+ * How one rank's payload bytes move between GPUs (docs/design.md §4, "Transports"): the two exchanges of the two-shot
  * collectives, enqueued on a CUDA stream without a host synchronisation. A payload buffer holds {@code worldSize()}
  * slots of {@code slotBytes} each, slot {@code q} at byte offset {@code q * slotBytes} (16-byte aligned).
  *

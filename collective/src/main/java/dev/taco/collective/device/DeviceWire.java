@@ -24,7 +24,7 @@ import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
- * The device side of the {@link Wire} seam (DESIGN §4, §5): instead of running the steps, it records them as the
+ * The device side of the {@link Wire} seam (docs/design.md §4, §5): instead of running the steps, it records them as the
  * nodes of a {@link TaskGraph} — the {@link TwoShotGpuKernels} (compress, decompress-reduce-recompress, decompress;
  * raw packing for the exact and bf16 plans; the layout kernels) on the compute lane, the transport's exchanges on the
  * communication lane — with each pipelined piece's steps chained by {@link TaskGraph#after}, so that piece {@code k+1}

@@ -8,7 +8,7 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 import java.util.Objects;
 
 /**
- * The {@code nccl} transport (DESIGN §4): the two-shot exchanges as NCCL calls on one GPU per rank, the all-to-all as
+ * The {@code nccl} transport (docs/design.md §4): the two-shot exchanges as NCCL calls on one GPU per rank, the all-to-all as
  * grouped {@code ncclSend}/{@code ncclRecv} of every peer's slot ({@code ncclUint8}; the own slot is not sent), the
  * all-gather as NCCL's in-place {@code ncclAllGather} ({@code sendbuff = recvbuff + rank * slotBytes}). Every call is
  * watched by the communicator's watchdog (a call not complete within its timeout, or an asynchronous error, aborts

@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * <p>Reference: NCCL User Guide, "Creating a Communicator" (non-blocking communicators, fault tolerance), "Collective
  * Operations", "Point-to-point communication" (all-to-all as grouped send/recv), "Group Calls";
  * {@code ncclCommFinalize} / {@code ncclCommDestroy} / {@code ncclCommAbort} in nccl.h 2.19 / 2.28; PyTorch
- * {@code ProcessGroupNCCL} (watchdog, timeout, abort). DESIGN §4.
+ * {@code ProcessGroupNCCL} (watchdog, timeout, abort). docs/design.md §4.
  */
 public final class NcclCommunicator implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NcclCommunicator.class);

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * longer polled.
  *
  * <p>The watchdog never sees a dead peer itself: like PyTorch's it sees a collective past its deadline or an error
- * NCCL reports, and aborts (DESIGN §4). It knows nothing of NCCL: the {@link Target} does.
+ * NCCL reports, and aborts (docs/design.md §4). It knows nothing of NCCL: the {@link Target} does.
  *
  * <p>Thread-safe. The thread is a daemon; {@link #close()} stops it.
  */

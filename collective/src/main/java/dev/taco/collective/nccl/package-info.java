@@ -9,6 +9,6 @@
  * <p>Reference: NCCL 2.19 / 2.28 {@code nccl.h}; NCCL User Guide, "Creating a Communicator" (non-blocking
  * communicators, {@code ncclCommGetAsyncError}), "Group Calls", "Point-to-point communication", and the
  * communicator management API ({@code ncclCommFinalize}, {@code ncclCommDestroy}, {@code ncclCommAbort}).
- * DESIGN §4 ("NCCL facts").
+ * docs/design.md §4 ("NCCL facts").
  */
 package dev.taco.collective.nccl;

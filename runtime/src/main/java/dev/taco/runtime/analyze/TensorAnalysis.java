@@ -16,7 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Measures codecs on users' tensors (DESIGN §3: relative L2 error, SNR, cosine, max abs error, zero-collapse rate,
+ * Measures codecs on users' tensors (docs/design.md §3: relative L2 error, SNR, cosine, max abs error, zero-collapse rate,
  * saturation count, bytes per element) and reports them as a table and as JSON.
  *
  * <p>A tensor of shape {@code [d0, ..., dk]} is viewed as {@code rows x cols} with {@code cols = dk} and

@@ -5,7 +5,7 @@ import dev.taco.runtime.train.AdamW;
 import java.util.List;
 
 /**
- * The catalog of the training kernels (DESIGN §5), for pre-translation: the GPU machine's Java runtime has no
+ * The catalog of the training kernels (docs/design.md §5), for pre-translation: the GPU machine's Java runtime has no
  * {@code jdk.compiler}, so {@code dev.taco.kernels.cuda.KernelSources} translates this list beforehand on a CPU
  * machine ({@code KernelSources runtime/src/main/java:tornado-kernels/src/main/java <dir>
  * dev.taco.runtime.layers.LayerKernels}).

@@ -10,7 +10,7 @@
  * by explicit offsets, so that all parameters, gradients and activations can live in a few flat buffers. Shapes are
  * in each method's Javadoc.
  *
- * <p>Two kinds of method (DESIGN §5):
+ * <p>Two kinds of method (docs/design.md §5):
  * <ul>
  *   <li><b>Host wrappers</b>, the public {@code forward} / {@code backward} (and
  *       {@link dev.taco.runtime.layers.Matmul#addBias}, {@link dev.taco.runtime.layers.GradNorm#squaredNorm}): they

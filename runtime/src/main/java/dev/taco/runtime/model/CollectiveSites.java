@@ -18,7 +18,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The tensor-parallel all-reduces of one rank, per collective site, with TACO's data-driven reshaping (DESIGN §3.1).
+ * The tensor-parallel all-reduces of one rank, per collective site, with TACO's data-driven reshaping (docs/design.md §3.1).
  *
  * <p>A site is one all-reduce of the model: {@code layer3.mlp.fwd} is the row-parallel fc2 output of block 3 in the
  * forward pass, {@code layer3.attn.bwd} the gradient of the attention input in the backward pass. Each site has a typed

@@ -35,7 +35,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The GPU backend of {@link Ops} (DESIGN §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
+ * The GPU backend of {@link Ops} (docs/design.md §5–§6): every arena is one float32 {@link DeviceBuffer}, resident for
  * the whole step; GEMMs through {@link Cublas} (fp32 accumulation; the inputs exact or rounded to bf16 on tensor cores,
  * see {@link Precision}; in bf16 mode the forward's GEMM inputs are rounded once and kept for the backward,
  * {@link #kept}, or written in bf16 by their producer, {@link #matmulGeluForward}, {@link #matmulAttentionForward});

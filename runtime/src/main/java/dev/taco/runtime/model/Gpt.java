@@ -32,7 +32,7 @@ public final class Gpt<A> {
   private final A params;
   private final A grads;
   private final A acts;
-  /** The TP collective sites of each layer, by name (DESIGN §3.1: each has its own plan). */
+  /** The TP collective sites of each layer, by name (docs/design.md §3.1: each has its own plan). */
   private final String[] attnFwd, mlpFwd, mlpBwd, attnBwd;
   /** With sequence parallelism, the all-gather sites before the column-parallel linears (forward and backward). */
   private final String[] attnGatherFwd, mlpGatherFwd, mlpGatherBwd, attnGatherBwd;

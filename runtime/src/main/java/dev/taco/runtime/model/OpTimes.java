@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A per-step time breakdown of the GPU backend by CUDA events (DESIGN §6): {@link #ops} gives an {@link Ops} that
+ * A per-step time breakdown of the GPU backend by CUDA events (docs/design.md §6): {@link #ops} gives an {@link Ops} that
  * records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and {@link #collect}
  * (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and the LM head, their
  * bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention} (with the QKV

@@ -1,7 +1,7 @@
 package dev.taco.runtime.model;
 
 /**
- * The operations a GPT training step is made of (DESIGN §6, llm.c's kernel list): the model ({@link Gpt}) is written
+ * The operations a GPT training step is made of (docs/design.md §6, llm.c's kernel list): the model ({@link Gpt}) is written
  * once against this seam, and a backend implements it for one memory space ({@link CpuOps}: float arrays and the CPU
  * layer kernels; a GPU backend: device arenas, cuBLAS and the Java GPU kernels). Arguments follow the layers'
  * conventions: outputs first, then inputs, then sizes; forward passes overwrite their outputs, backward passes ADD

@@ -8,7 +8,7 @@ import java.util.Random;
 /**
  * One tensor-parallel rank's parameters as shaped tensors in one flat arena (llm.c's {@code ParameterTensors}), each
  * with a shard descriptor that says how the rank's block lies in the full (TP = 1) tensor: Megatron-LM's split
- * (Shoeybi et al. 2019, §3; DESIGN §6). Per block, the QKV projection and fc1 are column-parallel (this rank holds
+ * (Shoeybi et al. 2019, §3; docs/design.md §6). Per block, the QKV projection and fc1 are column-parallel (this rank holds
  * the columns of its heads / MLP channels: {@link Split#COLUMNS}, the QKV matrix in its three parts), the attention
  * output projection and fc2 are row-parallel ({@link Split#ROWS}), and embeddings, LayerNorms and the row-parallel
  * biases are {@link Split#REPLICATED}.

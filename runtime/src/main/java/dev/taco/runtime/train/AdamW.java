@@ -8,7 +8,7 @@ import dev.taco.kernels.Parallel;
  * update of llm.c's {@code gpt2_update}. Moments {@code m}, {@code v} are float32 state of the same length.
  *
  * <p>A host wrapper, {@link #update}, checks the arguments and computes the bias corrections; the kernel,
- * {@link #adamwUpdate}, is the elementwise update (DESIGN §5), translatable to CUDA.
+ * {@link #adamwUpdate}, is the elementwise update (docs/design.md §5), translatable to CUDA.
  */
 public final class AdamW {
   private AdamW() {}

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * The codec's error against numpy (DESIGN §3): on files written by the real numpy (and safetensors) libraries, the
+ * The codec's error against numpy (docs/design.md §3): on files written by the real numpy (and safetensors) libraries, the
  * Java {@code int8-group} relative L2 error equals an independent numpy computation of the same definition
  * ({@code make_fixtures.py}, recorded in {@code expected.json}) to 3 significant digits.
  */

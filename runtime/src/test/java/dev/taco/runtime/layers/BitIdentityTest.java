@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The host wrappers give exactly the floats the layers gave before they were split into translatable kernels
- * (DESIGN §5): every output of every layer, AdamW and a whole GPT step (TP = 1 and 2) on fixed random inputs, hashed
+ * (docs/design.md §5): every output of every layer, AdamW and a whole GPT step (TP = 1 and 2) on fixed random inputs, hashed
  * over the raw bits of the full arrays (pads included), equals a fingerprint recorded from the code before the split
  * (commit 67eed6f). Backward buffers start random, not zero, so the order of the {@code +=} accumulation counts too.
  * A change that moves one bit of one value anywhere fails here; if a change is meant to alter the numbers, record
@@ -73,7 +73,7 @@ class BitIdentityTest {
    * float it rounds that to, and those ({@code .gradSquaredNorm.float}) are still the bits from before the split.
    *
    * <p>A second one: the four {@code matmul.backward} entries, re-recorded when {@link dev.taco.kernels.Gemm} began to
-   * sum each element as one in-order chain of fused multiply-adds that starts from C's value (DESIGN §5; before,
+   * sum each element as one in-order chain of fused multiply-adds that starts from C's value (docs/design.md §5; before,
    * each K block of 256 was summed from zero and then added to C). Their gradient buffers start random, so C's value
    * now enters the chain first; where C starts at zero and k <= 256, as in every other entry here, the bits are equal.
    */

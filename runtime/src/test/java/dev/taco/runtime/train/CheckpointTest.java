@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Checkpoints (DESIGN §6): a resumed run repeats the uninterrupted run's losses bit for bit on the CPU, codec
+ * Checkpoints (docs/design.md §6): a resumed run repeats the uninterrupted run's losses bit for bit on the CPU, codec
  * plans included; a checkpoint reshards to another TP size; damaged or mismatched checkpoints are one-line errors
  * naming the file; a process killed while saving leaves the previous checkpoint loadable.
  */

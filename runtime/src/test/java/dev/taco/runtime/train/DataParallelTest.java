@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Data parallelism (DESIGN §6): a TP × DP grid of thread ranks, each replica on its share of every global batch,
+ * Data parallelism (docs/design.md §6): a TP × DP grid of thread ranks, each replica on its share of every global batch,
  * gradients all-reduced over the replicas; with a fixed global batch the step is the same whatever the split into
  * replicas and accumulated micro-batches.
  */

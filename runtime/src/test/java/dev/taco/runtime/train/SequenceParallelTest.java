@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Sequence parallelism through the command line (DESIGN §6): a 300-step run with TACO on every all-gather and
+ * Sequence parallelism through the command line (docs/design.md §6): a 300-step run with TACO on every all-gather and
  * reduce-scatter stays within 2 % of the uncompressed run's final loss (FP8 all-gathers are where torchao users saw
  * losses diverge, pytorch/ao#4300), every gather and scatter site has its own plan without the token-axis layout,
  * the bytes are reported per collective kind (adding up to the TP bytes), and a sequence length R does not divide is refused naming the flags.

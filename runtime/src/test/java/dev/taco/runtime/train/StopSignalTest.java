@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Stopping well (DESIGN §6, Megatron's --exit-signal-handler): SIGTERM to a training process finishes the current
+ * Stopping well (docs/design.md §6, Megatron's --exit-signal-handler): SIGTERM to a training process finishes the current
  * step, saves a checkpoint (--save), writes the partial report and plot, and exits with 143; the codecs after the
  * stopped one do not run.
  */

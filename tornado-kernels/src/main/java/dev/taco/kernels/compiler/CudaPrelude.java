@@ -2,7 +2,7 @@ package dev.taco.kernels.compiler;
 
 /**
  * The CUDA C helper functions every translation unit starts with: Java's integer and conversion semantics written
- * out where C/C++ differ (DESIGN §5). All are {@code static __device__ __forceinline__}, overloaded on
+ * out where C/C++ differ (docs/design.md §5). All are {@code static __device__ __forceinline__}, overloaded on
  * {@code int} / {@code long long} (and {@code float} / {@code double}), and need no header, so NVRTC compiles them.
  *
  * <ul>

@@ -55,7 +55,7 @@ import javax.tools.StandardJavaFileManager;
 import javax.tools.ToolProvider;
 
 /**
- * Java kernel source to readable CUDA C (DESIGN §5). Reads the <em>source</em> with javac's compiler tree API
+ * Java kernel source to readable CUDA C (docs/design.md §5). Reads the <em>source</em> with javac's compiler tree API
  * ({@code com.sun.source}, module {@code jdk.compiler}): the files are parsed and attributed once, and every
  * expression's type comes from the attributed trees ({@link Trees#getTypeMirror}).
  *

@@ -1,5 +1,5 @@
 /**
- * The kernel compiler (DESIGN §5): Java kernel source to readable CUDA C.
+ * The kernel compiler (docs/design.md §5): Java kernel source to readable CUDA C.
  *
  * <p>{@link dev.taco.kernels.compiler.KernelTranslator} parses and attributes kernel sources with javac's tree API
  * and emits one translation unit per request: {@link dev.taco.kernels.compiler.CudaPrelude} (Java-semantics helpers),

@@ -9,7 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Exact JVM emulator for SIMT kernels ({@link KernelContext} kernels, DESIGN §5). Slow and meant for tests.
+ * Exact JVM emulator for SIMT kernels ({@link KernelContext} kernels, docs/design.md §5). Slow and meant for tests.
  *
  * <p>Blocks run one at a time, in a shuffled order of {@code groupIdx} (fixed for a grid size), since a GPU runs them in
  * any order: a block that reads what a lower-numbered block wrote is wrong on the GPU, and here too. Within a block,

@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
  * Searched as the system property {@code taco.libcublas} or {@code $TACO_LIBCUBLAS} if set, then
  * {@code libcublas.so.13}, {@code libcublas.so.12}, {@code cublas}. {@link #available()} says whether it loads.
  * Interface mapping for the setup calls, direct mapping ({@link Native#register(Class, NativeLibrary)}) for the GEMMs
- * and {@code cublasSetStream_v2} (DESIGN §5).
+ * and {@code cublasSetStream_v2} (docs/design.md §5).
  *
  * <p>Reference: cuBLAS Library User Guide (CUDA 13): "cuBLAS Helper Function Reference" ({@code cublasCreate},
  * {@code cublasDestroy}, {@code cublasSetStream}, {@code cublasSetWorkspace}, {@code cublasSetMathMode},

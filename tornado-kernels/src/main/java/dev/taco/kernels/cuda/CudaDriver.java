@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * <p>Two mappings: the hot calls ({@code cuLaunchKernel}, the async copies, {@code cuEventRecord},
  * {@code cuStreamWaitEvent}, {@code cuStreamSynchronize}, {@code cuGraphLaunch}) use JNA direct mapping
  * ({@link Native#register(Class, NativeLibrary)}), about 5–6 µs per launch against 7.4 µs through an interface
- * (DESIGN §5); the rest use an interface mapping, whose symbols are resolved lazily, so a driver lacking a rarely
+ * (docs/design.md §5); the rest use an interface mapping, whose symbols are resolved lazily, so a driver lacking a rarely
  * used entry point still loads.
  *
  * <p>The library is searched as the system property {@code taco.libcuda} or {@code $TACO_LIBCUDA} if set, then {@code libcuda.so.1}, {@code cuda}.
@@ -632,7 +632,7 @@ public final class CudaDriver {
   /**
    * {@code cuLaunchKernel} through the interface mapping: the same call as
    * {@link #launchKernel(long, int, int, int, int, int, int, int, long, long)}, kept to measure what
-   * direct mapping saves (DESIGN §5).
+   * direct mapping saves (docs/design.md §5).
    *
    * @param function     a {@code CUfunction}
    * @param gx           grid x

@@ -3,7 +3,7 @@ package dev.taco.kernels.cuda;
 /**
  * A CUDA graph captured from streams ({@link CudaStream#beginCapture}, {@link CudaStream#endCapture}) and, once
  * {@link #instantiate() instantiated}, replayed by {@link #launch}: one {@code cuGraphLaunch} enqueues every captured
- * kernel, copy, cross-stream wait and library call (NCCL) with the arguments they had at capture. DESIGN §5: about
+ * kernel, copy, cross-stream wait and library call (NCCL) with the arguments they had at capture. docs/design.md §5: about
  * 5–6 µs of host time per {@code cuLaunchKernel} through JNA, so many small kernels are cheaper replayed.
  *
  * <p>Reference: CUDA Driver API, "Stream Management" ({@code cuStreamBeginCapture_v2}, {@code cuStreamEndCapture})

@@ -462,7 +462,7 @@ public final class GpuSelfCheck {
 
   /**
    * Device-to-device copy of 256 MiB timed with events; median of 20; bandwidth counts bytes read plus
-   * written (DESIGN §7 anchor: 4278 GB/s on an H200).
+   * written (docs/design.md §7 anchor: 4278 GB/s on an H200).
    *
    * @param ctx the context
    * @return median time and GB/s
@@ -513,7 +513,7 @@ public final class GpuSelfCheck {
       require(direct > 0 && viaInterface > 0 && Double.isFinite(direct) && Double.isFinite(viaInterface),
           "launch times must be positive and finite, got " + direct + " and " + viaInterface + " µs");
       return String.format(Locale.ROOT,
-          "median %.2f µs/launch direct mapping, %.2f µs/launch interface mapping (DESIGN §5: 5-6 vs 7.4)",
+          "median %.2f µs/launch direct mapping, %.2f µs/launch interface mapping (docs/design.md §5: 5-6 vs 7.4)",
           direct, viaInterface);
     }
   }

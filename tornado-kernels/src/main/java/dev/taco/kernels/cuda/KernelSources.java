@@ -44,7 +44,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The CUDA C of a Java kernel ({@link KernelRequest}; DESIGN §5: Java kernel → CUDA C → NVRTC): a pre-translated file
+ * The CUDA C of a Java kernel ({@link KernelRequest}; docs/design.md §5: Java kernel → CUDA C → NVRTC): a pre-translated file
  * when there is one, else a translation on the spot by {@link KernelTranslator}. The GPU machine's jlink'd runtime has
  * no {@code jdk.compiler}, so there the files are all there is: {@link #main} writes them on a CPU machine
  * ({@code bench/gpu-prepare.sh} fills {@code .device/cuda/}, which travels with the bundle).

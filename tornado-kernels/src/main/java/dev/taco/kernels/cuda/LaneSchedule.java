@@ -10,7 +10,7 @@ import java.util.TreeSet;
 
 /**
  * How the nodes of a graph that run in one execution are enqueued on their lanes, and which cross-lane waits that
- * takes (DESIGN §5): lane 0 records a <em>fork</em> event that every other lane with work waits on first; nodes are
+ * takes (docs/design.md §5): lane 0 records a <em>fork</em> event that every other lane with work waits on first; nodes are
  * enqueued in insertion order, each on its lane's stream; a dependency on a node of another lane becomes a wait on
  * that node's event, recorded right after it; at the end lane 0 <em>joins</em> every other lane by waiting on the
  * event of its last node. So an execution begins after the work enqueued on lane 0 before it and ends on lane 0,

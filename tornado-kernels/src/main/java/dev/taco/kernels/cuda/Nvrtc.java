@@ -149,7 +149,7 @@ public final class Nvrtc {
   /**
    * The options every compilation gets: {@code --gpu-architecture=<arch>}, {@code --std=c++17}, and the
    * toolkit include directory if one is found (see class comment). No fast-math: kernels keep IEEE
-   * semantics (DESIGN §5).
+   * semantics (docs/design.md §5).
    *
    * @param arch a virtual ({@code compute_90}) architecture for PTX output
    * @return the options, in order

@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
 /**
  * A disk cache of PTX keyed by what determines it: SHA-256 over the CUDA C source, the target
  * architecture, the compiler options and the compiler's version. NVRTC takes about 80 ms even for a
- * trivial kernel (DESIGN §5); a hit reads one small file.
+ * trivial kernel (docs/design.md §5); a hit reads one small file.
  *
  * <p>Layout: one file {@code <key>.ptx} per entry in the directory, whose first line is
  * {@code // taco-ptx-cache <key>} and the rest the PTX. Entries are written atomically (a temporary file

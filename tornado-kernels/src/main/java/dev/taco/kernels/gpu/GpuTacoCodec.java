@@ -10,7 +10,7 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.Dim3;
 
 /**
- * The TACO codec on the GPU (DESIGN §3-§5): {@link TacoGpuKernels} specialised
+ * The TACO codec on the GPU (docs/design.md §3-§5): {@link TacoGpuKernels} specialised
  * ({@link TacoCudaSources}) and loaded at first use of each specialisation by {@link CudaContext#kernel} (CUDA C
  * from {@code KernelSources}, NVRTC through the PTX cache, modules cached by the context). Every method only enqueues
  * work on the given stream: no host synchronisation inside.
@@ -131,7 +131,7 @@ public final class GpuTacoCodec implements AutoCloseable {
         rows, cols);
   }
 
-  /** Decompress-reduce (DESIGN §4): {@code out += decoded body}, {@code out} fp32 {@code rows x cols}. */
+  /** Decompress-reduce (docs/design.md §4): {@code out += decoded body}, {@code out} fp32 {@code rows x cols}. */
   public void decompressReduce(DeviceBuffer body, int rows, int cols, DeviceBuffer out, CudaStream stream) {
     check(rows, cols, out, 4L * rows * cols, body, bodyBytes(rows, cols, groupSize));
     launch(TacoCudaSources.decompress(groupSize, hadamard, format, false, true), rows, cols, stream, body, out, out,

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The specialisations of {@link TacoGpuKernels} that {@link GpuTacoCodec} launches, as {@link KernelRequest}s (DESIGN
+ * The specialisations of {@link TacoGpuKernels} that {@link GpuTacoCodec} launches, as {@link KernelRequest}s (docs/design.md
  * §5: compile-time constants specialise a kernel), one kernel each. Their CUDA C comes from {@link KernelSources} like
  * every Java kernel's: the GPU machine's jlink'd runtime has no {@code jdk.compiler}, so {@link #kernels()} is
  * translated beforehand on the CPU machine ({@code bench/gpu-prepare.sh} runs {@link KernelSources} over the sources

@@ -11,7 +11,7 @@ import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.Vec16;
 
 /**
- * The fused TACO kernels, as SIMT kernels of the Java kernel model (DESIGN §3, §5): the same
+ * The fused TACO kernels, as SIMT kernels of the Java kernel model (docs/design.md §3, §5): the same
  * numerics as the CPU reference {@link TacoKernels} (whose helpers they call), so the body bytes are identical.
  *
  * <h2>Thread mapping</h2>
@@ -46,7 +46,7 @@ import dev.taco.kernels.Vec16;
 public final class TacoGpuKernels {
   private TacoGpuKernels() {}
 
-  /** Values per thread (DESIGN §5: more values per thread, fewer shuffle stages and less per-thread overhead). */
+  /** Values per thread (docs/design.md §5: more values per thread, fewer shuffle stages and less per-thread overhead). */
   public static final int V = 32;
 
   /**
@@ -73,7 +73,7 @@ public final class TacoGpuKernels {
 
   /**
    * Fused decompress ({@code accumulate} false: {@code out = x^}) or decompress-reduce ({@code accumulate} true,
-   * fp32 only: {@code outF += x^}, the reduce step of the two-shot all-reduce, DESIGN §4). Decoded values equal
+   * fp32 only: {@code outF += x^}, the reduce step of the two-shot all-reduce, docs/design.md §4). Decoded values equal
    * {@link TacoKernels#decodeGroups}' bit for bit (bf16 output: those values rounded to nearest even).
    *
    * @param outB bf16 output (written when {@code bf16})
@@ -102,7 +102,7 @@ public final class TacoGpuKernels {
   }
 
   /**
-   * Unfused step 1 of 3 (the ablation of DESIGN §5): per row the coarse scale into {@code body}, per group the
+   * Unfused step 1 of 3 (the ablation of docs/design.md §5): per row the coarse scale into {@code body}, per group the
    * absmax of the raw values into {@code groupMax[row * cols/G + g]}.
    */
   @Kernel

@@ -15,10 +15,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The device steps of the two-shot collectives (DESIGN §4; the host twin is {@code collective.HostWire}): compress a
+ * The device steps of the two-shot collectives (docs/design.md §4; the host twin is {@code collective.HostWire}): compress a
  * chunk, decompress-reduce it (and re-compress, or write the owned rows), decompress every slot of a gathered buffer,
- * the same four for the raw element plans, and the wire layouts. SIMT kernels of the Java kernel model (DESIGN §5)
- * built from {@link TacoGpuKernels}' helpers, so the numerics are the CPU reference's ({@link TacoKernels}, DESIGN §3).
+ * the same four for the raw element plans, and the wire layouts. SIMT kernels of the Java kernel model (docs/design.md §5)
+ * built from {@link TacoGpuKernels}' helpers, so the numerics are the CPU reference's ({@link TacoKernels}, docs/design.md §3).
  *
  * <h2>Shapes and buffers</h2>
  * A tensor is row-major bf16 ({@code short[]}, the {@code xb}/{@code yb}/{@code outB} parameters) or fp32

@@ -51,7 +51,7 @@ public final class Lanes {
   static final int INF = 0x7F800000;
   /** The bits of a float's magnitude. */
   static final int ABS = 0x7FFFFFFF;
-  /** A float32 of a payload: little-endian, at any byte offset (the wire format, DESIGN §3). */
+  /** A float32 of a payload: little-endian, at any byte offset (the wire format, docs/design.md §3). */
   static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
   /** True when these lane shapes exist on this machine (at least 8 float lanes). */

@@ -13,7 +13,7 @@ import jdk.incubator.vector.VectorMask;
 /**
  * The TACO decoder on lanes: {@link TacoKernels#decodeGroups}, {@link TacoKernels#firstInvalid} and
  * decompress-reduce ({@link TacoKernels#dequantAccumulate} then {@link TacoKernels#finishReduce}), the same float
- * bits. Layout, numerics and arguments are those of {@link TacoKernels} (DESIGN §3). A row at a time, in passes over a
+ * bits. Layout, numerics and arguments are those of {@link TacoKernels} (docs/design.md §3). A row at a time, in passes over a
  * row of scratch: the FP8 values ({@link Fp8Lanes#decode}), the inverse WHT ({@link HadamardLanes}), then per group
  * the decode multiplier {@code c 2^-f} (one multiply while it is a normal float, as {@link TacoKernels#decodeValue})
  * and the clamp of a finite value that rounded to Inf ({@link #values}). The reference kernel decodes the rows in

@@ -6,7 +6,7 @@ import java.util.Arrays;
 
 /**
  * The TACO encoder on lanes: {@link TacoKernels#rowScales} then {@link TacoKernels#encodeGroups}, the same bytes.
- * Layout, numerics and arguments are those of {@link TacoKernels} (DESIGN §3, after arXiv 2604.24088). A row at a
+ * Layout, numerics and arguments are those of {@link TacoKernels} (docs/design.md §3, after arXiv 2604.24088). A row at a
  * time, in passes (a zero-padded copy of the row first when its last group is short): every group's absmax
  * ({@link Lanes#groupMaxBits}; the row's coarse scale from their max); per group the pre-scale exponent k
  * ({@link TacoScales#preScale}); each value times {@code 2^k}, with Hadamard fused with the WHT

@@ -1,5 +1,5 @@
 /**
- * The CPU codec kernels on SIMD lanes (DESIGN §3, §5): the Vector API ({@code jdk.incubator.vector}; run with
+ * The CPU codec kernels on SIMD lanes (docs/design.md §3, §5): the Vector API ({@code jdk.incubator.vector}; run with
  * {@code --add-modules jdk.incubator.vector}) counterparts of the scalar kernels of {@code dev.taco.kernels}
  * ({@link dev.taco.kernels.TacoKernels}, {@link dev.taco.kernels.GroupKernels}, {@link dev.taco.kernels.Fp8},
  * {@link dev.taco.kernels.Bf16}, {@link dev.taco.kernels.Hadamard}), which stay the reference and the source the

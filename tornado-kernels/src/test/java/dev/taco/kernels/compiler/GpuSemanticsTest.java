@@ -16,7 +16,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The semantics corpus (DESIGN §5). For every {@link SemanticsCorpus} kernel: runs it on the JVM over fixed
+ * The semantics corpus (docs/design.md §5). For every {@link SemanticsCorpus} kernel: runs it on the JVM over fixed
  * inputs ({@link TestValues}) and writes {@code gpu-semantics/<kernel>.cu} (a standalone program: translated
  * kernel, inputs, JVM outputs, self-check; see {@link GpuHarness}) and {@code gpu-semantics/<kernel>.expected} (JVM
  * outputs in hex) into the module; files are rewritten only when they change. Then two checks per kernel:

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The compiler's output builds (DESIGN §5): every corpus kernel and every supported codec kernel, translated and
+ * The compiler's output builds (docs/design.md §5): every corpus kernel and every supported codec kernel, translated and
  * compiled with {@code nvcc --ptx -arch=sm_90} when nvcc is on PATH (skipped with the reason otherwise). The .cu
  * files are kept in {@code target/generated-cuda} for inspection.
  */

@@ -441,7 +441,7 @@ class CublasGpuTest {
   }
 
   /**
-   * A 4096³ bf16 GEMM (bf16 out, fp32 accumulation), median of 20 by CUDA events, as TFLOP/s (DESIGN §7 quotes
+   * A 4096³ bf16 GEMM (bf16 out, fp32 accumulation), median of 20 by CUDA events, as TFLOP/s (docs/design.md §7 quotes
    * 366–713 through PyTorch on this GPU); {@code C = A·B}, {@code C = A·Bᵀ} (the linear layer) and cuBLASLt's
    * {@code gelu(A·Bᵀ + bias)}. 64 sampled elements are checked against float64.
    */
@@ -485,7 +485,7 @@ class CublasGpuTest {
         System.out.printf(Locale.ROOT, "cuBLASLt bf16 gelu(A·Bᵀ + bias) 4096^3: median %.3f ms = %.0f TFLOP/s%n", g,
             flops / (g * 1e-3) / 1e12);
       }
-      System.out.println("DESIGN §7 anchor: 366-713 TFLOP/s for bf16 GEMMs through PyTorch on one H200");
+      System.out.println("docs/design.md §7 anchor: 366-713 TFLOP/s for bf16 GEMMs through PyTorch on one H200");
       assertThat(nn).isPositive();
     }
   }

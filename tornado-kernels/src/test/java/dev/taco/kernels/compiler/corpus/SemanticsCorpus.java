@@ -6,7 +6,7 @@ import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
 /**
- * Semantics corpus (DESIGN §5): small {@code @Parallel} kernels whose CPU results the GPU must reproduce bit
+ * Semantics corpus (docs/design.md §5): small {@code @Parallel} kernels whose CPU results the GPU must reproduce bit
  * for bit (or within the ulp bound of {@link #transcendental}). Convention for the harness generator: every array
  * parameter has {@code n} elements and is filled with test values before the call; the last parameter is {@code n}.
  */
@@ -96,7 +96,7 @@ public final class SemanticsCorpus {
   }
 
   /**
-   * FP8 conversions (DESIGN §3): encode is the hardware cvt (NaN guarded, see Intrinsics), single and packed four at a
+   * FP8 conversions (docs/design.md §3): encode is the hardware cvt (NaN guarded, see Intrinsics), single and packed four at a
    * time (the neighbours {@code i+1..i+3} of the same values, so every value is seen in every position); decode
    * translated from Fp8.java, and packed four at a time.
    */
