@@ -4,6 +4,7 @@ import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaEvent;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.runtime.model.CudaOps;
+import dev.taco.runtime.model.CudaTensorParallel;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.OpTimes;
@@ -105,10 +106,12 @@ public final class GpuTrainStep {
       tgt[i] = rng.nextInt(256);
     }
     try (CudaOps backend = new CudaOps(ctx, precision); CudaEvent start = ctx.createEvent();
-        CudaEvent end = ctx.createEvent(); OpTimes timer = parts == null ? null : OpTimes.of(backend)) {
+        CudaEvent end = ctx.createEvent();
+        OpTimes timer = parts == null ? null : OpTimes.of(backend, CudaTensorParallel.alone(backend))) {
       if (causalBlockMin > 0) backend.causalBlockMinimum(causalBlockMin);
       if (noFlash) backend.flashAttention(false);
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? backend : timer.ops(), 0, b, 1);
+      Gpt<DeviceBuffer> model = timer == null ? Gpt.gpu(cfg, backend, b, 1)
+          : new Gpt<>(cfg, timer.ops(), timer.tp(), 0, b, 1);
       double[] ms = new double[SAMPLES];
       for (int i = -WARMUP; i < SAMPLES; i++) {
         start.record(backend.stream());

@@ -3,7 +3,7 @@ package dev.taco.bench;
 import dev.taco.collective.LocalCommunicator;
 import dev.taco.collective.LocalGroup;
 import dev.taco.runtime.data.Corpus;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import java.util.ArrayList;

@@ -1,8 +1,10 @@
 package dev.taco.bench;
 
 import dev.taco.collective.LocalGroup;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import dev.taco.runtime.model.CpuOps;
+import dev.taco.runtime.model.CpuTensorParallel;
+import dev.taco.runtime.model.TensorParallel;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.Ops;
@@ -47,8 +49,10 @@ public final class TrainStepProfile {
     int warmup = count(args, "warmup", 30, 0);
     String loadBefore = loadAverage();
     List<Result> results = LocalGroup.run(CONFIG.tp(), comm -> {
-      Timed timed = new Timed(new CpuOps(CollectiveSites.fixed(comm)), steps);
-      Gpt<float[]> model = new Gpt<>(CONFIG, timed.ops(), comm.rank(), MICRO_BATCH, 1337);
+      Timed timed = new Timed(steps);
+      Gpt<float[]> model = new Gpt<>(CONFIG, timed.of(Ops.class, new CpuOps()),
+          timed.of(TensorParallel.class, new CpuTensorParallel(CollectiveSites.fixed(comm))), comm.rank(), MICRO_BATCH,
+          1337);
       int n = MICRO_BATCH * CONFIG.seqLength();
       int[] in = new int[n], tgt = new int[n];
       SplittableRandom r = new SplittableRandom(42); // the same tokens on every rank, as the trainer draws them
@@ -94,18 +98,17 @@ public final class TrainStepProfile {
   /** Sums the wall time of each {@link Ops} method called on the proxy, by method name and measured step. */
   static final class Timed {
     final Map<String, long[]> times = new TreeMap<>();
-    private final Ops<float[]> target;
     private final int steps;
     int step = -1;
 
-    Timed(Ops<float[]> target, int steps) {
-      this.target = target;
+    Timed(int steps) {
       this.steps = steps;
     }
 
+    /** {@code target} as a {@code type} whose every method's host time adds up by name. */
     @SuppressWarnings("unchecked")
-    Ops<float[]> ops() {
-      return (Ops<float[]>) Proxy.newProxyInstance(Ops.class.getClassLoader(), new Class<?>[] {Ops.class},
+    <T> T of(Class<? super T> type, T target) {
+      return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type},
           (proxy, method, args) -> {
             if (method.isDefault()) return java.lang.reflect.InvocationHandler.invokeDefault(proxy, method, args);
             long t0 = System.nanoTime();

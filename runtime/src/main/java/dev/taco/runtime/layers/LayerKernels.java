@@ -1,7 +1,6 @@
 package dev.taco.runtime.layers;
 
 import dev.taco.kernels.compiler.KernelRequest;
-import dev.taco.runtime.train.AdamW;
 import java.util.List;
 
 /**

@@ -38,7 +38,7 @@
  *       {@link dev.taco.runtime.layers.GeluLanes}, {@link dev.taco.runtime.layers.LayerNormLanes},
  *       {@link dev.taco.runtime.layers.CrossEntropyLanes}, {@link dev.taco.runtime.layers.ResidualLanes},
  *       {@link dev.taco.runtime.layers.EncoderLanes}, {@link dev.taco.runtime.layers.MatmulLanes} (the biases),
- *       {@link dev.taco.runtime.layers.GradNormLanes} and {@code train.AdamWLanes}: host code on the Vector API
+ *       {@link dev.taco.runtime.layers.GradNormLanes} and {@code layers.AdamWLanes}: host code on the Vector API
  *       ({@code jdk.incubator.vector}, through {@link dev.taco.runtime.layers.Lanes}), beside the kernels, which stay
  *       as they are (the GPU's code and the scalar reference; no Vector API in a kernel or a helper a kernel calls).
  *       Each repeats its kernels' float operations per element in the same order, a lane taking what the kernel

@@ -10,32 +10,19 @@ import dev.taco.runtime.layers.LayerNormLanes;
 import dev.taco.runtime.layers.Matmul;
 import dev.taco.runtime.layers.MatmulLanes;
 import dev.taco.runtime.layers.ResidualLanes;
-import dev.taco.runtime.train.AdamWLanes;
+import dev.taco.runtime.layers.AdamWLanes;
 import java.util.Arrays;
 
 /**
  * The CPU backend of {@link Ops}: float32 arrays, the layers of {@code dev.taco.runtime.layers} (their host wrappers
- * check the arguments), the Vector-API {@link Gemm}, and the TP all-reduces of one rank's {@link CollectiveSites}
- * (threads as ranks). Every layer but the GEMMs runs on vector lanes ({@code ...Lanes}: the bits of the scalar kernels,
+ * check the arguments) and the Vector-API {@link Gemm}; its TP collectives are {@link CpuTensorParallel}'s. Every layer but the GEMMs runs on vector lanes ({@code ...Lanes}: the bits of the scalar kernels,
  * faster): the embedding, LayerNorm, the linears' biases, attention, GELU, the residual add, the cross-entropy, the
  * gradient norm and AdamW. One instance per rank thread (the attention and the gradient norm keep scratch).
  */
 public final class CpuOps implements Ops<float[]> {
-  private final CollectiveSites tp;
-  private float[] wire = new float[0], gathered = new float[0];
   private boolean[] replicated; // per-element flags of the parameter arena, built on the first squaredNorm
   private final AttentionLanes attention = new AttentionLanes();
   private final GradNormLanes gradNorm = new GradNormLanes();
-
-  /** @param tp this rank's collective sites */
-  public CpuOps(CollectiveSites tp) {
-    this.tp = tp;
-  }
-
-  /** The collective sites (plans, bytes, sampled errors). */
-  public CollectiveSites sites() {
-    return tp;
-  }
 
   @Override
   public float[] alloc(long n) {
@@ -191,53 +178,11 @@ public final class CpuOps implements Ops<float[]> {
     CrossEntropyLanes.backward(dlogits.arena(), dlogits.off(), probs.arena(), probs.off(), targets, 0, B, T, V, dloss);
   }
 
-  /** Through a scratch copy: the host collectives take the tensor from index 0. */
-  @Override
-  public void allReduce(String site, View<float[]> x, int rows, int cols) {
-    int n = rows * cols;
-    if (wire.length < n) {
-      wire = new float[n];
-    }
-    System.arraycopy(x.arena(), x.off(), wire, 0, n);
-    tp.allReduce(site, wire, rows, cols);
-    System.arraycopy(wire, 0, x.arena(), x.off(), n);
-  }
-
-  @Override
-  public void allGather(String site, View<float[]> out, View<float[]> shard, int shardRows, int cols) {
-    int n = shardRows * cols, all = tp.worldSize() * n;
-    if (wire.length < n) wire = new float[n];
-    if (gathered.length < all) gathered = new float[all];
-    System.arraycopy(shard.arena(), shard.off(), wire, 0, n);
-    tp.allGather(site, wire, shardRows, cols, gathered);
-    System.arraycopy(gathered, 0, out.arena(), out.off(), all);
-  }
-
-  @Override
-  public void reduceScatter(String site, View<float[]> shard, View<float[]> x, int rows, int cols) {
-    int n = rows * cols, part = n / tp.worldSize();
-    if (gathered.length < n) gathered = new float[n];
-    if (wire.length < part) wire = new float[part];
-    System.arraycopy(x.arena(), x.off(), gathered, 0, n);
-    tp.reduceScatter(site, gathered, rows, cols, wire);
-    System.arraycopy(wire, 0, shard.arena(), shard.off(), part);
-  }
-
-  @Override
-  public void allReduceExact(View<float[]> x, int n) {
-    tp.allReduceExact(x.arena(), x.off(), n);
-  }
-
   @Override
   public float meanLoss(View<float[]> losses, int n) {
     double total = 0.0;
     for (int i = 0; i < n; i++) total += losses.arena()[losses.off() + i];
     return (float) (total / n);
-  }
-
-  @Override
-  public long bytesSent() {
-    return tp.bytesSent();
   }
 
   @Override

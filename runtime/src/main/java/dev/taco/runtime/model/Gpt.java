@@ -1,11 +1,17 @@
 package dev.taco.runtime.model;
 
+import dev.taco.collective.CollectiveSites;
 import dev.taco.collective.Communicator;
+import dev.taco.collective.Site;
+import dev.taco.collective.Site.Block;
+import dev.taco.collective.Site.Direction;
+import dev.taco.kernels.cuda.DeviceBuffer;
 
 /**
  * One tensor-parallel rank of a GPT-2 style decoder, with explicit forward and backward passes (the llm.c way), written
- * once against the {@link Ops} seam: the same flat list of layer calls runs on the CPU ({@link CpuOps}) or a GPU
- * backend.
+ * once against two seams: its layer operations ({@link Ops}) and its TP collectives ({@link TensorParallel}), so the
+ * same flat list of calls runs on the CPU ({@link CpuOps}, {@link CpuTensorParallel}) or a GPU ({@link CudaOps},
+ * {@link CudaTensorParallel}).
  *
  * <p>Megatron-LM's split (Shoeybi et al. 2019, §3): per block, the QKV projection and fc1 are column-parallel (this rank
  * holds the columns of its {@code NH/R} heads and {@code 4C/R} MLP channels), the attention output projection and fc2
@@ -25,6 +31,7 @@ import dev.taco.collective.Communicator;
 public final class Gpt<A> {
   private final GptConfig cfg;
   private final Ops<A> ops;
+  private final TensorParallel<A> tp;
   private final int b;
   private final int t;
   private final ParameterTensors p;
@@ -32,10 +39,10 @@ public final class Gpt<A> {
   private final A params;
   private final A grads;
   private final A acts;
-  /** The TP collective sites of each layer, by name (docs/design.md §3.1: each has its own plan). */
-  private final String[] attnFwd, mlpFwd, mlpBwd, attnBwd;
+  /** The TP collective sites of each layer (docs/design.md §3.1: each has its own plan). */
+  private final Site[] attnFwd, mlpFwd, mlpBwd, attnBwd;
   /** With sequence parallelism, the all-gather sites before the column-parallel linears (forward and backward). */
-  private final String[] attnGatherFwd, mlpGatherFwd, mlpGatherBwd, attnGatherBwd;
+  private final Site[] attnGatherFwd, mlpGatherFwd, mlpGatherBwd, attnGatherBwd;
   private final int[] inputs;
   private final int[] targets;
   /** Token rows of this rank's LayerNorm/residual regions: B·T, or B·T/R with sequence parallelism. */
@@ -55,7 +62,7 @@ public final class Gpt<A> {
   private byte[] decay;
 
   /**
-   * Builds rank {@code rank} of the model on {@code ops} with weights initialised from {@code seed} as GPT-2 does
+   * Builds rank {@code rank} of the model on {@code ops} and {@code tp} with weights initialised from {@code seed} as GPT-2 does
    * (normal, std 0.02, residual projections scaled by 1/sqrt(2L)); the full weights do not depend on R, so every TP size
    * starts from the same model.
    *
@@ -63,23 +70,24 @@ public final class Gpt<A> {
    * @param microBatch sequences per step, B
    * @throws IllegalArgumentException for a non-positive micro-batch or a rank outside the group
    */
-  public Gpt(GptConfig cfg, Ops<A> ops, int rank, int microBatch, long seed) {
+  public Gpt(GptConfig cfg, Ops<A> ops, TensorParallel<A> tp, int rank, int microBatch, long seed) {
     if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
     this.cfg = cfg;
     this.ops = ops;
+    this.tp = java.util.Objects.requireNonNull(tp, "tp");
     this.b = microBatch;
     this.t = cfg.seqLength();
     this.p = new ParameterTensors(cfg, rank);
     this.a = new ActivationTensors(cfg, microBatch,
         ops.attentionStateSize(microBatch, cfg.localHeads(), cfg.seqLength(), cfg.headSize()));
-    this.attnFwd = siteNames(cfg.numLayers(), "attn.fwd");
-    this.mlpFwd = siteNames(cfg.numLayers(), "mlp.fwd");
-    this.mlpBwd = siteNames(cfg.numLayers(), "mlp.bwd");
-    this.attnBwd = siteNames(cfg.numLayers(), "attn.bwd");
-    this.attnGatherFwd = siteNames(cfg.numLayers(), "attn.gather.fwd");
-    this.mlpGatherFwd = siteNames(cfg.numLayers(), "mlp.gather.fwd");
-    this.mlpGatherBwd = siteNames(cfg.numLayers(), "mlp.gather.bwd");
-    this.attnGatherBwd = siteNames(cfg.numLayers(), "attn.gather.bwd");
+    this.attnFwd = sites(cfg.numLayers(), Block.ATTENTION, false, Direction.FORWARD);
+    this.mlpFwd = sites(cfg.numLayers(), Block.MLP, false, Direction.FORWARD);
+    this.mlpBwd = sites(cfg.numLayers(), Block.MLP, false, Direction.BACKWARD);
+    this.attnBwd = sites(cfg.numLayers(), Block.ATTENTION, false, Direction.BACKWARD);
+    this.attnGatherFwd = sites(cfg.numLayers(), Block.ATTENTION, true, Direction.FORWARD);
+    this.mlpGatherFwd = sites(cfg.numLayers(), Block.MLP, true, Direction.FORWARD);
+    this.mlpGatherBwd = sites(cfg.numLayers(), Block.MLP, true, Direction.BACKWARD);
+    this.attnGatherBwd = sites(cfg.numLayers(), Block.ATTENTION, true, Direction.BACKWARD);
     this.params = ops.fromHost(p.slice(ParameterTensors.initFull(cfg, seed)));
     this.grads = ops.alloc(p.size());
     this.acts = ops.alloc(a.size());
@@ -109,12 +117,17 @@ public final class Gpt<A> {
     return out.toArray(int[][]::new);
   }
 
-  /** Rank {@code tp.rank()} on the CPU, every TP all-reduce through its site of {@code tp}. */
+  /** Rank {@code tp.rank()} on the CPU, every TP collective through its site of {@code tp}. */
   public static Gpt<float[]> cpu(GptConfig cfg, CollectiveSites tp, int microBatch, long seed) {
     if (tp.worldSize() != cfg.tp()) {
       throw new IllegalArgumentException("communicator has " + tp.worldSize() + " ranks but --tp is " + cfg.tp());
     }
-    return new Gpt<>(cfg, new CpuOps(tp), tp.rank(), microBatch, seed);
+    return new Gpt<>(cfg, new CpuOps(), new CpuTensorParallel(tp), tp.rank(), microBatch, seed);
+  }
+
+  /** One GPU rank alone (TP = 1) on {@code ops}. */
+  public static Gpt<DeviceBuffer> gpu(GptConfig cfg, CudaOps ops, int microBatch, long seed) {
+    return new Gpt<>(cfg, ops, CudaTensorParallel.alone(ops), 0, microBatch, seed);
   }
 
   /** Rank {@code tp.rank()} on the CPU with exact TP all-reduces over {@code tp}. */
@@ -157,7 +170,7 @@ public final class Gpt<A> {
 
   /** Bytes this rank has put on the TP wire so far. */
   public long bytesSent() {
-    return ops.bytesSent();
+    return tp.bytesSent();
   }
 
   /** This rank's parameters (see {@link ParameterTensors}). */
@@ -250,14 +263,14 @@ public final class Gpt<A> {
    * The LayerNorm in front of a column-parallel linear, into {@code out} (B,T,C): over this rank's token rows
    * {@code x}; with sequence parallelism into {@code lnShard}, then all-gathered at {@code site}.
    */
-  private void normAll(View<A> out, View<A> mean, View<A> rstd, View<A> x, View<A> w, View<A> bias, String site) {
+  private void normAll(View<A> out, View<A> mean, View<A> rstd, View<A> x, View<A> w, View<A> bias, Site site) {
     int c = cfg.hiddenSize();
     if (!cfg.sequenceSharded()) {
       ops.layerNormForward(out, mean, rstd, x, w, bias, b, t, c);
       return;
     }
     ops.layerNormForward(av(a.lnShard), mean, rstd, x, w, bias, 1, rows, c);
-    ops.allGather(site, out, av(a.lnShard), rows, c);
+    tp.allGather(site, out, av(a.lnShard), rows, c);
   }
 
   /**
@@ -265,20 +278,20 @@ public final class Gpt<A> {
    * summed over the ranks at {@code site}, for this rank's token rows: all-reduced in place, or with sequence
    * parallelism reduce-scattered into {@code shardScratch}.
    */
-  private View<A> reduceRows(String site, View<A> partial) {
+  private View<A> reduceRows(Site site, View<A> partial) {
     int c = cfg.hiddenSize();
     if (!cfg.sequenceSharded()) {
-      ops.allReduce(site, partial, b * t, c);
+      tp.allReduce(site, partial, b * t, c);
       return partial;
     }
-    ops.reduceScatter(site, av(a.shardScratch), partial, b * t, c);
+    tp.reduceScatter(site, av(a.shardScratch), partial, b * t, c);
     return av(a.shardScratch);
   }
 
   /** This rank's token-row gradient {@code d} as the whole (B,T,C) gradient: itself, or all-gathered at site. */
-  private View<A> gatherRows(String site, View<A> d) {
+  private View<A> gatherRows(Site site, View<A> d) {
     if (!cfg.sequenceSharded()) return d;
-    ops.allGather(site, av(a.dfull), d, rows, cfg.hiddenSize());
+    tp.allGather(site, av(a.dfull), d, rows, cfg.hiddenSize());
     return av(a.dfull);
   }
 
@@ -355,11 +368,11 @@ public final class Gpt<A> {
           av(a.ln1Rstd[l]), nb, nt, c);
     }
     ops.encoderBackward(gv(p.wte), gv(p.wpe), av(a.dres), inputs, b, t, c, v);
-    for (int[] r : partialGrads) ops.allReduceExact(gv(r[0]), r[1]);
+    for (int[] r : partialGrads) tp.allReduceExact(gv(r[0]), r[1]);
   }
 
   /**
-   * One AdamW step of this rank's parameters from its gradients (llm.c's {@code gpt2_update}; {@code train.AdamW}),
+   * One AdamW step of this rank's parameters from its gradients (llm.c's {@code gpt2_update}; {@code layers.AdamW}),
    * with weight decay on the matrices only ({@link ParameterTensors#decayMask}); the moments live in this backend's
    * memory and start at zero.
    *
@@ -408,11 +421,11 @@ public final class Gpt<A> {
     ops.copyToDevice(v, this.v);
   }
 
-  /** {@code layer0.<kind>, layer1.<kind>, ...}, e.g. {@code layer3.mlp.fwd}. */
-  private static String[] siteNames(int layers, String kind) {
-    String[] names = new String[layers];
-    for (int l = 0; l < layers; l++) names[l] = "layer" + l + "." + kind;
-    return names;
+  /** The site of {@code block}'s collective in each layer, e.g. {@code layer3.mlp.fwd}. */
+  private static Site[] sites(int layers, Block block, boolean gather, Direction direction) {
+    Site[] s = new Site[layers];
+    for (int l = 0; l < layers; l++) s[l] = new Site.Layer(l, block, gather, direction);
+    return s;
   }
 
   /**

@@ -12,8 +12,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A per-step time breakdown of the GPU backend by CUDA events (docs/design.md §6): {@link #ops} gives an {@link Ops} that
- * records an event on {@link CudaOps#stream()} before and after each layer operation it forwards, and {@link #collect}
+ * A per-step time breakdown of the GPU backend by CUDA events (docs/design.md §6): {@link #ops} and {@link #tp} give an
+ * {@link Ops} and a {@link TensorParallel} that record an event on {@link CudaOps#stream()} before and after each
+ * operation they forward, and {@link #collect}
  * (after a step) adds each operation's device time to its category: {@code gemm} (linear layers and the LM head, their
  * bias epilogues included, and the MLP's GELU, which the GPU fuses into its GEMMs), {@code attention} (with the QKV
  * projection, which {@link Ops#matmulAttentionForward} runs in the same call), {@code
@@ -29,6 +30,7 @@ import java.util.Map;
  */
 public final class OpTimes implements InvocationHandler, AutoCloseable {
   private final CudaOps target;
+  private final CudaTensorParallel collectives;
   private final List<CudaEvent> events = new ArrayList<>();
   private final List<String> pending = new ArrayList<>();
   private final List<String> pendingMethods = new ArrayList<>();
@@ -39,22 +41,31 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
   private double pendingCompression;
   private int steps;
 
-  private OpTimes(CudaOps target) {
+  private OpTimes(CudaOps target, CudaTensorParallel collectives) {
     this.target = target;
+    this.collectives = collectives;
     for (String c : new String[] {"gemm", "attention", "tp_collectives", "compression", "optimizer", "other_kernels"}) {
       totals.put(c, 0.0);
     }
   }
 
-  /** The timer of {@code ops}; {@link #ops()} is what the model should call. */
-  public static OpTimes of(CudaOps ops) {
-    return new OpTimes(ops);
+  /** The timer of {@code ops} and its collectives {@code tp}; {@link #ops()} and {@link #tp()} are what the model calls. */
+  public static OpTimes of(CudaOps ops, CudaTensorParallel tp) {
+    if (ops == null || tp == null) throw new IllegalArgumentException("OpTimes times a backend and its collectives");
+    return new OpTimes(ops, tp);
   }
 
   /** The timed view of the backend, to build the {@link Gpt} on. */
   @SuppressWarnings("unchecked")
   public Ops<DeviceBuffer> ops() {
     return (Ops<DeviceBuffer>) Proxy.newProxyInstance(Ops.class.getClassLoader(), new Class<?>[] {Ops.class}, this);
+  }
+
+  /** The timed view of the collectives, to build the {@link Gpt} on. */
+  @SuppressWarnings("unchecked")
+  public TensorParallel<DeviceBuffer> tp() {
+    return (TensorParallel<DeviceBuffer>) Proxy.newProxyInstance(TensorParallel.class.getClassLoader(),
+        new Class<?>[] {TensorParallel.class}, this);
   }
 
   /** The category of an {@link Ops} method, or null for bookkeeping calls that are not timed. */
@@ -91,18 +102,20 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       ((Runnable) args[1]).run();
       return null;
     }
+    Object to = method.getDeclaringClass() == TensorParallel.class ? collectives : target;
     if (!enabled) {
       try {
-        return method.invoke(target, args);
+        return method.invoke(to, args);
       } catch (InvocationTargetException e) {
         throw e.getCause();
       }
     }
-    String cat = method.getDeclaringClass() == Ops.class ? category(method.getName()) : null;
+    Class<?> declared = method.getDeclaringClass();
+    String cat = declared == Ops.class || declared == TensorParallel.class ? category(method.getName()) : null;
     if (cat != null) event(2 * pending.size()).record(target.stream());
     Object result;
     try {
-      result = method.invoke(target, args);
+      result = method.invoke(to, args);
     } catch (InvocationTargetException e) {
       throw e.getCause();
     } finally {
@@ -113,7 +126,7 @@ public final class OpTimes implements InvocationHandler, AutoCloseable {
       }
     }
     // after a call that succeeded only: this waits for the stream, whose error must not replace the call's own
-    if (method.getName().equals("allReduce")) pendingCompression += target.lastCollectiveKernelMillis();
+    if (method.getName().equals("allReduce")) pendingCompression += collectives.lastKernelMillis();
     return result;
   }
 

@@ -2,7 +2,7 @@ package dev.taco.runtime.model;
 
 /**
  * The operations a GPT training step is made of (docs/design.md §6, llm.c's kernel list): the model ({@link Gpt}) is written
- * once against this seam, and a backend implements it for one memory space ({@link CpuOps}: float arrays and the CPU
+ * once against this seam and {@link TensorParallel} (its collectives), and a backend implements it for one memory space ({@link CpuOps}: float arrays and the CPU
  * layer kernels; a GPU backend: device arenas, cuBLAS and the Java GPU kernels). Arguments follow the layers'
  * conventions: outputs first, then inputs, then sizes; forward passes overwrite their outputs, backward passes ADD
  * into their gradients. Shapes are those of {@code dev.taco.runtime.layers}; {@code B} sequences of {@code T} tokens,
@@ -127,29 +127,6 @@ public interface Ops<A> {
   /** dlogits(B,T,V) += dloss · (probs − onehot(targets)) / (B·T). */
   void crossEntropyBackward(View<A> dlogits, View<A> probs, int[] targets, int B, int T, int V, float dloss);
 
-  /** The tensor-parallel all-reduce of a {@code rows x cols} tensor at collective site {@code site}, in place. */
-  void allReduce(String site, View<A> x, int rows, int cols);
-
-  /**
-   * All-gather at {@code site} (sequence parallelism, before a column-parallel linear): every rank's
-   * {@code (shardRows, cols)} shard into {@code out} ({@code (R·shardRows, cols)}, rank q's rows at q·shardRows),
-   * through the site's codec plan.
-   */
-  void allGather(String site, View<A> out, View<A> shard, int shardRows, int cols);
-
-  /**
-   * Sum reduce-scatter at {@code site} (sequence parallelism, after a row-parallel linear): the {@code (rows, cols)}
-   * tensor {@code x} summed over ranks, this rank's rows {@code [rank·rows/R, (rank+1)·rows/R)} into {@code shard},
-   * through the site's codec plan. {@code x} may be overwritten.
-   */
-  void reduceScatter(String site, View<A> shard, View<A> x, int rows, int cols);
-
-  /**
-   * Exact (float32) sum all-reduce of {@code n} elements over the TP group, in place: the parameter gradients that
-   * sequence parallelism leaves partial on each rank (LayerNorms, embeddings).
-   */
-  void allReduceExact(View<A> x, int n);
-
   /** The mean of the {@code n} losses at {@code losses}, added in order in float64 (a host scalar; waits for them). */
   float meanLoss(View<A> losses, int n);
 
@@ -163,9 +140,6 @@ public interface Ops<A> {
     work.run();
   }
 
-  /** Bytes this rank has put on the TP wire so far (0 with one rank). */
-  long bytesSent();
-
   /**
    * Sum of squares of this rank's gradients (a host scalar, in double), skipping the replicated tensors unless
    * {@code includeReplicated}; summed in float64 by {@link dev.taco.runtime.layers.GradNorm}'s strided partial sums (a
@@ -174,7 +148,7 @@ public interface Ops<A> {
   double squaredNorm(A grads, ParameterTensors layout, boolean includeReplicated);
 
   /**
-   * One AdamW step over {@code n} parameters in place (llm.c's {@code gpt2_update}; {@code train.AdamW}).
+   * One AdamW step over {@code n} parameters in place (llm.c's {@code gpt2_update}; {@code layers.AdamW}).
    *
    * @param decay per-element weight-decay switch (0 or 1), host
    */

@@ -10,7 +10,7 @@ import dev.taco.runtime.analyze.NamedTensor;
 import dev.taco.runtime.analyze.SafetensorsReader;
 import dev.taco.runtime.analyze.SafetensorsWriter;
 import dev.taco.runtime.analyze.TensorFileException;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.ParameterTensors;
 import java.io.IOException;

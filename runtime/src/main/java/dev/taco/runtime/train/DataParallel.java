@@ -1,10 +1,11 @@
 package dev.taco.runtime.train;
 
 import dev.taco.collective.Plan;
+import dev.taco.collective.Site;
 import dev.taco.collective.device.DeviceCollectives;
 import dev.taco.collective.device.DeviceTensor;
 import dev.taco.kernels.cuda.DeviceBuffer;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import dev.taco.runtime.model.ParameterTensors;
 import java.util.Map;
 
@@ -53,7 +54,7 @@ abstract class DataParallel {
           int n = s[0] * s[1];
           if (buf.length < n) buf = new float[n];
           System.arraycopy(grads, t.offset(), buf, 0, n);
-          dp.allReduce("dp." + t.name(), buf, s[0], s[1]);
+          dp.allReduce(new Site.Gradient(t.name()), buf, s[0], s[1]);
           System.arraycopy(buf, 0, grads, t.offset(), n);
         }
       }

@@ -1,6 +1,6 @@
 package dev.taco.runtime.train;
 
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import java.util.List;
 import java.util.Map;
 

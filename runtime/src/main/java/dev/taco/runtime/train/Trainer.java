@@ -16,8 +16,10 @@ import dev.taco.collective.nccl.NcclCommunicator;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
+import dev.taco.collective.device.DeviceSiteCollectives;
 import dev.taco.runtime.model.CudaOps;
+import dev.taco.runtime.model.CudaTensorParallel;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.OpTimes;
@@ -476,26 +478,28 @@ public final class Trainer {
             : new DeviceLocalTransport(ctx, place.dp());
         DeviceCollectives dc = alone ? null : new DeviceCollectives(link);
         DeviceCollectives dpc = dpOn ? new DeviceCollectives(dpLink) : null;
-        CudaOps ops = alone ? new CudaOps(ctx, gpu.precision())
-            : new CudaOps(dc, sites, gpu.precision(), gpu.tpComm());
-        OpTimes timer = place.reports() ? OpTimes.of(ops) : null) {
+        CudaOps ops = new CudaOps(ctx, alone ? null : dc.stream(), gpu.precision())) {
+      CudaTensorParallel tp = alone ? CudaTensorParallel.alone(ops)
+          : CudaTensorParallel.of(ops, new DeviceSiteCollectives(dc, sites), gpu.tpComm());
       agreeOnTheRun(link, cfg, opt, sites);
       agreeOnTheRun(dpLink, cfg, opt, sites);
-      Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), place.tp().rank(), opt.microBatch(),
-          opt.seed());
-      DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
-          model.grads()) : null;
-      WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume, last,
-          saving);
-      if (timer != null && timer.steps() > 0) {
-        double total = 0;
-        for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
-          times.put(e.getKey(), e.getValue() / timer.steps());
-          total += e.getValue() / timer.steps();
+      try (OpTimes timer = place.reports() ? OpTimes.of(ops, tp) : null) {
+        Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), timer == null ? tp : timer.tp(),
+            place.tp().rank(), opt.microBatch(), opt.seed());
+        DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
+            model.grads()) : null;
+        WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume,
+            last, saving);
+        if (timer != null && timer.steps() > 0) {
+          double total = 0;
+          for (Map.Entry<String, Double> e : timer.totals().entrySet()) {
+            times.put(e.getKey(), e.getValue() / timer.steps());
+            total += e.getValue() / timer.steps();
+          }
+          times.put("total", total);
         }
-        times.put("total", total);
+        return wire;
       }
-      return wire;
     }
   }
 

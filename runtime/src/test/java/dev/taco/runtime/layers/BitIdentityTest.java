@@ -8,7 +8,7 @@ import dev.taco.collective.Communicator;
 import dev.taco.collective.LocalGroup;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
-import dev.taco.runtime.train.AdamW;
+import dev.taco.runtime.layers.AdamW;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;

@@ -7,7 +7,7 @@ import dev.taco.kernels.Kernel;
 import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.compiler.KernelTranslator;
 import dev.taco.kernels.cuda.KernelSources;
-import dev.taco.runtime.train.AdamW;
+import dev.taco.runtime.layers.AdamW;
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Method;

@@ -9,6 +9,7 @@ import dev.taco.collective.LocalGroup;
 import dev.taco.codec.Codecs;
 import dev.taco.collective.Plan;
 import dev.taco.collective.device.DeviceCollectives;
+import dev.taco.collective.device.DeviceSiteCollectives;
 import dev.taco.collective.device.DeviceLocalTransport;
 import dev.taco.collective.device.DeviceOutOfMemoryException;
 import dev.taco.kernels.cuda.Cublas;
@@ -104,7 +105,7 @@ class GptCudaGpuTest {
       try (CudaOps ops = new CudaOps(ctx)) {
         ops.causalBlockMinimum(16); // T = 64 in 4 causal blocks: the block-triangular attention GEMMs against the CPU
         assertThat(ops.causalBlock(CFG.seqLength())).isEqualTo(16);
-        Gpt<DeviceBuffer> gpu = new Gpt<>(CFG, ops, 0, B, weights);
+        Gpt<DeviceBuffer> gpu = Gpt.gpu(CFG, ops, B, weights);
         int n = cpu.layout().size();
         for (int step = 1; step <= 3; step++) {
           int[][] data = batch(rng);
@@ -151,7 +152,7 @@ class GptCudaGpuTest {
     SplittableRandom rng = new SplittableRandom(SEED ^ 0x6AL);
     try (CudaOps eager = new CudaOps(ctx, CudaOps.Precision.BF16);
         CudaOps graphed = new CudaOps(ctx, CudaOps.Precision.BF16)) {
-      Gpt<DeviceBuffer> a = new Gpt<>(CFG, eager, 0, B, 11), g = new Gpt<>(CFG, graphed, 0, B, 11);
+      Gpt<DeviceBuffer> a = Gpt.gpu(CFG, eager, B, 11), g = Gpt.gpu(CFG, graphed, B, 11);
       int n = a.layout().size();
       boolean bits = true;
       for (int step = 1; step <= 5; step++) {
@@ -190,7 +191,7 @@ class GptCudaGpuTest {
       try (CudaOps ops = new CudaOps(ctx, CudaOps.Precision.BF16)) {
         ops.causalBlockMinimum(16); // 4 causal blocks
         assertThat(ops.precision()).isEqualTo(CudaOps.Precision.BF16);
-        Gpt<DeviceBuffer> gpu = new Gpt<>(CFG, ops, 0, B, weights);
+        Gpt<DeviceBuffer> gpu = Gpt.gpu(CFG, ops, B, weights);
         cpu.zeroGrad();
         gpu.zeroGrad();
         float lc = cpu.forward(data[0], data[1]);
@@ -227,8 +228,10 @@ class GptCudaGpuTest {
       ctx.makeCurrent();
       try (DeviceLocalTransport link = new DeviceLocalTransport(ctx, comm);
           DeviceCollectives dc = new DeviceCollectives(link);
-          CudaOps ops = r == 1 ? new CudaOps(ctx) : new CudaOps(dc, plan)) {
-        Gpt<DeviceBuffer> gpu = new Gpt<>(cfg, ops, comm.rank(), B, weights);
+          CudaOps ops = new CudaOps(ctx, r == 1 ? null : dc.stream(), CudaOps.Precision.FP32)) {
+        CudaTensorParallel tp = r == 1 ? CudaTensorParallel.alone(ops)
+            : CudaTensorParallel.of(ops, new DeviceSiteCollectives(dc, plan), true);
+        Gpt<DeviceBuffer> gpu = new Gpt<>(cfg, ops, tp, comm.rank(), B, weights);
         gpu.zeroGrad();
         float l = gpu.forward(data[0], data[1]);
         gpu.backward();
@@ -303,8 +306,9 @@ class GptCudaGpuTest {
   void theTimedBackendComputesTheSameStepAndTimesEveryCategory() {
     assumeGpu();
     int[][] data = batch(new SplittableRandom(SEED ^ 5));
-    try (CudaOps plain = new CudaOps(ctx); CudaOps timed = new CudaOps(ctx); OpTimes timer = OpTimes.of(timed)) {
-      Gpt<DeviceBuffer> a = new Gpt<>(CFG, plain, 0, B, 9), b = new Gpt<>(CFG, timer.ops(), 0, B, 9);
+    try (CudaOps plain = new CudaOps(ctx); CudaOps timed = new CudaOps(ctx);
+        OpTimes timer = OpTimes.of(timed, CudaTensorParallel.alone(timed))) {
+      Gpt<DeviceBuffer> a = Gpt.gpu(CFG, plain, B, 9), b = new Gpt<>(CFG, timer.ops(), timer.tp(), 0, B, 9);
       float la = a.forward(data[0], data[1]), lb = b.forward(data[0], data[1]);
       a.backward();
       b.backward();
@@ -327,7 +331,7 @@ class GptCudaGpuTest {
   void tokenOutsideTheVocabularyIsRefusedNamingIt() {
     assumeGpu();
     try (CudaOps ops = new CudaOps(ctx)) {
-      Gpt<DeviceBuffer> gpu = new Gpt<>(CFG, ops, 0, B, 1);
+      Gpt<DeviceBuffer> gpu = Gpt.gpu(CFG, ops, B, 1);
       int[][] data = batch(new SplittableRandom(SEED));
       data[0][7] = CFG.vocabSize();
       assertThatThrownBy(() -> gpu.forward(data[0], data[1])).isInstanceOf(IllegalArgumentException.class)

@@ -9,7 +9,7 @@ import dev.taco.collective.LocalGroup;
 import dev.taco.collective.device.DeviceLocalTransport;
 import dev.taco.kernels.cuda.Cuda;
 import dev.taco.kernels.cuda.CudaContext;
-import dev.taco.runtime.model.CollectiveSites;
+import dev.taco.collective.CollectiveSites;
 import dev.taco.runtime.model.GptConfig;
 import java.util.List;
 import org.junit.jupiter.api.Tag;

@@ -40,16 +40,16 @@ import java.util.Set;
  * }</pre>
  *
  * <h2>Kernel tasks</h2>
- * {@link #task(String, Task1, Object...) task(name, Class::kernel, values...)} takes a method reference to a static
- * Java kernel ({@link TaskFunctions}, one interface per arity up to 16) and one value per Java parameter:
- * {@link #KERNEL_CONTEXT} for the {@link KernelContext} of a SIMT kernel (the GPU supplies the real one),
- * the compile-time value of each {@code @Constant} parameter (it specialises the kernel: a
- * {@link dev.taco.kernels.compiler.KernelRequest}), a {@link DeviceBuffer} for each array parameter and the boxed
- * value of exactly the parameter's type for the others; a mistyped value is refused at once, naming the task, the
- * parameter's index and name. The kernel is compiled behind the scenes at the plan's first execution
- * ({@link CudaContext#kernel}: CUDA C from {@link KernelSources}, NVRTC through {@link PtxCache}, one module per
- * kernel cached by the context). {@link #prebuiltTask} takes a {@link CudaFunction} of hand-written CUDA C instead
- * (TornadoVM's {@code prebuiltTask}).
+ * {@link #task(String, Task1, Object...) task(name, Class::kernel, values...)} takes a method
+ * reference to a static Java kernel ({@link TaskFunctions}, one interface per arity up to 20; the overloads are {@link
+ * KernelTasks}, which {@link Launcher} shares for immediate launches) and one value per Java parameter: {@link
+ * #KERNEL_CONTEXT} for the {@link KernelContext} of a SIMT kernel (the GPU supplies the real one), the compile-time
+ * value of each {@code @Constant} parameter (it specialises the kernel: a {@link
+ * dev.taco.kernels.compiler.KernelRequest}), a {@link DeviceBuffer} for each array parameter and the boxed value of
+ * exactly the parameter's type for the others; a mistyped value is refused at once, naming the task, the parameter's
+ * index and name. The kernel is compiled behind the scenes at the plan's first execution ({@link CudaContext#kernel}:
+ * CUDA C from {@link KernelSources}, NVRTC through {@link PtxCache}, one module per kernel cached by the context).
+ * {@link #prebuiltTask} takes a {@link CudaFunction} of hand-written CUDA C instead (TornadoVM's {@code prebuiltTask}).
  *
  * <h2>Lanes and dependencies</h2>
  * Every node runs on a lane, one CUDA stream of the plan: lane {@link #COMPUTE_LANE} (0) unless {@link #onLane} says
@@ -70,7 +70,7 @@ import java.util.Set;
  * {@code GridScheduler}, {@code DataTransferMode}, {@code TornadoFunctions}; CUDA Driver API
  * {@code cuStreamWaitEvent}, {@code cuEventRecord}.
  */
-public final class TaskGraph {
+public final class TaskGraph implements KernelTasks<TaskGraph> {
   /** The lane of compute kernels (lane 0: executions begin and end on it). */
   public static final int COMPUTE_LANE = 0;
   /** The lane of collectives, so that communication overlaps compute. */
@@ -208,217 +208,14 @@ public final class TaskGraph {
   }
 
   /**
-   * Adds a kernel task (class doc, "Kernel tasks"): {@code kernel} is a reference {@code Class::method} to a static
-   * Java kernel, {@code values} one per Java parameter. Give its grid with {@link #grid} or the plan's
-   * {@link GridScheduler}.
+   * Adds a kernel task (class doc, "Kernel tasks"), the node every {@code task} overload adds; give its grid with
+   * {@link #grid} or the plan's {@link GridScheduler}.
    *
-   * @param taskName a name unique in the graph
-   * @param kernel   the kernel, a method reference (the overloads for 2 to 16 parameters read alike)
-   * @param values   one per Java parameter: {@link #KERNEL_CONTEXT}, {@code @Constant} values, {@link DeviceBuffer}s
-   *                 for arrays, boxed primitives of the parameters' types
-   * @param <T1>     the kernel's parameter type
-   * @return this graph
-   * @throws IllegalArgumentException for a lambda or an overloaded kernel, a wrong number of values, a mistyped value
-   *                                  (naming the task, the parameter's index and name), or a duplicate name
-   * @throws IllegalStateException    if the kernel's class was compiled without {@code javac -parameters}
+   * @throws IllegalArgumentException as {@link KernelTasks#kernelTask}, or for a duplicate name
+   * @throws IllegalStateException if the kernel's class was compiled without {@code javac -parameters}
    */
-  public <T1> TaskGraph task(String taskName, Task1<T1> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 2-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2> TaskGraph task(String taskName, Task2<T1, T2> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 3-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3> TaskGraph task(String taskName, Task3<T1, T2, T3> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 4-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4> TaskGraph task(String taskName, Task4<T1, T2, T3, T4> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 5-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5> TaskGraph task(String taskName, Task5<T1, T2, T3, T4, T5> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 6-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6> TaskGraph task(String taskName,
-      Task6<T1, T2, T3, T4, T5, T6> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 7-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7> TaskGraph task(String taskName,
-      Task7<T1, T2, T3, T4, T5, T6, T7> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 8-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8> TaskGraph task(String taskName,
-      Task8<T1, T2, T3, T4, T5, T6, T7, T8> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 9-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9> TaskGraph task(String taskName,
-      Task9<T1, T2, T3, T4, T5, T6, T7, T8, T9> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 10-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10> TaskGraph task(String taskName,
-      Task10<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 11-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11> TaskGraph task(String taskName,
-      Task11<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 12-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12> TaskGraph task(String taskName,
-      Task12<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 13-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13> TaskGraph task(String taskName,
-      Task13<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 14-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14> TaskGraph task(String taskName,
-      Task14<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 15-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> TaskGraph task(String taskName,
-      Task15<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 16-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16> TaskGraph task(String taskName,
-      Task16<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16> kernel, Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 17-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> TaskGraph task(
-      String taskName, Task17<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17> kernel,
-      Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 18-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> TaskGraph task(
-      String taskName, Task18<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18> kernel,
-      Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 19-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> TaskGraph task(
-      String taskName,
-      Task19<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19> kernel,
-      Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  /**
-   * Adds a kernel task of a 20-parameter kernel; see {@link #task(String, Task1, Object...)}.
-   *
-   * @return this graph
-   */
-  public <T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> TaskGraph task(
-      String taskName,
-      Task20<T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20> kernel,
-      Object... values) {
-    return javaTask(taskName, kernel, values);
-  }
-
-  private TaskGraph javaTask(String taskName, Serializable kernel, Object[] values) {
+  @Override
+  public TaskGraph kernelTask(String taskName, Serializable kernel, Object[] values) {
     Objects.requireNonNull(kernel, "kernel");
     checkName(taskName);
     KernelMethod.Binding b = KernelMethod.of(taskName, kernel).bind(taskName, values);

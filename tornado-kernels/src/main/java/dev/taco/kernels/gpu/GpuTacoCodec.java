@@ -1,17 +1,20 @@
 package dev.taco.kernels.gpu;
 
+import static dev.taco.kernels.cuda.TaskGraph.KERNEL_CONTEXT;
+
 import dev.taco.kernels.Fp8;
 import dev.taco.kernels.KernelContext;
-import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.kernels.cuda.CudaContext;
-import dev.taco.kernels.cuda.CudaFunction;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.Dim3;
+import dev.taco.kernels.cuda.KernelTasks;
+import dev.taco.kernels.cuda.Launcher;
 
 /**
- * The TACO codec on the GPU (docs/design.md §3-§5): {@link TacoGpuKernels} specialised
- * ({@link TacoCudaSources}) and loaded at first use of each specialisation by {@link CudaContext#kernel} (CUDA C
+ * The TACO codec on the GPU (docs/design.md §3-§5): {@link TacoGpuKernels} launched by method reference, specialised
+ * by their {@code @Constant}s (the set {@link TacoCudaSources} lists) and loaded at first use of each specialisation
+ * by {@link CudaContext#kernel} (CUDA C
  * from {@code KernelSources}, NVRTC through the PTX cache, modules cached by the context). Every method only enqueues
  * work on the given stream: no host synchronisation inside.
  *
@@ -29,7 +32,7 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public static final int MAX_COLS = 512 * TacoGpuKernels.V;
 
-  private final CudaContext ctx;
+  private final Launcher kernels;
   private final int groupSize;
   private final boolean hadamard;
   private final int format;
@@ -46,7 +49,7 @@ public final class GpuTacoCodec implements AutoCloseable {
     if (format != Fp8.E4M3 && format != Fp8.E5M2) {
       throw new IllegalArgumentException("GPU taco: format must be E4M3 (1) or E5M2 (2), got " + format);
     }
-    this.ctx = ctx;
+    this.kernels = new Launcher(ctx);
     this.groupSize = groupSize;
     this.hadamard = hadamard;
     this.format = format;
@@ -102,7 +105,8 @@ public final class GpuTacoCodec implements AutoCloseable {
    */
   public void compress(DeviceBuffer x, boolean bf16, int rows, int cols, DeviceBuffer body, CudaStream stream) {
     check(rows, cols, x, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(TacoCudaSources.compress(groupSize, hadamard, format, bf16), rows, cols, stream, x, x, body, rows, cols);
+    on(rows, cols, stream).task("compress", TacoGpuKernels::compress, KERNEL_CONTEXT, x, x, body, rows, cols,
+        groupSize, hadamard, format, bf16);
   }
 
   /**
@@ -118,24 +122,26 @@ public final class GpuTacoCodec implements AutoCloseable {
     long gm = groupMaxBytes(rows, cols, groupSize);
     DeviceBuffer groupMax = scratch.slice(0, gm);
     DeviceBuffer work = scratch.slice(gm, 4L * rows * cols);
-    launch(TacoCudaSources.unfusedStats(groupSize, hadamard, format, bf16), rows, cols, stream, x, x, body, groupMax,
-        rows, cols);
-    launch(TacoCudaSources.unfusedTransform(groupSize, hadamard, bf16), rows, cols, stream, x, x, groupMax, work, cols);
-    launch(TacoCudaSources.unfusedEncode(groupSize, format), rows, cols, stream, work, groupMax, body, rows, cols);
+    on(rows, cols, stream).task("unfusedStats", TacoGpuKernels::unfusedStats, KERNEL_CONTEXT, x, x, body, groupMax,
+        rows, cols, groupSize, hadamard, format, bf16);
+    on(rows, cols, stream).task("unfusedTransform", TacoGpuKernels::unfusedTransform, KERNEL_CONTEXT, x, x, groupMax,
+        work, cols, groupSize, hadamard, bf16);
+    on(rows, cols, stream).task("unfusedEncode", TacoGpuKernels::unfusedEncode, KERNEL_CONTEXT, work, groupMax, body,
+        rows, cols, groupSize, format);
   }
 
   /** Decompress the body into {@code out} ({@code rows x cols}, bf16 (rounded to nearest even) or fp32). */
   public void decompress(DeviceBuffer body, int rows, int cols, DeviceBuffer out, boolean bf16, CudaStream stream) {
     check(rows, cols, out, (bf16 ? 2L : 4L) * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(TacoCudaSources.decompress(groupSize, hadamard, format, bf16, false), rows, cols, stream, body, out, out,
-        rows, cols);
+    on(rows, cols, stream).task("decompress", TacoGpuKernels::decompress, KERNEL_CONTEXT, body, out, out, rows, cols,
+        groupSize, hadamard, format, bf16, false);
   }
 
   /** Decompress-reduce (docs/design.md §4): {@code out += decoded body}, {@code out} fp32 {@code rows x cols}. */
   public void decompressReduce(DeviceBuffer body, int rows, int cols, DeviceBuffer out, CudaStream stream) {
     check(rows, cols, out, 4L * rows * cols, body, bodyBytes(rows, cols, groupSize));
-    launch(TacoCudaSources.decompress(groupSize, hadamard, format, false, true), rows, cols, stream, body, out, out,
-        rows, cols);
+    on(rows, cols, stream).task("decompressReduce", TacoGpuKernels::decompress, KERNEL_CONTEXT, body, out, out, rows,
+        cols, groupSize, hadamard, format, false, true);
   }
 
   private void check(int rows, int cols, DeviceBuffer data, long dataBytes, DeviceBuffer body, long bodyBytes) {
@@ -150,9 +156,9 @@ public final class GpuTacoCodec implements AutoCloseable {
     }
   }
 
-  private void launch(KernelRequest kernel, int rows, int cols, CudaStream stream, Object... args) {
-    CudaFunction f = ctx.kernel(kernel);
-    f.launch(Dim3.of(rows), Dim3.of(cols / TacoGpuKernels.V), 0, stream, args);
+  /** The launches of a kernel with a block per row and {@link TacoGpuKernels#V} values per thread. */
+  private KernelTasks<Void> on(int rows, int cols, CudaStream stream) {
+    return kernels.on(Dim3.of(rows), Dim3.of(cols / TacoGpuKernels.V), stream);
   }
 
   /**

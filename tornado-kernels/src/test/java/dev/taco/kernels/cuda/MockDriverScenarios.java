@@ -42,6 +42,7 @@ final class MockDriverScenarios {
     m.put("modules-cached-per-context", MockDriverScenarios::modulesCached);
     m.put("close-idempotent", MockDriverScenarios::close);
     m.put("other-contexts-refused", MockDriverScenarios::otherContexts);
+    m.put("launcher-launches-at-once", MockDriverScenarios::launcher);
     return m;
   }
 
@@ -463,5 +464,36 @@ final class MockDriverScenarios {
         .task("scale", LaneKernels::scale, KERNEL_CONTEXT, fake, fake, 3f, N).grid(GRID).snapshot();
     assertThatThrownBy(() -> new ExecutionPlan(ctx, g)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("node 'scale' uses a buffer or kernel of another CUDA context");
+  }
+
+  /**
+   * {@link Launcher}: each task launches at once on the launcher's stream (no graph, no events), the kernel named by its
+   * method reference is loaded once however often it runs, and a mistyped value is refused before anything launches.
+   */
+  static void launcher(CudaContext ctx) {
+    float[] x = ramp(2f);
+    float[] c = new float[N];
+    try (Buffers b = new Buffers(ctx); CudaStream s = ctx.createStream()) {
+      b.x.copyFrom(x);
+      Launcher kernels = new Launcher(ctx);
+      clearLog();
+      for (int i = 0; i < 2; i++) {
+        kernels.on(Dim3.of(4), Dim3.of(256), s).task("scale", LaneKernels::scale, KERNEL_CONTEXT, b.x, b.y, 3f, N);
+        kernels.on(Dim3.of(4), Dim3.of(256), s).task("add", LaneKernels::add, KERNEL_CONTEXT, b.y, b.x, b.c, N);
+      }
+      s.synchronize();
+      b.c.copyTo(c);
+      expectFourX(x, c);
+      String sid = "s" + id(s.handle());
+      assertThat(log().lines().filter(l -> l.startsWith("launch")).toList()).containsExactly(
+          "launch scale g=4 b=256 " + sid, "launch add g=4 b=256 " + sid, "launch scale g=4 b=256 " + sid,
+          "launch add g=4 b=256 " + sid);
+      assertThat(log().lines().filter(l -> l.startsWith("module-load"))).hasSizeLessThanOrEqualTo(2);
+      clearLog();
+      assertThatThrownBy(() -> kernels.on(Dim3.of(4), Dim3.of(256), s).task("scale", LaneKernels::scale, KERNEL_CONTEXT,
+          b.x, b.y, 3.0, N)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("task 'scale': argument 3 (s: float)");
+      assertThat(log()).doesNotContain("launch");
+    }
   }
 }

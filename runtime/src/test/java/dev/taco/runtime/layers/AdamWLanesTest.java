@@ -1,4 +1,4 @@
-package dev.taco.runtime.train;
+package dev.taco.runtime.layers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

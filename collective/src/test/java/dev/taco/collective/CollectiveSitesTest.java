@@ -1,4 +1,4 @@
-package dev.taco.runtime.model;
+package dev.taco.collective;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
 import dev.taco.codec.NonFiniteInputException;
-import dev.taco.collective.LocalGroup;
-import dev.taco.collective.Plan;
+import dev.taco.collective.Site.Block;
+import dev.taco.collective.Site.Direction;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -17,6 +17,12 @@ import org.junit.jupiter.api.Test;
 
 /** Per-site plans: the channel permutation, calibration agreement across ranks, and the all-reduce through plans. */
 class CollectiveSitesTest {
+  static final Site ATTN0 = new Site.Layer(0, Block.ATTENTION, false, Direction.FORWARD);
+  static final Site ATTN2 = new Site.Layer(2, Block.ATTENTION, false, Direction.FORWARD);
+  static final Site MLP0 = new Site.Layer(0, Block.MLP, false, Direction.FORWARD);
+  static final Site MLP1 = new Site.Layer(1, Block.MLP, false, Direction.FORWARD);
+  static final Site GATHER0 = new Site.Layer(0, Block.ATTENTION, true, Direction.FORWARD);
+
   static final int ROWS = 64, COLS = 256;
 
   /** A (ROWS, COLS) activation-like tensor: Gaussian, with a few loud channels packed into the first group. */
@@ -70,7 +76,7 @@ class CollectiveSitesTest {
     List<Object[]> out = LocalGroup.run(world, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "taco", 1, 0);
       float[] buf = inputs[comm.rank()].clone();
-      sites.allReduce("layer0.mlp.fwd", buf, ROWS, COLS);
+      sites.allReduce(MLP0, buf, ROWS, COLS);
       return new Object[] {buf, sites.plans()};
     });
     @SuppressWarnings("unchecked") Map<String, CollectiveSites.CalibratedPlan> p0 = (Map<String, CollectiveSites.CalibratedPlan>) out
@@ -109,13 +115,13 @@ class CollectiveSitesTest {
         host.setSampling(use == 6);
         device.setSampling(use == 6);
         final int u = use;
-        Plan p = device.planAt("layer0.attn.fwd", () -> {
+        Plan p = device.planAt(ATTN0, () -> {
           fetched.add(u);
           return x.clone();
-        }, ROWS, COLS);
+        }, ROWS, COLS, CollectiveKind.ALL_REDUCE);
         devicePlans.add(p.describe());
-        host.allReduce("layer0.attn.fwd", x.clone(), ROWS, COLS);
-        hostPlans.add(host.plan("layer0.attn.fwd").describe());
+        host.allReduce(ATTN0, x.clone(), ROWS, COLS);
+        hostPlans.add(host.plan(ATTN0).describe());
       }
       return new Object[] {fetched, hostPlans, devicePlans, host.plans(), device.plans(), host.sampledErrors(),
           device.sampledErrors()};
@@ -130,9 +136,9 @@ class CollectiveSitesTest {
     }
     assertThat(((Map<?, ?>) out.get(0)[5])).as("rank 0 sampled").isNotEmpty();
     assertThat(out.get(1)[4]).as("both ranks froze the same plans").isEqualTo(out.get(0)[4]);
-    List<Object> one = LocalGroup.run(1, comm -> new CollectiveSites(comm, "taco", 1, 0).planAt("x", () -> {
+    List<Object> one = LocalGroup.run(1, comm -> new CollectiveSites(comm, "taco", 1, 0).planAt(ATTN0, () -> {
       throw new AssertionError("one rank: nothing to measure, so no host copy");
-    }, ROWS, COLS).describe());
+    }, ROWS, COLS, CollectiveKind.ALL_REDUCE).describe());
     assertThat(one).containsExactly(Plan.of(Codecs.byName("taco")).describe());
   }
 
@@ -143,7 +149,7 @@ class CollectiveSitesTest {
     long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
     List<Object> plans = LocalGroup.run(2, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "int8-group", 1, 0);
-      sites.allReduce("layer0.attn.fwd", activations(seed, comm.rank()), ROWS, COLS);
+      sites.allReduce(ATTN0, activations(seed, comm.rank()), ROWS, COLS);
       return sites.plans().get("layer0.attn.fwd");
     });
     CollectiveSites.CalibratedPlan plan = (CollectiveSites.CalibratedPlan) plans.get(0);
@@ -170,11 +176,11 @@ class CollectiveSitesTest {
         CollectiveSites sites = new CollectiveSites(comm, "int8-group", 2, 0, limit);
         long[] m = new long[4];
         m[0] = sites.calibrationMeasurements();
-        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols);
+        sites.allReduce(ATTN0, tensor.apply(comm.rank()), rows, cols);
         m[1] = sites.calibrationMeasurements();
-        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols);
+        sites.allReduce(ATTN0, tensor.apply(comm.rank()), rows, cols);
         m[2] = sites.calibrationMeasurements();
-        sites.allReduce("layer0.attn.fwd", tensor.apply(comm.rank()), rows, cols); // frozen: nothing measured
+        sites.allReduce(ATTN0, tensor.apply(comm.rank()), rows, cols); // frozen: nothing measured
         m[3] = sites.calibrationMeasurements();
         return new Object[] {sites.plans().get("layer0.attn.fwd"), m};
       });
@@ -186,7 +192,7 @@ class CollectiveSitesTest {
       assertThat((long[]) out.get(0)[1]).containsExactly(0, 1, 2, 2);
     }
     assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
-      new CollectiveSites(comm, "int8-group", 1, 0, cols - 1).allReduce("layer0.attn.fwd", tensor.apply(comm.rank()),
+      new CollectiveSites(comm, "int8-group", 1, 0, cols - 1).allReduce(ATTN0, tensor.apply(comm.rank()),
           rows, cols);
       return null;
     })).hasMessageContaining("all-reduce at layer0.attn.fwd").hasMessageContaining("at most 63 columns on the wire");
@@ -199,7 +205,7 @@ class CollectiveSitesTest {
     List<float[]> out = LocalGroup.run(2, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "fp32", 2, 0);
       float[] buf = activations(5, comm.rank());
-      sites.allReduce("s", buf, ROWS, COLS);
+      sites.allReduce(ATTN0, buf, ROWS, COLS);
       assertThat(sites.plans()).isEmpty();
       return buf;
     });
@@ -214,7 +220,7 @@ class CollectiveSitesTest {
       CollectiveSites sites = new CollectiveSites(comm, "taco", 2, 0);
       sites.setSampling(true);
       float[] buf = activations(seed, 0);
-      sites.allReduce("layer0.mlp.fwd", buf, ROWS, COLS);
+      sites.allReduce(MLP0, buf, ROWS, COLS);
       return new Object[] {buf, sites.plans(), sites.sampledErrors(), sites.bytesSent()};
     });
     assertThat((float[]) out.get(0)[0]).as("seed " + seed).isEqualTo(activations(seed, 0));
@@ -229,7 +235,7 @@ class CollectiveSitesTest {
     for (String spec : new String[] {"taco:g=64", "taco:hadamard=on", "taco-no-hadamard", "int8-group:g=64"}) {
       List<Object> plans = LocalGroup.run(2, comm -> {
         CollectiveSites sites = new CollectiveSites(comm, spec, 1, 0);
-        sites.allReduce("layer0.mlp.fwd", activations(seed, comm.rank()), ROWS, COLS);
+        sites.allReduce(MLP0, activations(seed, comm.rank()), ROWS, COLS);
         return sites.plans().get("layer0.mlp.fwd");
       });
       CollectiveSites.CalibratedPlan plan = (CollectiveSites.CalibratedPlan) plans.get(0);
@@ -248,7 +254,7 @@ class CollectiveSitesTest {
     assertThatThrownBy(() -> LocalGroup.run(2, comm -> {
       float[] x = activations(seed, comm.rank());
       if (comm.rank() == 1) x[3 * COLS + 5] = Float.NaN;
-      new CollectiveSites(comm, "taco", 0, 0).allReduce("layer2.attn.fwd", x, ROWS, COLS);
+      new CollectiveSites(comm, "taco", 0, 0).allReduce(ATTN2, x, ROWS, COLS);
       return null;
     })).as("seed " + seed).isInstanceOf(NonFiniteInputException.class)
         .hasMessageContaining("all-reduce at layer2.attn.fwd").hasMessageContaining("non-finite input NaN");
@@ -258,15 +264,15 @@ class CollectiveSitesTest {
   void oneRankChecksShapesAsManyRanksDo() {
     var comm = LocalGroup.create(1).get(0);
     CollectiveSites sites = new CollectiveSites(comm, "taco", 0, 0);
-    assertThatThrownBy(() -> sites.allReduce("layer0.mlp.fwd", new float[10], ROWS, COLS))
+    assertThatThrownBy(() -> sites.allReduce(MLP0, new float[10], ROWS, COLS))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("all-reduce at layer0.mlp.fwd: all-reduce: the tensor holds 10 values");
-    assertThatThrownBy(() -> sites.allGather("layer0.sp.ag", new float[ROWS * COLS], ROWS, COLS, new float[5]))
-        .hasMessageContaining("all-gather at layer0.sp.ag").hasMessageContaining("the output holds 5 values");
-    assertThatThrownBy(() -> sites.reduceScatter("layer0.sp.rs", new float[ROWS * COLS], ROWS, 0, new float[1]))
-        .hasMessageContaining("reduce-scatter at layer0.sp.rs");
+    assertThatThrownBy(() -> sites.allGather(GATHER0, new float[ROWS * COLS], ROWS, COLS, new float[5]))
+        .hasMessageContaining("all-gather at layer0.attn.gather.fwd").hasMessageContaining("the output holds 5 values");
+    assertThatThrownBy(() -> sites.reduceScatter(ATTN0, new float[ROWS * COLS], ROWS, 0, new float[1]))
+        .hasMessageContaining("reduce-scatter at layer0.attn.fwd");
     float[] x = activations(7, 0), shard = new float[ROWS * COLS];
-    sites.reduceScatter("layer0.sp.rs", x, ROWS, COLS, shard);
+    sites.reduceScatter(ATTN0, x, ROWS, COLS, shard);
     assertThat(shard).as("one rank's reduce-scatter is a copy").isEqualTo(x);
     assertThat(sites.bytesSent()).isZero();
     comm.close();
@@ -299,7 +305,7 @@ class CollectiveSitesTest {
     assertThatThrownBy(() -> sites.restore(Map.of("layer1.mlp.fwd", state.apply(2, new String[] {"taco", "sideways"}))))
         .hasMessageContaining("site layer1.mlp.fwd: unknown wire layout sideways");
     sites.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
-    assertThat(sites.plan("layer0.attn.fwd").describe()).startsWith("taco:").contains("g=128");
+    assertThat(sites.plan(ATTN0).describe()).startsWith("taco:").contains("g=128");
     assertThat(sites.plans()).as("listed as this run's once it has used the site").isEmpty();
     assertThat(sites.state()).as("and kept for the next checkpoint either way").containsOnlyKeys("layer0.attn.fwd");
     // a run that calibrates nothing checks the state as strictly, and keeps none of it
@@ -322,28 +328,28 @@ class CollectiveSitesTest {
   @Test
   void aCheckpointsSitesRestoreWhereThisRunCalibratesNothingOrOverOtherCandidates() {
     long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
-    // two ranks, two calibration steps: after one use "mid" is calibrating, after two "done" has frozen its plan
+    // two ranks, two calibration steps: after one use MLP1 is calibrating, after two ATTN0 has frozen its plan
     List<Map<String, CollectiveSites.SiteState>> saved = LocalGroup.run(2, comm -> {
       CollectiveSites sites = new CollectiveSites(comm, "taco", 2, 0);
       for (int use = 0; use < 2; use++) {
-        sites.allReduce("done", activations(seed + use, comm.rank()), ROWS, COLS);
+        sites.allReduce(ATTN0, activations(seed + use, comm.rank()), ROWS, COLS);
       }
-      sites.allReduce("mid", activations(seed + 7, comm.rank()), ROWS, COLS);
+      sites.allReduce(MLP1, activations(seed + 7, comm.rank()), ROWS, COLS);
       return sites.state();
     });
     Map<String, CollectiveSites.SiteState> state = saved.get(0);
-    assertThat(state.get("mid").calibrating()).as("seed %d", seed).isEqualTo(1);
-    assertThat(state.get("done").calibrating()).isZero();
-    String frozen = state.get("done").codec();
+    assertThat(state.get(MLP1.name()).calibrating()).as("seed %d", seed).isEqualTo(1);
+    assertThat(state.get(ATTN0.name()).calibrating()).isZero();
+    String frozen = state.get(ATTN0.name()).codec();
     String defaults = Plan.of(Codecs.byName("taco")).describe();
     for (String why : new String[] {"one rank", "--calibration-steps 0"}) {
       List<Object[]> again = LocalGroup.run(why.equals("one rank") ? 1 : 2, comm -> {
         CollectiveSites sites = new CollectiveSites(comm, "taco", why.equals("one rank") ? 2 : 0, 0);
         sites.restore(state);
         float[] x = activations(seed + 9, comm.rank());
-        sites.allReduce("mid", x, ROWS, COLS);
-        sites.allReduce("done", x, ROWS, COLS);
-        return new Object[] {sites.state(), sites.plans(), sites.plan("done").describe()};
+        sites.allReduce(MLP1, x, ROWS, COLS);
+        sites.allReduce(ATTN0, x, ROWS, COLS);
+        return new Object[] {sites.state(), sites.plans(), sites.plan(ATTN0).describe()};
       });
       assertThat((Map<?, ?>) again.get(0)[0]).as(why + ": nothing restored").isEmpty();
       assertThat((Map<?, ?>) again.get(0)[1]).as(why + ": no plan listed as chosen").isEmpty();
@@ -356,20 +362,21 @@ class CollectiveSitesTest {
       CollectiveSites sites = new CollectiveSites(comm, "taco", 1, 0);
       sites.restore(Map.of("layer0.attn.fwd", tokenAxis));
       float[] shard = new float[ROWS / 2 * COLS];
-      sites.reduceScatter("layer0.attn.fwd", activations(seed + 11, comm.rank()), ROWS, COLS, shard);
+      sites.reduceScatter(ATTN0, activations(seed + 11, comm.rank()), ROWS, COLS, shard);
       for (float v : shard) assertThat(Float.isFinite(v)).isTrue();
-      return sites.plan("layer0.attn.fwd").describe();
+      return sites.plan(ATTN0).describe();
     });
     assertThat(rs.get(0)).as("calibrated anew, not token-axis").doesNotContain("token-axis").isEqualTo(rs.get(1));
     assertThat(frozen).isNotNull();
     // taco:g=64 calibrates over fewer plans: the frozen site restores, the one in progress cannot go on
     var comm = LocalGroup.create(2).get(0); // restoring talks to no other rank
     CollectiveSites fixedG = new CollectiveSites(comm, "taco:g=64", 2, 0);
-    fixedG.restore(Map.of("done", state.get("done")));
-    assertThat(fixedG.state().get("done").codec()).isEqualTo(frozen);
-    assertThatThrownBy(() -> fixedG.restore(Map.of("mid", state.get("mid"))))
-        .hasMessageContaining("site mid was calibrating (1 of 2 tensors seen) over 24 candidate plans, this run's codec"
-            + " has 6")
+    fixedG.restore(Map.of(ATTN0.name(), state.get(ATTN0.name())));
+    assertThat(fixedG.state().get(ATTN0.name()).codec()).isEqualTo(frozen);
+    assertThatThrownBy(() -> fixedG.restore(Map.of(MLP1.name(), state.get(MLP1.name()))))
+        .hasMessageContaining(
+            "site layer1.mlp.fwd was calibrating (1 of 2 tensors seen) over 24 candidate plans, this run's codec"
+                + " has 6")
         .hasMessageContaining("resume with the --compression the checkpoint was written with");
     comm.close();
   }
@@ -387,21 +394,22 @@ class CollectiveSitesTest {
       List<String> plainPlans = new ArrayList<>(), evaluatedPlans = new ArrayList<>();
       for (int use = 0; use < 7; use++) {
         float[] x = activations(seed + use, comm.rank());
-        plain.allReduce("s", x.clone(), ROWS, COLS);
-        plainPlans.add(plain.plan("s").describe());
+        plain.allReduce(ATTN0, x.clone(), ROWS, COLS);
+        plainPlans.add(plain.plan(ATTN0).describe());
         evaluated.setEvaluating(true);
         evaluated.setSampling(true);
-        Plan during = evaluated.planAt("s", () -> {
+        Plan during = evaluated.planAt(ATTN0, () -> {
           throw new AssertionError("an evaluation asked for the tensor (calibration or sampling)");
-        }, ROWS, COLS);
+        }, ROWS, COLS, CollectiveKind.ALL_REDUCE);
         evaluated.setEvaluating(false);
         evaluated.setSampling(false);
         assertThat(during.describe()).as("use %d, seed %d", use, seed)
             .isEqualTo(use == 0 ? Plan.of(Codecs.byName("taco")).describe() : evaluatedPlans.getLast());
-        evaluated.allReduce("s", x.clone(), ROWS, COLS);
-        evaluatedPlans.add(evaluated.plan("s").describe());
+        evaluated.allReduce(ATTN0, x.clone(), ROWS, COLS);
+        evaluatedPlans.add(evaluated.plan(ATTN0).describe());
       }
-      return new Object[] {plainPlans, evaluatedPlans, evaluated.state().get("s").uses(), evaluated.sampledErrors()};
+      return new Object[] {plainPlans, evaluatedPlans, evaluated.state().get(ATTN0.name()).uses(),
+          evaluated.sampledErrors()};
     });
     for (Object[] r : out) {
       assertThat(r[1]).as("seed %d", seed).isEqualTo(r[0]);

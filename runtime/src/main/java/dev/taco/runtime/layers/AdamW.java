@@ -1,4 +1,4 @@
-package dev.taco.runtime.train;
+package dev.taco.runtime.layers;
 
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;

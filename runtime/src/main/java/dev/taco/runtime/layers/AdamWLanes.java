@@ -1,4 +1,4 @@
-package dev.taco.runtime.train;
+package dev.taco.runtime.layers;
 
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;

@@ -1,4 +1,4 @@
-package dev.taco.runtime.model;
+package dev.taco.collective;
 
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.CodecStats;
@@ -6,23 +6,23 @@ import dev.taco.codec.Codecs;
 import dev.taco.codec.Int8GroupCodec;
 import dev.taco.codec.NonFiniteInputException;
 import dev.taco.codec.TacoCodec;
-import dev.taco.collective.Communicator;
-import dev.taco.collective.HostWire;
-import dev.taco.collective.Plan;
-import dev.taco.collective.TwoShot;
-import dev.taco.collective.WireLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
- * The tensor-parallel all-reduces of one rank, per collective site, with TACO's data-driven reshaping (docs/design.md §3.1).
+ * The collectives of one rank, per collective site, with TACO's data-driven reshaping (docs/design.md §3.1): a site's
+ * plan is chosen, calibrated, sampled, cached, checkpointed and released here, for the host collectives (run here, on
+ * float arrays) and the device ones alike ({@code device.DeviceSiteCollectives} asks {@link #planAt} for the plan and
+ * moves the data; {@link #onRelease} tells it when a plan's buffers can go).
  *
- * <p>A site is one all-reduce of the model: {@code layer3.mlp.fwd} is the row-parallel fc2 output of block 3 in the
- * forward pass, {@code layer3.attn.bwd} the gradient of the attention input in the backward pass. Each site has a typed
- * {@link Plan}: the codec (group size G, Walsh–Hadamard transform on or off) and the wire layout (in order, a channel
+ * <p>A site ({@link Site}) is one collective of the model: {@code layer3.mlp.fwd} is the row-parallel fc2 output of
+ * block 3 in the forward pass, {@code layer3.attn.bwd} the gradient of the attention input in the backward pass. Each
+ * site has a typed {@link Plan}: the codec (group size G, Walsh–Hadamard transform on or off) and the wire layout (in order, a channel
  * permutation that deals the loudest channels round-robin over the groups of a row so no group holds two outliers, or
  * the token axis). The first {@code calibrationSteps} tensors seen at a site calibrate it: every candidate plan is
  * measured (relative L2 error of one encode/decode of the {@code rows x cols} tensor, one coarse scale per row as on
@@ -78,7 +78,10 @@ public final class CollectiveSites {
   private final int calibrationSteps;
   private final int recalibrateInterval;
   private final List<AbstractCodec> candidates = new ArrayList<>();
-  private final Map<String, Site> sites = new LinkedHashMap<>();
+  private final Map<String, SiteData> sites = new LinkedHashMap<>();
+  /** The plan each site used last: a plan no site uses any more is released ({@link #onRelease}). */
+  private final Map<String, Plan> inUse = new LinkedHashMap<>();
+  private final List<Consumer<Plan>> releaseListeners = new ArrayList<>();
   private final Map<String, double[]> sampled = new LinkedHashMap<>();
   private boolean sampling;
   private boolean evaluating;
@@ -219,13 +222,13 @@ public final class CollectiveSites {
    */
   public void restore(Map<String, SiteState> saved) {
     sites.clear();
-    Map<String, Site> restored = new LinkedHashMap<>();
+    Map<String, SiteData> restored = new LinkedHashMap<>();
     saved.forEach((name, st) -> {
       if (st.uses() < 0 || st.calibrating() < 0 || st.seen() < 0) {
         throw new IllegalArgumentException("site " + name + ": negative counts (uses " + st.uses() + ", calibrating "
             + st.calibrating() + ", seen " + st.seen() + ")");
       }
-      Site site = new Site();
+      SiteData site = new SiteData();
       site.uses = st.uses();
       site.calibrating = st.calibrating();
       site.seen = st.seen();
@@ -260,13 +263,13 @@ public final class CollectiveSites {
   /** The sites whose calibration has not finished (no plan of their own yet). */
   public int sitesCalibrating() {
     int n = 0;
-    for (Site s : sites.values()) if (s.calibrating > 0) n++;
+    for (SiteData s : sites.values()) if (s.calibrating > 0) n++;
     return n;
   }
 
-  /** The typed plan site {@code name} uses now ({@link #fixed} plan before or without calibration). */
-  public Plan plan(String name) {
-    Site s = sites.get(name);
+  /** The typed plan {@code site} uses now ({@link #fixed} plan before or without calibration). */
+  public Plan plan(Site site) {
+    SiteData s = sites.get(site.name());
     return s == null || s.plan == null ? fixed : s.plan;
   }
 
@@ -301,36 +304,35 @@ public final class CollectiveSites {
   }
 
   /**
-   * Sum all-reduce of the {@code rows x cols} tensor {@code buf[0, rows*cols)} at site {@code name}, in place, through
-   * that site's plan.
+   * Sum all-reduce of the {@code rows x cols} tensor {@code buf[0, rows*cols)} at {@code site}, in place, through that
+   * site's plan.
    *
    * @throws IllegalArgumentException naming the site, if the codec refuses the tensor (NaN/Inf) or the shape is bad
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
-  public void allReduce(String name, float[] buf, int rows, int cols) {
-    run("all-reduce", name, buf, rows, cols, plan -> TwoShot.allReduce(wire, plan, buf, rows, cols));
+  public void allReduce(Site site, float[] buf, int rows, int cols) {
+    run(CollectiveKind.ALL_REDUCE, site, buf, rows, cols, plan -> TwoShot.allReduce(wire, plan, buf, rows, cols));
   }
 
   /**
-   * One collective of {@code kind} at site {@code name}: the site's plan for {@code tensor} ({@code rows x cols},
+   * One collective of {@code kind} at {@code site}: the site's plan for {@code tensor} ({@code rows x cols},
    * {@link #planAt}), then {@code op} with it, its bytes counted, a codec's refusal named with the kind and site.
    */
-  private void run(String kind, String name, float[] tensor, int rows, int cols,
-      java.util.function.Consumer<Plan> op) {
+  private void run(CollectiveKind kind, Site site, float[] tensor, int rows, int cols, Consumer<Plan> op) {
     // one rank sends nothing: no plan, but the collective's checks of the shapes, then its copy (or nothing)
     boolean alone = worldSize() == 1;
-    Plan plan = alone ? Plan.EXACT : planAt(name, () -> tensor, rows, cols, kind);
+    Plan plan = alone ? Plan.EXACT : planAt(site, () -> tensor, rows, cols, kind);
     long before = exact.bytesSent();
     try {
       op.accept(plan);
     } catch (IllegalArgumentException e) {
-      throw atSite(kind + " at " + name, e);
+      throw atSite(kind + " at " + site.name(), e);
     }
-    if (!alone) countBytes(kind, before);
+    if (!alone) countBytes(kind.label(), before);
   }
 
   /**
-   * All-gather at site {@code name} (sequence parallelism's "g" before a column-parallel linear, Korthikanti et al.
+   * All-gather at {@code site} (sequence parallelism's "g" before a column-parallel linear, Korthikanti et al.
    * 2022 §4.2.2): every rank's {@code shardRows x cols} shard {@code shard[0, shardRows*cols)} into {@code out}
    * ({@code R*shardRows x cols}, rank q's rows at {@code q*shardRows}), through the site's plan (its own calibration;
    * the token-axis layout is not a candidate, since the shards are the rows). With one rank: a copy.
@@ -338,12 +340,13 @@ public final class CollectiveSites {
    * @throws IllegalArgumentException naming the site, if the codec refuses the tensor (NaN/Inf) or a size is bad
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
-  public void allGather(String name, float[] shard, int shardRows, int cols, float[] out) {
-    run("all-gather", name, shard, shardRows, cols, plan -> TwoShot.allGather(wire, plan, shard, shardRows, cols, out));
+  public void allGather(Site site, float[] shard, int shardRows, int cols, float[] out) {
+    run(CollectiveKind.ALL_GATHER, site, shard, shardRows, cols,
+        plan -> TwoShot.allGather(wire, plan, shard, shardRows, cols, out));
   }
 
   /**
-   * Sum reduce-scatter at site {@code name} (sequence parallelism's "ḡ" after a row-parallel linear): this rank
+   * Sum reduce-scatter at {@code site} (sequence parallelism's "ḡ" after a row-parallel linear): this rank
    * receives in {@code shard} the sum over ranks of rows {@code [rank*rows/R, (rank+1)*rows/R)} of the {@code rows x
    * cols} tensor {@code x}, through the site's plan (no token-axis layout). With one rank: a copy.
    *
@@ -351,8 +354,9 @@ public final class CollectiveSites {
    *     bad size
    * @throws dev.taco.collective.CollectiveException if the transport fails
    */
-  public void reduceScatter(String name, float[] x, int rows, int cols, float[] shard) {
-    run("reduce-scatter", name, x, rows, cols, plan -> TwoShot.reduceScatter(wire, plan, x, rows, cols, shard));
+  public void reduceScatter(Site site, float[] x, int rows, int cols, float[] shard) {
+    run(CollectiveKind.REDUCE_SCATTER, site, x, rows, cols,
+        plan -> TwoShot.reduceScatter(wire, plan, x, rows, cols, shard));
   }
 
   /**
@@ -363,8 +367,11 @@ public final class CollectiveSites {
     if (worldSize() == 1) return;
     long before = exact.bytesSent();
     exact.allReduce(buf, off, n);
-    countBytes("all-reduce (exact, gradients)", before);
+    countBytes(EXACT_GRADIENTS, before);
   }
+
+  /** The bytes-by-kind label of the exact gradient all-reduces ({@link #allReduceExact}). */
+  public static final String EXACT_GRADIENTS = "all-reduce (exact, gradients)";
 
   private void countBytes(String kind, long before) {
     if (countingTraining) bytesByKind.merge(kind, exact.bytesSent() - before, Long::sum);
@@ -383,56 +390,73 @@ public final class CollectiveSites {
     return new LinkedHashMap<>(bytesByKind);
   }
 
-  /** {@link #planAt(String, java.util.function.Supplier, int, int, String)} of an all-reduce (every layout). */
-  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols) {
-    return planAt(name, tensor, rows, cols, "all-reduce");
-  }
-
   /**
-   * The plan of the next collective at site {@code name}, for a tensor that lives elsewhere (a GPU's collectives move
+   * The plan of the next collective at {@code site}, for a tensor that lives elsewhere (a GPU's collectives move
    * it): everything {@link #allReduce} does before it moves the data, i.e. a calibration step on this use and, while
    * sampling is on, the codec-error measurement, both on {@code tensor.get()}, the {@code rows x cols} tensor as a host
    * array, asked for only when one of them needs it. Every rank must call it for the same sites in the same order
    * (a calibration step sums over ranks on the exact transport).
    *
-   * @param kind {@code all-reduce}, whose candidates include the token-axis layout, or {@code all-gather} /
-   *     {@code reduce-scatter}, which split the rows over the ranks and take the other layouts only ({@code rows} is
-   *     then the shard's rows for an all-gather, the whole tensor's for a reduce-scatter)
+   * <p>The site's previous plan, if no site uses it any more (it calibrated or recalibrated away), is handed to the
+   * {@link #onRelease} listeners.
+   *
+   * @param kind an all-reduce, whose candidates include the token-axis layout ({@link CollectiveKind#mayUseTokenAxis}),
+   *     or an all-gather / reduce-scatter, which split the rows over the ranks and take the other layouts only
+   *     ({@code rows} is then the shard's rows for an all-gather, the whole tensor's for a reduce-scatter)
    * @throws IllegalArgumentException naming the kind and site, if a codec refuses the tensor (NaN/Inf)
    */
-  public Plan planAt(String name, java.util.function.Supplier<float[]> tensor, int rows, int cols, String kind) {
-    boolean tokenAxis = kind.equals("all-reduce");
+  public Plan planAt(Site site, Supplier<float[]> tensor, int rows, int cols, CollectiveKind kind) {
     if (worldSize() == 1) {
       return fixed;
     }
+    Plan p = choose(site, tensor, rows, cols, kind);
+    Plan before = inUse.put(site.name(), p);
+    if (before != null && !before.equals(p) && !inUse.containsValue(before)) {
+      for (Consumer<Plan> l : releaseListeners) l.accept(before);
+    }
+    return p;
+  }
+
+  /**
+   * Registers {@code listener} to be told of every plan no site uses any more (a device collective frees the payload
+   * buffers and graphs it built for it).
+   */
+  public void onRelease(Consumer<Plan> listener) {
+    releaseListeners.add(java.util.Objects.requireNonNull(listener, "listener"));
+  }
+
+  /** The plan of this use of {@code site}: {@link #planAt} before the bookkeeping of plans in use. */
+  private Plan choose(Site site, Supplier<float[]> tensor, int rows, int cols, CollectiveKind kind) {
+    boolean tokenAxis = kind.mayUseTokenAxis();
+    String name = site.name();
     try {
       float[] host = null;
       Plan plan = fixed;
       if (evaluating) {
-        Site site = sites.get(name);
-        return site == null || site.plan == null || !fits(site.plan, tokenAxis) ? fixed : site.plan;
+        SiteData data = sites.get(name);
+        return data == null || data.plan == null || !fits(data.plan, tokenAxis) ? fixed : data.plan;
       }
       if (!candidates.isEmpty()) {
-        Site site = sites.computeIfAbsent(name, k -> new Site());
-        site.tokenAxis = tokenAxis;
-        site.used = true;
-        if (site.plan != null && !fits(site.plan, tokenAxis)) {
+        SiteData data = sites.computeIfAbsent(name, k -> new SiteData());
+        data.tokenAxis = tokenAxis;
+        data.used = true;
+        if (data.plan != null && !fits(data.plan, tokenAxis)) {
           // a restored plan of another kind of collective (a checkpoint without sequence parallelism resumed with it:
           // the same site name, now a reduce-scatter) does not apply: the site calibrates anew
-          site.plan = null;
-          if (site.calibrating == 0) site.startCalibration();
+          data.plan = null;
+          if (data.calibrating == 0) data.startCalibration();
         }
-        if (site.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || site.uses == 0)) {
-          site.startCalibration();
+        if (data.uses % Math.max(1, recalibrateInterval) == 0 && (recalibrateInterval > 0 || data.uses == 0)) {
+          data.startCalibration();
         }
-        site.uses++;
-        if (site.calibrating > 0) {
+        data.uses++;
+        if (data.calibrating > 0) {
           host = tensor.get();
-          site.measure(host, rows, cols);
+          data.measure(host, rows, cols);
         }
-        if (site.plan != null) plan = site.plan;
+        if (data.plan != null) plan = data.plan;
       }
-      if (sampling && !plan.exact()) sample(name, plan, host != null ? host : tensor.get(), rows, cols);
+      if (sampling && !plan.exact()) sample(site, plan, host != null ? host : tensor.get(), rows, cols);
       return plan;
     } catch (IllegalArgumentException e) {
       throw atSite(kind + " at " + name, e);
@@ -450,10 +474,10 @@ public final class CollectiveSites {
         : new IllegalArgumentException(site + ": " + e.getMessage(), e);
   }
 
-  private void sample(String name, Plan plan, float[] buf, int rows, int cols) {
+  private void sample(Site site, Plan plan, float[] buf, int rows, int cols) {
     boolean t = plan.layout() == WireLayout.TOKEN_AXIS;
     CodecStats st = CodecStats.measure(plan.codec(), onWire(plan, buf, rows, cols), t ? cols : rows, t ? rows : cols);
-    double[] a = sampled.computeIfAbsent(name.substring(name.lastIndexOf('.') + 1), k -> new double[6]);
+    double[] a = sampled.computeIfAbsent(site.direction().label(), k -> new double[6]);
     a[0] += st.relL2();
     a[1] += st.snrDb();
     a[2] += st.zeroCollapseRate();
@@ -497,7 +521,7 @@ public final class CollectiveSites {
   }
 
   /** One site's state: calibration sums, then the frozen plan. */
-  private final class Site {
+  private final class SiteData {
     int uses;
     int calibrating;
     int seen;
