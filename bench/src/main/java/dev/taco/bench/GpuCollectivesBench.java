@@ -1,5 +1,7 @@
 package dev.taco.bench;
 
+import dev.taco.collective.CollectiveKind;
+
 import dev.taco.codec.Codecs;
 import dev.taco.collective.Plan;
 import dev.taco.collective.device.DeviceCollectives;
@@ -48,7 +50,7 @@ public final class GpuCollectivesBench {
   static final int WARMUP = 3;
   static final int[] MIBS = {1, 4, 16, 64, 256};
   static final int[] RANKS = {2, 4, 8};
-  static final String[] OPS = {"all-reduce", "all-gather", "reduce-scatter"};
+  static final CollectiveKind[] OPS = CollectiveKind.values();
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
@@ -73,7 +75,7 @@ public final class GpuCollectivesBench {
       System.out.printf("%-14s %5s %6s %10s %10s %8s %10s %12s%s%n", "op", "ranks", "MiB", "kernel ms", "floor ms",
           "floor/k", "moves ms", "wire B/rank", projectionHeader(links));
       List<String> rows = new ArrayList<>();
-      for (String op : OPS) {
+      for (CollectiveKind op : OPS) {
         for (int r : RANKS) {
           for (int mib : MIBS) {
             rows.add(measure(ctx, plan, op, r, mib, copyGbps, links, DeviceCollectives.DEFAULT_PIECE_BYTES));
@@ -82,8 +84,8 @@ public final class GpuCollectivesBench {
       }
       System.out.println("the same without pipelining (one piece per rank chunk), and in 4 MiB pieces:");
       for (int mib : new int[] {64, 256}) {
-        rows.add(measure(ctx, plan, "all-reduce", 2, mib, copyGbps, links, Long.MAX_VALUE));
-        rows.add(measure(ctx, plan, "all-reduce", 2, mib, copyGbps, links, 4L << 20));
+        rows.add(measure(ctx, plan, CollectiveKind.ALL_REDUCE, 2, mib, copyGbps, links, Long.MAX_VALUE));
+        rows.add(measure(ctx, plan, CollectiveKind.ALL_REDUCE, 2, mib, copyGbps, links, 4L << 20));
       }
       String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"" + command.replace("\"", "'")
           + "\", \"copy_gbps\": " + String.format(Locale.ROOT, "%.1f", copyGbps) + ", \"plan\": \"" + plan.describe()
@@ -128,7 +130,8 @@ public final class GpuCollectivesBench {
   }
 
   /** One row: op at R ranks on a {@code mib} MiB bf16 tensor; prints it and returns its JSON object. */
-  static String measure(CudaContext ctx, Plan plan, String op, int world, int mib, double copyGbps, double[] links,
+  static String measure(CudaContext ctx, Plan plan, CollectiveKind op, int world, int mib, double copyGbps,
+      double[] links,
       long pieceBytes) {
     int rows = mib * 128; // rows x 4096 bf16 = mib MiB (all-gather: one rank's shard)
     long tensor = (long) rows * COLS * 2;
@@ -140,7 +143,8 @@ public final class GpuCollectivesBench {
       DeviceTensor[] in = new DeviceTensor[nbuf];
       DeviceTensor[] outs = new DeviceTensor[nbuf];
       short[] host = input(rows, mib);
-      long outBytes = op.equals("all-gather") ? tensor * world : op.equals("reduce-scatter") ? tensor / world : 0;
+      long outBytes = op == CollectiveKind.ALL_GATHER ? tensor * world
+          : op == CollectiveKind.REDUCE_SCATTER ? tensor / world : 0;
       for (int i = 0; i < nbuf; i++) {
         in[i] = new DeviceTensor(track(buffers, ctx.alloc(tensor)), true);
         in[i].buffer().copyFromHost(host, 0, host.length, 0);
@@ -157,8 +161,8 @@ public final class GpuCollectivesBench {
         spin.enqueue(dc.stream(), 5_000_000L);
         first.record(dc.stream());
         switch (op) {
-          case "all-reduce" -> dc.allReduce(plan, in[i], rows, COLS);
-          case "all-gather" -> dc.allGather(plan, in[i], rows, COLS, outs[i]);
+          case ALL_REDUCE -> dc.allReduce(plan, in[i], rows, COLS);
+          case ALL_GATHER -> dc.allGather(plan, in[i], rows, COLS, outs[i]);
           default -> dc.reduceScatter(plan, in[i], rows, COLS, outs[i]);
         }
         last.record(dc.stream());
@@ -195,7 +199,8 @@ public final class GpuCollectivesBench {
             p.speedup()));
       }
       System.out.println(line);
-      if (op.equals("all-reduce") && world == 2 && mib == 64 && pieceBytes == DeviceCollectives.DEFAULT_PIECE_BYTES) {
+      if (op == CollectiveKind.ALL_REDUCE && world == 2 && mib == 64
+          && pieceBytes == DeviceCollectives.DEFAULT_PIECE_BYTES) {
         System.out.printf(Locale.ROOT,
             "acceptance: all-reduce kernels at 64 MiB, R = 2: %.4f ms per rank (target <= 0.15;"
                 + " floor %.4f); sum of the kernels' own event times %.4f: compress %.4f,"
@@ -245,16 +250,16 @@ public final class GpuCollectivesBench {
    * Bytes the kernels of one rank read and write in device memory, each input read once and each output written once:
    * bf16 tensor rows in and out, payloads (headerless bodies) in and out.
    */
-  static double floorBytes(String op, int world, int rows, Plan plan) {
+  static double floorBytes(CollectiveKind op, int world, int rows, Plan plan) {
     double elems = (double) rows * COLS;
     double p = dev.taco.kernels.gpu.TwoShotGpuKernels.bodyBytes(8, COLS, plan.codec().groupSize()) / (8.0 * COLS);
     return switch (op) {
       // compress R-1 chunks (read bf16, write payloads); reduce (own bf16 + R-1 payloads in, one payload out);
       // decompress R payloads into the whole bf16 tensor
-      case "all-reduce" -> (world - 1) * elems / world * (2 + p) + elems / world * (2 + (world - 1) * p + p)
+      case ALL_REDUCE -> (world - 1) * elems / world * (2 + p) + elems / world * (2 + (world - 1) * p + p)
           + elems * (p + 2);
       // compress the shard, decompress R shards
-      case "all-gather" -> elems * (2 + p) + world * elems * (p + 2);
+      case ALL_GATHER -> elems * (2 + p) + world * elems * (p + 2);
       // compress R-1 chunks; reduce own chunk + R-1 payloads into the bf16 shard
       default -> (world - 1) * elems / world * (2 + p) + elems / world * (2 + (world - 1) * p + 2);
     };

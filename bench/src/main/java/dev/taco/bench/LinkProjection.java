@@ -1,5 +1,7 @@
 package dev.taco.bench;
 
+import dev.taco.collective.CollectiveKind;
+
 /**
  * A clearly labelled PROJECTION, not a measurement (docs/design.md §7): the time of a collective over a link of a given bus
  * bandwidth, by nccl-tests' definition of bus bandwidth (what one rank puts on the link divided by the time; for a ring
@@ -28,13 +30,12 @@ record LinkProjection(double linkGbps, double ncclBf16Ms, double tacoMs, double 
     return new LinkProjection(linkGbps, nccl, taco, Math.max(tacoKernelMs, wire), nccl / taco);
   }
 
-  /** Bytes one rank sends in NCCL's bf16 {@code op} of a tensor of {@code tensorBytes} bf16 bytes (per rank's input). */
-  static long ncclBytesPerRank(String op, int ranks, long tensorBytes) {
-    return switch (op) {
-      case "all-reduce" -> 2L * (ranks - 1) * tensorBytes / ranks;
-      case "all-gather" -> (long) (ranks - 1) * tensorBytes; // tensorBytes = one rank's shard
-      case "reduce-scatter" -> (long) (ranks - 1) * tensorBytes / ranks;
-      default -> throw new IllegalArgumentException("unknown op " + op);
-    };
+  /**
+   * Bytes one rank sends in NCCL's bf16 {@code kind} of a tensor of {@code tensorBytes} bf16 bytes per rank's input
+   * (an all-gather's input is one rank's shard): the message's bytes times the kind's bus-bandwidth factor.
+   */
+  static long ncclBytesPerRank(CollectiveKind kind, int ranks, long tensorBytes) {
+    long message = kind == CollectiveKind.ALL_GATHER ? ranks * tensorBytes : tensorBytes;
+    return Math.round(kind.busBandwidthFactor(ranks) * message);
   }
 }

@@ -417,4 +417,57 @@ class CollectiveSitesTest {
       assertThat((Map<?, ?>) r[3]).as("nothing sampled").isEmpty();
     }
   }
+
+  /**
+   * A plan is released (the device collectives free its buffers) once no site uses it any more, and not before: two
+   * sites on the codec's defaults, each moving to its calibrated plan at its second use.
+   */
+  @Test
+  void aPlanIsReleasedOnceTheLastSiteStopsUsingIt() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    List<List<String>> out = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "taco", 2, 0);
+      List<String> events = new ArrayList<>();
+      sites.onRelease(p -> events.add("released " + p.describe()));
+      for (int use = 0; use < 2; use++) {
+        for (Site site : new Site[] {ATTN0, MLP0}) {
+          float[] x = activations(seed + use, comm.rank());
+          events.add(site.name() + " " + sites.planAt(site, () -> x, ROWS, COLS, CollectiveKind.ALL_REDUCE).describe());
+        }
+      }
+      return events;
+    });
+    String defaults = Plan.of(Codecs.byName("taco")).describe();
+    List<String> e = out.get(0);
+    assertThat(e.subList(0, 2)).as("seed %d", seed).containsExactly(ATTN0.name() + " " + defaults,
+        MLP0.name() + " " + defaults);
+    assertThat(e.get(2)).as("calibrated").startsWith(ATTN0.name() + " ").isNotEqualTo(ATTN0.name() + " " + defaults);
+    assertThat(e).as("released once, when the last site left it").filteredOn(x -> x.startsWith("released"))
+        .containsExactly("released " + defaults);
+    assertThat(e).hasSize(5);
+    assertThat(e.get(3)).isEqualTo("released " + defaults);
+    assertThat(e.get(4)).startsWith(MLP0.name() + " ").isNotEqualTo(MLP0.name() + " " + defaults);
+    assertThat(out.get(1)).isEqualTo(e);
+  }
+
+  @Test
+  void collectiveKindsCarryNcclTestsBusFactorsAndTheirLayoutRule() {
+    assertThat(CollectiveKind.ALL_REDUCE.busBandwidthFactor(8)).isEqualTo(2.0 * 7 / 8);
+    assertThat(CollectiveKind.ALL_GATHER.busBandwidthFactor(8)).isEqualTo(7.0 / 8);
+    assertThat(CollectiveKind.REDUCE_SCATTER.busBandwidthFactor(2)).isEqualTo(0.5);
+    assertThat(CollectiveKind.ALL_REDUCE.mayUseTokenAxis()).isTrue();
+    assertThat(CollectiveKind.ALL_GATHER.mayUseTokenAxis()).isFalse();
+    assertThat(CollectiveKind.REDUCE_SCATTER.label()).isEqualTo("reduce-scatter");
+  }
+
+  @Test
+  void sitesAreNamedAsReportsAndCheckpointsStoreThem() {
+    assertThat(new Site.Layer(3, Block.MLP, false, Direction.FORWARD).name()).isEqualTo("layer3.mlp.fwd");
+    assertThat(new Site.Layer(0, Block.ATTENTION, true, Direction.BACKWARD).name()).isEqualTo("layer0.attn.gather.bwd");
+    assertThat(new Site.Gradient("h.0.mlp.c_fc.weight").name()).isEqualTo("dp.h.0.mlp.c_fc.weight");
+    assertThat(new Site.Gradient("x").direction()).isEqualTo(Direction.BACKWARD);
+    assertThatThrownBy(() -> new Site.Layer(-1, Block.MLP, false, Direction.FORWARD))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-1");
+    assertThatThrownBy(() -> new Site.Gradient(" ")).isInstanceOf(IllegalArgumentException.class);
+  }
 }

@@ -1,6 +1,7 @@
 package dev.taco.collective.device;
 
 import dev.taco.collective.CollectiveException;
+import dev.taco.collective.CollectiveKind;
 import dev.taco.collective.Plan;
 import dev.taco.collective.TwoShot;
 import dev.taco.kernels.cuda.CudaException;
@@ -46,7 +47,7 @@ public final class DeviceCollectives implements AutoCloseable {
    */
   public static final long DEFAULT_PIECE_BYTES = 16L << 20;
 
-  private record Key(String op, Plan plan, long x, long y, boolean bf16, int rows, int cols) {}
+  private record Key(CollectiveKind op, Plan plan, long x, long y, boolean bf16, int rows, int cols) {}
 
   private record Built(ExecutionPlan plan, List<DeviceBuffer> buffers) {}
 
@@ -146,7 +147,7 @@ public final class DeviceCollectives implements AutoCloseable {
     if (transport.worldSize() == 1) {
       return; // one rank: nothing moves, nothing is quantised
     }
-    run(new Key("all-reduce", plan, x.buffer().pointer(), 0, x.bf16(), rows, cols),
+    run(new Key(CollectiveKind.ALL_REDUCE, plan, x.buffer().pointer(), 0, x.bf16(), rows, cols),
         w -> TwoShot.allReduce(w, plan, x, rows, cols));
   }
 
@@ -165,7 +166,8 @@ public final class DeviceCollectives implements AutoCloseable {
     need(shard, shardRows, cols, "all-gather shard");
     need(out, (long) transport.worldSize() * shardRows, cols, "all-gather output");
     sameType(shard, out);
-    run(new Key("all-gather", plan, shard.buffer().pointer(), out.buffer().pointer(), shard.bf16(), shardRows, cols),
+    run(new Key(CollectiveKind.ALL_GATHER, plan, shard.buffer().pointer(), out.buffer().pointer(), shard.bf16(),
+        shardRows, cols),
         w -> TwoShot.allGather(w, plan, shard, shardRows, cols, out));
   }
 
@@ -180,7 +182,8 @@ public final class DeviceCollectives implements AutoCloseable {
     need(x, rows, cols, "reduce-scatter input");
     need(shard, rows / Math.max(1, transport.worldSize()), cols, "reduce-scatter shard");
     sameType(x, shard);
-    run(new Key("reduce-scatter", plan, x.buffer().pointer(), shard.buffer().pointer(), x.bf16(), rows, cols),
+    run(new Key(CollectiveKind.REDUCE_SCATTER, plan, x.buffer().pointer(), shard.buffer().pointer(), x.bf16(), rows,
+        cols),
         w -> TwoShot.reduceScatter(w, plan, x, rows, cols, shard));
   }
 
