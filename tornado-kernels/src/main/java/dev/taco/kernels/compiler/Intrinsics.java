@@ -1,6 +1,9 @@
 package dev.taco.kernels.compiler;
 
 import java.util.Map;
+import java.util.Set;
+import javax.lang.model.element.ExecutableElement;
+import javax.lang.model.element.TypeElement;
 
 /**
  * JDK static methods with a CUDA C equivalent, keyed {@code Class.method(paramKinds)} (kinds lower-case, comma
@@ -117,8 +120,38 @@ final class Intrinsics {
       Map.entry("Vec16.storeInts4(int[],int,int[],int)", "j_store_ints4($0, $1, $2, $3)"),
       Map.entry("FastMath.exp2(float)", "j_exp2_approx($0)"));
 
-  /** The template for {@code key}, or null. */
-  static String lookup(String key) {
-    return TABLE.get(key);
+  /**
+   * The template of a call of {@code m}, or null: only {@code java.lang} classes, {@link dev.taco.kernels.Vec16},
+   * {@link dev.taco.kernels.Fp8}, {@link dev.taco.kernels.FastMath} and {@link dev.taco.kernels.Bf16} are looked up
+   * (the others' static methods are translated from their source, if any).
+   */
+  static String template(ExecutableElement m) {
+    String owner = ((TypeElement) m.getEnclosingElement()).getQualifiedName().toString();
+    boolean mapped = owner.startsWith("java.lang.") || owner.equals(dev.taco.kernels.Vec16.class.getName())
+        || owner.equals(dev.taco.kernels.Fp8.class.getName()) || owner.equals(dev.taco.kernels.FastMath.class.getName())
+        || owner.equals(dev.taco.kernels.Bf16.class.getName());
+    return mapped ? TABLE.get(key(m)) : null;
   }
+
+  /** {@code m}'s key in {@link #TABLE}: {@code Class.method(paramTypes)}, the class by its simple name. */
+  static String key(ExecutableElement m) {
+    StringBuilder key = new StringBuilder(m.getEnclosingElement().getSimpleName()).append('.')
+        .append(m.getSimpleName()).append('(');
+    for (int i = 0; i < m.getParameters().size(); i++) {
+      key.append(i == 0 ? "" : ",").append(m.getParameters().get(i).asType());
+    }
+    return key.append(')').toString();
+  }
+
+  /** The {@link dev.taco.kernels.KernelContext} fields a kernel may read, with their C. */
+  static final Map<String, String> CONTEXT_FIELDS = Map.of("globalIdx", "(int)(blockIdx.x * blockDim.x + threadIdx.x)",
+      "localIdx", "(int)threadIdx.x", "groupIdx", "(int)blockIdx.x", "localGroupSize", "(int)blockDim.x",
+      "globalGroupSize", "(int)(gridDim.x * blockDim.x)", "WARP_SIZE", "32");
+
+  /**
+   * The {@link dev.taco.kernels.KernelContext} methods a kernel may call in an expression (the shared-array
+   * allocations only initialise a declaration at the top of a kernel).
+   */
+  static final Set<String> CONTEXT_METHODS = Set.of("barrier", "laneId", "shflXor", "warpReduceSum", "warpReduceMax",
+      "mmaBf16");
 }

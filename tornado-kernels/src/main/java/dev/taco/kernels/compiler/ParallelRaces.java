@@ -379,8 +379,8 @@ final class ParallelRaces {
   /**
    * Refuses in {@code e} (the loop's start or bound, or a declaration outside the loop: each GPU thread evaluates it,
    * the bound at each of its iterations, before or after other threads' iterations) a read of an array the loop writes
-   * ({@code written}), through an alias too, and a call given such an array (it may read it). The translator's
-   * emitter refuses the direct reads first; this finds them through aliases and helper methods.
+   * ({@code written}), through an alias too, and a call given such an array (it may read it). {@link SubsetCheck}
+   * refuses the direct reads first; this finds them through aliases and helper methods.
    */
   private void onceReads(ExpressionTree e, String where, Set<Element> written, Set<Element> shared,
       Map<Element, Set<Element>> aliases) {

@@ -58,8 +58,9 @@ import org.slf4j.LoggerFactory;
  *       source roots (a user's own helpers, in any package) that a class file of the set refers to
  *       (constant-pool class entries and descriptors, read with {@code java.lang.classfile}, nested classes
  *       included), which covers every static method the kernel can call;
- *   <li>the class files of the translator ({@code KernelTranslator}, {@code FunctionEmitter}, {@code ParallelRaces},
- *       {@code CudaPrelude}, {@code CTypes}, {@code Intrinsics} and their nested classes).
+ *   <li>the class files of the translator ({@code KernelTranslator}, {@code SubsetCheck}, {@code FunctionEmitter},
+ *       {@code ParallelRaces}, {@code CudaPrelude}, {@code CTypes}, {@code CNames}, {@code Intrinsics} and their nested
+ *       classes).
  * </ul>
  * So a key is deterministic: the CPU machine that writes a file and the GPU machine that reads it compute the same
  * one from the same jar. And it changes whenever a source the kernel may depend on, or the translator, changes: a
@@ -85,8 +86,9 @@ public final class KernelSources {
   public static final String PROJECT_PACKAGE = "dev.taco";
 
   private static final Pattern DESCRIPTOR_REF = Pattern.compile("L(dev/taco/[\\w/$]+);");
-  private static final List<String> TRANSLATOR = Stream.of("KernelTranslator", "FunctionEmitter", "ParallelRaces",
-      "CudaPrelude", "CTypes", "Intrinsics").map(n -> "dev/taco/kernels/compiler/" + n).toList();
+  private static final List<String> TRANSLATOR = Stream.of("KernelTranslator", "SubsetCheck", "FunctionEmitter",
+      "ParallelRaces", "CudaPrelude", "CTypes", "CNames", "Intrinsics").map(n -> "dev/taco/kernels/compiler/" + n)
+      .toList();
   private static KernelSources defaults;
 
   private final Path directory;
