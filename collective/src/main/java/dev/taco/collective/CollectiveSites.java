@@ -12,7 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
+import java.util.stream.IntStream;
 
 /**
  * The collectives of one rank, per collective site, with TACO's data-driven reshaping (docs/design.md §3.1): a site's
@@ -39,6 +39,29 @@ public final class CollectiveSites {
   static final java.util.List<Integer> GROUP_SIZES = dev.taco.codec.PayloadHeader.GROUP_SIZES;
 
   private static final WireLayout[] LAYOUTS = WireLayout.values();
+
+  /**
+   * Token rows a calibration step or a codec-error sample reads of a site's tensor: a contiguous block (the token axis
+   * keeps its structure), the same on every rank, a different one at each calibration step. A calibration step then
+   * costs the same at any micro-batch and sequence length (a GPT-2-small tensor of 8192 rows is read an eighth at a
+   * time; the default CPU run's 1024 rows whole), and a GPU copies only these rows to the host.
+   */
+  public static final int SAMPLE_ROWS = 1024;
+
+  /** A site's tensor where it lives (a host array, device memory), for the rows a calibration or sample reads. */
+  @FunctionalInterface
+  public interface Rows {
+    /**
+     * Rows {@code [first, first + count)} of the {@code rows x cols} tensor, {@code count x cols} values row-major, a
+     * copy the caller may keep.
+     */
+    float[] copy(int first, int count);
+
+    /** The rows of {@code tensor}, a {@code ? x cols} host array from index 0. */
+    static Rows of(float[] tensor, int cols) {
+      return (first, count) -> Arrays.copyOfRange(tensor, first * cols, (first + count) * cols);
+    }
+  }
 
   /**
    * One site's frozen plan as the report shows it, with the error it measured (summed over ranks, averaged over the
@@ -86,6 +109,7 @@ public final class CollectiveSites {
   private boolean sampling;
   private boolean evaluating;
   private long measurements;
+  private long calibrationNanos;
   private final int maxWireCols;
   private final Map<String, Long> bytesByKind = new LinkedHashMap<>();
   private boolean countingTraining;
@@ -281,6 +305,14 @@ public final class CollectiveSites {
     return measurements;
   }
 
+  /**
+   * Host seconds this rank has spent calibrating plans and sampling codec error (copying the sampled rows, encoding
+   * and decoding every candidate, agreeing with the other ranks): the run's cost of choosing its plans.
+   */
+  public double calibrationSeconds() {
+    return calibrationNanos / 1e9;
+  }
+
   /** While on, every all-reduce also measures its codec's error on this rank's input (see {@link #sampledErrors}). */
   public void setSampling(boolean on) {
     sampling = on;
@@ -321,7 +353,7 @@ public final class CollectiveSites {
   private void run(CollectiveKind kind, Site site, float[] tensor, int rows, int cols, Consumer<Plan> op) {
     // one rank sends nothing: no plan, but the collective's checks of the shapes, then its copy (or nothing)
     boolean alone = worldSize() == 1;
-    Plan plan = alone ? Plan.EXACT : planAt(site, () -> tensor, rows, cols, kind);
+    Plan plan = alone ? Plan.EXACT : planAt(site, Rows.of(tensor, cols), rows, cols, kind);
     long before = exact.bytesSent();
     try {
       op.accept(plan);
@@ -393,8 +425,8 @@ public final class CollectiveSites {
   /**
    * The plan of the next collective at {@code site}, for a tensor that lives elsewhere (a GPU's collectives move
    * it): everything {@link #allReduce} does before it moves the data, i.e. a calibration step on this use and, while
-   * sampling is on, the codec-error measurement, both on {@code tensor.get()}, the {@code rows x cols} tensor as a host
-   * array, asked for only when one of them needs it. Every rank must call it for the same sites in the same order
+   * sampling is on, the codec-error measurement, both on at most {@link #SAMPLE_ROWS} rows of the {@code rows x cols}
+   * tensor, copied from {@code tensor} only when one of them needs them. Every rank must call it for the same sites in the same order
    * (a calibration step sums over ranks on the exact transport).
    *
    * <p>The site's previous plan, if no site uses it any more (it calibrated or recalibrated away), is handed to the
@@ -405,7 +437,7 @@ public final class CollectiveSites {
    *     ({@code rows} is then the shard's rows for an all-gather, the whole tensor's for a reduce-scatter)
    * @throws IllegalArgumentException naming the kind and site, if a codec refuses the tensor (NaN/Inf)
    */
-  public Plan planAt(Site site, Supplier<float[]> tensor, int rows, int cols, CollectiveKind kind) {
+  public Plan planAt(Site site, Rows tensor, int rows, int cols, CollectiveKind kind) {
     if (worldSize() == 1) {
       return fixed;
     }
@@ -426,7 +458,7 @@ public final class CollectiveSites {
   }
 
   /** The plan of this use of {@code site}: {@link #planAt} before the bookkeeping of plans in use. */
-  private Plan choose(Site site, Supplier<float[]> tensor, int rows, int cols, CollectiveKind kind) {
+  private Plan choose(Site site, Rows tensor, int rows, int cols, CollectiveKind kind) {
     boolean tokenAxis = kind.mayUseTokenAxis();
     String name = site.name();
     try {
@@ -451,12 +483,20 @@ public final class CollectiveSites {
         }
         data.uses++;
         if (data.calibrating > 0) {
-          host = tensor.get();
-          data.measure(host, rows, cols);
+          long t0 = System.nanoTime();
+          int first = Math.min(rows, SAMPLE_ROWS) * (data.seen % Math.max(1, rows / SAMPLE_ROWS));
+          host = tensor.copy(first, Math.min(rows, SAMPLE_ROWS));
+          data.measure(host, Math.min(rows, SAMPLE_ROWS), rows, cols);
+          calibrationNanos += System.nanoTime() - t0;
         }
         if (data.plan != null) plan = data.plan;
       }
-      if (sampling && !plan.exact()) sample(site, plan, host != null ? host : tensor.get(), rows, cols);
+      if (sampling && !plan.exact()) {
+        long t0 = System.nanoTime();
+        int n = Math.min(rows, SAMPLE_ROWS);
+        sample(site, plan, host != null ? host : tensor.copy(0, n), n, cols);
+        calibrationNanos += System.nanoTime() - t0;
+      }
       return plan;
     } catch (IllegalArgumentException e) {
       throw atSite(kind + " at " + name, e);
@@ -552,9 +592,11 @@ public final class CollectiveSites {
       };
     }
 
-    /** Adds this rank's errors for every candidate plan on this tensor; freezes the plan after the last one. */
-    void measure(float[] buf, int rows, int cols) {
-      float[] x = Arrays.copyOf(buf, rows * cols);
+    /**
+     * Adds this rank's errors for every candidate plan on {@code x}, {@code rows} rows (a sample) of a tensor of
+     * {@code tensorRows}; freezes the plan after the last calibration step. The candidates are measured in parallel.
+     */
+    void measure(float[] x, int rows, int tensorRows, int cols) {
       // channel energies summed over ranks, so every rank derives the same permutation
       float[] e = new float[cols];
       for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) e[j] += x[r * cols + j] * x[r * cols + j];
@@ -564,21 +606,21 @@ public final class CollectiveSites {
       double[] ed = new double[cols];
       for (int j = 0; j < cols; j++) ed[j] = e[j];
       float[] err = new float[errors.length];
-      for (int i = 0; i < err.length; i++) {
+      IntStream.range(0, err.length).parallel().forEach(i -> {
         Plan p = candidate(i, ed);
         boolean t = p != null && p.layout() == WireLayout.TOKEN_AXIS;
-        if (p == null || (t && !tokenAxis) || (t ? rows : cols) > maxWireCols) { // does not apply, or too wide
+        if (p == null || (t && !tokenAxis) || (t ? tensorRows : cols) > maxWireCols) { // does not apply, or too wide
           err[i] = Float.POSITIVE_INFINITY;
-          continue;
+          return;
         }
         err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols)
             .relL2();
-      }
+      });
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];
       seen++;
       measurements++;
-      if (--calibrating == 0) freeze(rows, cols);
+      if (--calibrating == 0) freeze(tensorRows, cols);
     }
 
     private void freeze(int rows, int cols) {

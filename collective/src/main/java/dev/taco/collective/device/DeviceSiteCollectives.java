@@ -6,12 +6,11 @@ import dev.taco.collective.Plan;
 import dev.taco.collective.Site;
 import java.util.Map;
 import java.util.Objects;
-import java.util.function.Supplier;
 
 /**
  * One rank's collectives at named sites on device tensors (docs/design.md §4): each call takes its site's plan from
- * {@link CollectiveSites#planAt} (calibration and codec-error samples read a host copy of the tensor, made only when
- * they need it) and runs it through {@link DeviceCollectives}; plans that no site uses any more are released there. Or
+ * {@link CollectiveSites#planAt} (calibration and codec-error samples read a host copy of a block of its rows, made only
+ * when they need it) and runs it through {@link DeviceCollectives}; plans that no site uses any more are released there. Or
  * every site with one fixed plan. A refusal names the collective and the site.
  *
  * <p>Work is ordered on {@link DeviceCollectives#stream()}: a caller that enqueues its layers there gets each collective
@@ -70,7 +69,7 @@ public final class DeviceSiteCollectives {
    *     tensor a calibration's codec refuses (NaN/Inf)
    */
   public void allReduce(Site site, DeviceTensor x, int rows, int cols) {
-    Plan p = plan(site, x, (long) rows * cols, rows, cols, CollectiveKind.ALL_REDUCE);
+    Plan p = plan(site, x, rows, cols, CollectiveKind.ALL_REDUCE);
     named(CollectiveKind.ALL_REDUCE, site, () -> device.allReduce(p, x, rows, cols));
   }
 
@@ -81,7 +80,7 @@ public final class DeviceSiteCollectives {
    * @throws IllegalArgumentException as {@link #allReduce}
    */
   public void allGather(Site site, DeviceTensor shard, int shardRows, int cols, DeviceTensor out) {
-    Plan p = plan(site, shard, (long) shardRows * cols, shardRows, cols, CollectiveKind.ALL_GATHER);
+    Plan p = plan(site, shard, shardRows, cols, CollectiveKind.ALL_GATHER);
     named(CollectiveKind.ALL_GATHER, site, () -> device.allGather(p, shard, shardRows, cols, out));
   }
 
@@ -92,7 +91,7 @@ public final class DeviceSiteCollectives {
    * @throws IllegalArgumentException as {@link #allReduce}, or if R does not divide rows
    */
   public void reduceScatter(Site site, DeviceTensor x, int rows, int cols, DeviceTensor shard) {
-    Plan p = plan(site, x, (long) rows * cols, rows, cols, CollectiveKind.REDUCE_SCATTER);
+    Plan p = plan(site, x, rows, cols, CollectiveKind.REDUCE_SCATTER);
     named(CollectiveKind.REDUCE_SCATTER, site, () -> device.reduceScatter(p, x, rows, cols, shard));
   }
 
@@ -124,19 +123,20 @@ public final class DeviceSiteCollectives {
   }
 
   /** The plan of this collective at {@code site}: the fixed one, or the site's ({@link CollectiveSites#planAt}). */
-  private Plan plan(Site site, DeviceTensor x, long n, int rows, int cols, CollectiveKind kind) {
+  private Plan plan(Site site, DeviceTensor x, int rows, int cols, CollectiveKind kind) {
     if (sites == null) return fixed;
-    return sites.planAt(site, hostCopy(x, n), rows, cols, kind);
+    return sites.planAt(site, hostRows(x, cols), rows, cols, kind);
   }
 
-  /** {@code n} fp32 elements of {@code x} as a host array, after the work enqueued before has finished. */
-  private Supplier<float[]> hostCopy(DeviceTensor x, long n) {
-    return () -> {
+  /** Rows of the fp32 tensor {@code x} as host arrays, each copied after the work enqueued before has finished. */
+  private CollectiveSites.Rows hostRows(DeviceTensor x, int cols) {
+    return (first, count) -> {
       if (x.bf16()) throw new IllegalArgumentException("calibration reads fp32 tensors; this one is bf16");
+      long n = (long) count * cols;
       if (n > Integer.MAX_VALUE) throw new IllegalArgumentException(n + " elements do not fit a host array");
       device.synchronize();
       float[] host = new float[(int) n];
-      x.buffer().copyToHost(host, 0, host.length, 0);
+      x.buffer().copyToHost(host, 0, host.length, 4L * first * cols);
       return host;
     };
   }

@@ -339,11 +339,14 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
           (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, x, body, row0, realRows, rows, cols, g, k));
       return;
     }
-    int parts = GroupTwoShotKernels.PARTS;
-    DeviceBuffer partial = alloc(4L * parts);
+    int parts = GroupTwoShotKernels.PARTS, folded = GroupTwoShotKernels.FOLDED;
+    DeviceBuffer buf = alloc(4L * (parts + folded));
+    DeviceBuffer partial = buf.slice(0, 4L * parts), second = buf.slice(4L * parts, 4L * folded);
     kernel("absmax", piece, cover(parts),
         (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, x, partial, row0, realRows, cols, parts));
-    kernel("absmax", piece, cover(1), (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxFinish, partial, body, parts));
+    kernel("absmax", piece, cover(folded), // the partials as one row, folded again
+        (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, partial, second, 0, 1, parts, folded));
+    kernel("absmax", piece, cover(1), (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxFinish, second, body, folded));
     kernel("compress", piece, cover((long) rows * cols),
         (gr, n) -> gr.task(n, GroupTwoShotKernels::encodeTensor, x, body, row0, realRows, rows, cols, k));
   }

@@ -40,8 +40,15 @@ import java.util.List;
 public final class GroupTwoShotKernels {
   private GroupTwoShotKernels() {}
 
-  /** Partial maxima of the per-tensor absmax: enough threads to stream a chunk, few for the one finishing thread. */
-  public static final int PARTS = 1024;
+  /**
+   * Partial maxima of the per-tensor absmax's first level: enough threads to keep the memory busy (1024 threads had
+   * each walk 3000 elements of a 4096 x 768 chunk, a latency-bound pass that made {@code fp8-tensor}'s collectives the
+   * slowest on the GPU); {@link #absmaxPartials} again folds them into {@link #FOLDED} for the one finishing thread.
+   */
+  public static final int PARTS = 65536;
+
+  /** Partial maxima of the absmax's second level, which {@link #absmaxFinish} reads in one thread. */
+  public static final int FOLDED = 256;
 
   /** Scales of a {@code rows x cols} chunk: {@code rows * ceil(cols / G)}, or 1 when {@code groupSize == 0}. */
   static int scales(int rows, int cols, int groupSize) {

@@ -55,9 +55,10 @@ class GroupTwoShotKernelsTest {
     if (g > 0) {
       GroupTwoShotKernels.compressGroups(x, body, row0, realRows, rows, cols, g, kind);
     } else {
-      float[] partial = new float[GroupTwoShotKernels.PARTS];
+      float[] partial = new float[GroupTwoShotKernels.PARTS], second = new float[GroupTwoShotKernels.FOLDED];
       GroupTwoShotKernels.absmaxPartials(x, partial, row0, realRows, cols, partial.length);
-      GroupTwoShotKernels.absmaxFinish(partial, body, partial.length);
+      GroupTwoShotKernels.absmaxPartials(partial, second, 0, 1, partial.length, second.length);
+      GroupTwoShotKernels.absmaxFinish(second, body, second.length);
       GroupTwoShotKernels.encodeTensor(x, body, row0, realRows, rows, cols, kind);
     }
   }
