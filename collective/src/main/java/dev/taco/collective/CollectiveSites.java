@@ -1,8 +1,10 @@
 package dev.taco.collective;
 
 import dev.taco.codec.AbstractCodec;
+import dev.taco.codec.Bf16Codec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
+import dev.taco.codec.Fp8TensorCodec;
 import dev.taco.codec.Int8GroupCodec;
 import dev.taco.codec.NonFiniteInputException;
 import dev.taco.codec.TacoCodec;
@@ -48,6 +50,16 @@ public final class CollectiveSites {
    */
   public static final int SAMPLE_ROWS = 1024;
 
+  /**
+   * The {@code --compression} that chooses per site among {@code none}, {@code fp8-tensor}, {@code int8-group} and the
+   * {@code taco} plans: the one of least predicted time ({@link #pricing}) among those whose calibrated error passes
+   * the fidelity gate ({@link #maxError}); {@code none} (bf16) until a site has calibrated.
+   */
+  public static final String AUTO = "auto";
+
+  /** The fidelity gate of {@link #AUTO} by default: a plan's mean relative L2 error on the site's own tensors. */
+  public static final double DEFAULT_MAX_ERROR = 0.05;
+
   /** A site's tensor where it lives (a host array, device memory), for the rows a calibration or sample reads. */
   @FunctionalInterface
   public interface Rows {
@@ -72,11 +84,14 @@ public final class CollectiveSites {
    * @param hadamard whether the codec transforms its groups
    * @param layout the wire layout ({@code in-order}, {@code permuted}, {@code token-axis})
    * @param relL2 mean relative L2 error of one encode/decode on the calibration tensors
+   * @param choice with {@code --compression auto}, why: each codec's best predicted milliseconds (and the candidates
+   *     the fidelity gate turned away); null otherwise
    */
-  public record CalibratedPlan(String codec, int groupSize, boolean hadamard, String layout, double relL2) {
-    static CalibratedPlan of(Plan p, double relL2) {
+  public record CalibratedPlan(String codec, int groupSize, boolean hadamard, String layout, double relL2,
+      String choice) {
+    static CalibratedPlan of(Plan p, double relL2, String choice) {
       return new CalibratedPlan(p.codec().toString(), p.codec().groupSize(), transforms(p.codec()), p.layout().label(),
-          relL2);
+          relL2, choice);
     }
   }
 
@@ -113,6 +128,9 @@ public final class CollectiveSites {
   private final int maxWireCols;
   private final Map<String, Long> bytesByKind = new LinkedHashMap<>();
   private boolean countingTraining;
+  private final boolean auto;
+  private Pricing pricing;
+  private double maxError = DEFAULT_MAX_ERROR;
 
   /**
    * @param exact the exact transport (float32: the plan agreement, and the bytes of every codec)
@@ -144,12 +162,19 @@ public final class CollectiveSites {
     this.exact = exact;
     this.wire = new HostWire(exact);
     this.spec = spec;
-    Codecs.Spec parsed = spec.equals("fp32") ? null : Codecs.parse(spec);
-    AbstractCodec codec = parsed == null ? null : parsed.codec();
+    this.auto = spec.equals(AUTO);
+    Codecs.Spec parsed = spec.equals("fp32") || auto ? null : Codecs.parse(spec);
+    AbstractCodec codec = auto ? new Bf16Codec() : parsed == null ? null : parsed.codec();
     this.fixed = Plan.of(codec);
     this.calibrationSteps = calibrationSteps;
     this.recalibrateInterval = recalibrateInterval;
-    if (calibrationSteps > 0 && exact.worldSize() > 1 && calibrates(spec)) {
+    if (auto && calibrationSteps > 0 && exact.worldSize() > 1) {
+      candidates.add(new Bf16Codec());
+      candidates.add(new Fp8TensorCodec());
+      for (int g : GROUP_SIZES) candidates.add(new Int8GroupCodec(g));
+      TacoCodec taco = (TacoCodec) Codecs.byName("taco");
+      for (int g : GROUP_SIZES) for (boolean h : new boolean[] {true, false}) candidates.add(taco.with(g, h));
+    } else if (calibrationSteps > 0 && exact.worldSize() > 1 && calibrates(spec)) {
       // what the user fixed stays fixed: an explicit g= keeps G, an explicit hadamard= or an ablation (taco-no-*)
       // keeps the transform; calibration searches the rest, and the wire layout
       for (int g : GROUP_SIZES) {
@@ -172,6 +197,7 @@ public final class CollectiveSites {
    * @throws IllegalArgumentException for an unknown codec
    */
   public static boolean calibrates(String spec) {
+    if (spec.equals(AUTO)) return true;
     if (spec.equals("fp32")) return false;
     AbstractCodec c = Codecs.byName(spec);
     return c instanceof TacoCodec || c instanceof Int8GroupCodec;
@@ -210,7 +236,7 @@ public final class CollectiveSites {
   public Map<String, CalibratedPlan> plans() {
     Map<String, CalibratedPlan> out = new LinkedHashMap<>();
     sites.forEach((name, s) -> {
-      if (s.plan != null && s.used) out.put(name, CalibratedPlan.of(s.plan, s.relL2));
+      if (s.plan != null && s.used) out.put(name, CalibratedPlan.of(s.plan, s.relL2, s.choice));
     });
     return out;
   }
@@ -450,6 +476,35 @@ public final class CollectiveSites {
   }
 
   /**
+   * The cost model {@link #AUTO} chooses by (required before a site of an auto run calibrates).
+   *
+   * @return this
+   */
+  public CollectiveSites pricing(Pricing pricing) {
+    this.pricing = java.util.Objects.requireNonNull(pricing, "pricing");
+    return this;
+  }
+
+  /**
+   * {@link #AUTO}'s fidelity gate: the largest mean relative L2 error a plan may have on the site's calibration tensors.
+   *
+   * @return this
+   * @throws IllegalArgumentException unless {@code 0 < bound <= 1}
+   */
+  public CollectiveSites maxError(double bound) {
+    if (!(bound > 0 && bound <= 1)) {
+      throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + bound);
+    }
+    this.maxError = bound;
+    return this;
+  }
+
+  /** Whether this rank's sites choose per site by predicted time ({@link #AUTO}). */
+  public boolean auto() {
+    return auto;
+  }
+
+  /**
    * Registers {@code listener} to be told of every plan no site uses any more (a device collective frees the payload
    * buffers and graphs it built for it).
    */
@@ -471,6 +526,7 @@ public final class CollectiveSites {
       if (!candidates.isEmpty()) {
         SiteData data = sites.computeIfAbsent(name, k -> new SiteData());
         data.tokenAxis = tokenAxis;
+        data.kind = kind;
         data.used = true;
         if (data.plan != null && !fits(data.plan, tokenAxis)) {
           // a restored plan of another kind of collective (a checkpoint without sequence parallelism resumed with it:
@@ -570,6 +626,8 @@ public final class CollectiveSites {
     Plan plan;
     double relL2;
     boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
+    CollectiveKind kind = CollectiveKind.ALL_REDUCE;
+    String choice; // auto: why the plan was chosen
     boolean used; // by this run (a restored site may have no collective in it)
 
     void startCalibration() {
@@ -582,6 +640,7 @@ public final class CollectiveSites {
     /** The candidate plan of index {@code i} (candidate x layout), or null when it does not apply to this tensor. */
     Plan candidate(int i, double[] channelEnergy) {
       AbstractCodec codec = candidates.get(i / LAYOUTS.length);
+      if (codec.groupSize() <= 0 && LAYOUTS[i % LAYOUTS.length] != WireLayout.IN_ORDER) return null; // no groups
       return switch (LAYOUTS[i % LAYOUTS.length]) {
         case IN_ORDER -> Plan.of(codec);
         case PERMUTED -> {
@@ -630,15 +689,44 @@ public final class CollectiveSites {
         throw new IllegalArgumentException("no candidate plan for a " + rows + " x " + cols + " tensor puts at most "
             + maxWireCols + " columns on the wire");
       }
+      int best = auto ? fastest(rows, cols) : -1;
       // among the plans within 1 % of the lowest error, take the cheapest: fewest bytes on the wire for this shape, then
       // in order before permuted before transposed (less data movement), then no Hadamard transform
-      int best = -1;
-      for (int i = 0; i < errors.length; i++) {
+      for (int i = 0; i < errors.length && !auto; i++) {
         if (!(errors[i] <= min * 1.01)) continue;
         if (best < 0 || cheaper(i, best, rows, cols)) best = i;
       }
       plan = candidate(best, energy);
       relL2 = errors[best] / (seen * exact.worldSize());
+    }
+
+    /**
+     * {@link #AUTO}: the candidate of least predicted time whose mean error passes the gate, the predictions averaged
+     * over the ranks (each rank prices on its own hardware; all must choose alike), ties to fewer bytes; {@link #choice}
+     * says each codec's best.
+     */
+    private int fastest(int rows, int cols) {
+      if (pricing == null) throw new IllegalStateException("--compression auto needs a pricing of the collectives");
+      int r = exact.worldSize();
+      float[] price = new float[errors.length];
+      for (int i = 0; i < errors.length; i++) {
+        Plan p = candidate(i, energy);
+        boolean passes = p != null && errors[i] / (seen * r) <= maxError;
+        price[i] = passes ? (float) pricing.seconds(p, kind, rows, cols) : Float.POSITIVE_INFINITY;
+      }
+      exact.allReduce(price, 0, price.length);
+      int best = -1;
+      Map<String, Float> byCodec = new LinkedHashMap<>();
+      for (int i = 0; i < price.length; i++) {
+        if (!Float.isFinite(price[i])) continue;
+        byCodec.merge(candidates.get(i / LAYOUTS.length).name(), price[i] / r, Math::min);
+        if (best < 0 || price[i] < price[best] || price[i] == price[best] && cheaper(i, best, rows, cols)) best = i;
+      }
+      if (best < 0) best = 0; // nothing passes a gate below bf16's own error: none, in order
+      StringBuilder why = new StringBuilder("predicted ms:");
+      byCodec.forEach((c, sec) -> why.append(String.format(java.util.Locale.ROOT, " %s %.3f", c, sec * 1e3)));
+      choice = why.append(String.format(java.util.Locale.ROOT, " (gate rel L2 <= %.3g)", maxError)).toString();
+      return best;
     }
   }
 

@@ -532,4 +532,60 @@ class CollectiveSitesTest {
     wire.toWire(p, x, rows, cols, w);
     return CodecStats.measure(p.codec(), w, t ? cols : rows, t ? rows : cols).relL2();
   }
+
+  /**
+   * {@code auto}: on a slow link it compresses, with a plan whose calibrated error passes the gate; on an infinitely fast
+   * one it keeps bf16 ({@code none}), since any codec's work then costs more than its bytes save; a tighter gate turns
+   * away the plans above it; every rank chooses alike.
+   */
+  @Test
+  void autoCompressesWhereItPaysWithinTheFidelityGate() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    for (String link : new String[] {"0.2", "inf"}) {
+      for (double gate : new double[] {0.05, 0.01}) {
+        List<CollectiveSites.CalibratedPlan> out = LocalGroup.run(2, comm -> {
+          CollectiveSites sites = new CollectiveSites(comm, CollectiveSites.AUTO, 2, 0).maxError(gate)
+              .pricing(modelPricing(dev.taco.collective.link.LinkProfiles.byName(link)));
+          for (int use = 0; use < 3; use++) sites.allReduce(ATTN0, activations(seed + use, comm.rank()), ROWS, COLS);
+          return sites.plans().get(ATTN0.name());
+        });
+        CollectiveSites.CalibratedPlan p = out.get(0);
+        String what = "seed " + seed + ", link " + link + ", gate " + gate + ": " + p;
+        assertThat(out.get(1)).as(what).isEqualTo(p);
+        assertThat(p.choice()).as(what).startsWith("predicted ms:").contains("none");
+        assertThat(p.relL2()).as(what).isLessThanOrEqualTo(gate);
+        if (link.equals("inf")) assertThat(p.codec()).as(what).isEqualTo("none");
+        else assertThat(p.codec()).as(what).isNotEqualTo("none");
+      }
+    }
+  }
+
+  /**
+   * A pricing without timing noise for the chooser's tests: the payload's two phases on {@code link} plus 1 ns per value
+   * of codec work (none for bf16, whose packing the model leaves out).
+   */
+  static Pricing modelPricing(dev.taco.collective.link.LinkProfile link) {
+    return (plan, kind, rows, cols) -> {
+      long payload = plan.codec().encodedSize(rows, cols);
+      double work = plan.codec().name().equals("none") ? 0 : 1e-9 * rows * cols;
+      return 2 * link.phaseSeconds(payload, 2) + work;
+    };
+  }
+
+  /** Host pricing: bytes on a slower link cost more, an exact plan has no codec work, and no price is negative. */
+  @Test
+  void hostPricingAddsTheLinksPhasesToTheCodecsWork() {
+    HostPricing slow = new HostPricing(dev.taco.collective.link.LinkProfiles.byName("0.002"), 2),
+        fast = new HostPricing(dev.taco.collective.link.LinkProfiles.byName("100"), 2);
+    Plan taco = Plan.of(Codecs.byName("taco"));
+    double s = slow.seconds(taco, CollectiveKind.ALL_REDUCE, ROWS, COLS);
+    double f = fast.seconds(taco, CollectiveKind.ALL_REDUCE, ROWS, COLS);
+    long payload = Codecs.byName("taco").encodedSize(ROWS, COLS);
+    // each instance times the codec on its own: the difference is the wire's, up to that timing's noise
+    assertThat(s - f).isCloseTo(2 * (payload / 2.0) * (1 / 2e6 - 1 / 100e9), org.assertj.core.data.Percentage
+        .withPercentage(25));
+    assertThat(fast.seconds(Plan.EXACT, CollectiveKind.ALL_GATHER, ROWS, COLS))
+        .isCloseTo(4.0 * ROWS * COLS / 100e9, org.assertj.core.data.Offset.offset(1e-12));
+    assertThat(HostPricing.memoryLink().busbw(1 << 20)).isPositive();
+  }
 }

@@ -31,6 +31,7 @@ public final class EmulatedTransport implements DeviceTransport {
   private final DeviceBuffer nanos;
   private final long[] hostNanos = new long[MAX_PHASES];
   private final Map<Long, Integer> phases = new HashMap<>();
+  private final java.util.List<Long> exchanged = new java.util.ArrayList<>();
   private LinkProfile link;
   private long bytesSent;
   private boolean closed;
@@ -97,6 +98,7 @@ public final class EmulatedTransport implements DeviceTransport {
   public void allToAll(DeviceBuffer send, DeviceBuffer recv, long slotBytes, CudaStream stream) {
     wire.enqueue(send, slotBytes, recv, slotBytes, world, 0, phase(slotBytes), link.sms(), stream);
     bytesSent += (world - 1) * slotBytes;
+    exchanged.add(slotBytes);
   }
 
   /** Slot 0 of {@code buf} into every other slot, then the link's time. */
@@ -104,6 +106,7 @@ public final class EmulatedTransport implements DeviceTransport {
   public void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream) {
     wire.enqueue(buf, 0, buf, slotBytes, world, 0, phase(slotBytes), link.sms(), stream);
     bytesSent += (world - 1) * slotBytes;
+    exchanged.add(slotBytes);
   }
 
   /** The device slot of a phase of {@code slotBytes}, its time written there the first time. */
@@ -120,6 +123,11 @@ public final class EmulatedTransport implements DeviceTransport {
       nanos.copyFromHost(hostNanos, i, 1, 8L * i); // a new slot: no enqueued kernel reads it yet
     }
     return nanos.slice(8L * i, 8);
+  }
+
+  /** The slot size of every exchange enqueued so far (each a phase of R such slots), in order. */
+  public java.util.List<Long> exchanged() {
+    return java.util.Collections.unmodifiableList(exchanged);
   }
 
   /** One process: nothing to agree on with the peers it emulates. */

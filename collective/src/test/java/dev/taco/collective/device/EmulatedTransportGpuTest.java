@@ -76,7 +76,8 @@ class EmulatedTransportGpuTest {
               double got = time(t, slot, gather);
               System.out.printf("%s R=%d %s of %d B slots: target %.4f ms, measured %.4f ms (%+.1f %%)%n", name, r,
                   gather ? "all-gather" : "all-to-all", slot, target, got, 100 * (got / target - 1));
-              if (target >= 0.1) assertThat(got / target - 1).as("%s R=%d slot %d", name, r, slot).isBetween(-0.05, 0.05);
+              if (target >= 0.1)
+                assertThat(got / target - 1).as("%s R=%d slot %d", name, r, slot).isBetween(-0.05, 0.05);
             }
           }
         }

@@ -1,0 +1,80 @@
+package dev.taco.collective;
+
+import dev.taco.collective.link.LinkProfile;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * {@link Pricing} of the host collectives (threads as ranks): a two-shot collective's codec work, timed here on a
+ * Gaussian tensor of the shape (the best of the runs in 50 ms, by when the JIT has compiled the codec) (at most {@link CollectiveSites#SAMPLE_ROWS} rows, scaled to the shape; cached per
+ * plan and shape), plus its payloads' phases on a link model. On one machine the link is a memory copy
+ * ({@link #memoryLink}), so compression honestly loses there unless a slower link is named.
+ */
+public final class HostPricing implements Pricing {
+  private final LinkProfile link;
+  private final int ranks;
+  private final HostWire wire;
+  private final Map<String, Double> work = new HashMap<>();
+
+  /**
+   * @param link the link model of the phases
+   * @param ranks R
+   */
+  public HostPricing(LinkProfile link, int ranks) {
+    this.link = java.util.Objects.requireNonNull(link, "link");
+    this.ranks = ranks;
+    this.wire = new HostWire(new MirroredCommunicator(ranks));
+  }
+
+  /**
+   * This machine's memory as a link: the bandwidth of one large {@code System.arraycopy}, measured now (best of 5 over
+   * 64 MiB), as a constant-bandwidth profile.
+   */
+  public static LinkProfile memoryLink() {
+    float[] a = new float[16 << 20], b = new float[a.length];
+    double best = Double.POSITIVE_INFINITY;
+    for (int i = 0; i < 5; i++) {
+      long t0 = System.nanoTime();
+      System.arraycopy(a, 0, b, 0, a.length);
+      best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+    }
+    double busbw = 4.0 * a.length / best;
+    return LinkProfile.constant("host-memory", String.format(java.util.Locale.ROOT, "this machine's System.arraycopy,"
+        + " %.1f GB/s measured at start-up (threads as ranks: no link)", busbw / 1e9), busbw, 0, 0);
+  }
+
+  @Override
+  public double seconds(Plan plan, CollectiveKind kind, int rows, int cols) {
+    long payload = plan.exact() ? 4L * rows * cols : plan.codec().encodedSize(rows, cols);
+    long message = kind == CollectiveKind.ALL_GATHER ? payload * ranks : payload;
+    int phases = kind == CollectiveKind.ALL_REDUCE ? 2 : 1;
+    return phases * link.phaseSeconds(message, ranks) + workSeconds(plan, rows, cols);
+  }
+
+  /**
+   * The codec work of one two-shot collective at this rank: about two encodes and two decodes of the tensor (compress,
+   * decompress-reduce, re-compress, decompress), timed as twice an encode and decode of a sample.
+   */
+  private double workSeconds(Plan plan, int rows, int cols) {
+    if (plan.exact()) return 0;
+    int n = Math.min(rows, CollectiveSites.SAMPLE_ROWS);
+    return work.computeIfAbsent(plan.describe() + " " + n + "x" + cols, k -> {
+      float[] x = new float[n * cols], w = new float[x.length];
+      SplittableRandom rnd = new SplittableRandom(n * 31L + cols);
+      for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+      wire.toWire(plan, x, n, cols, w);
+      boolean t = plan.layout() == WireLayout.TOKEN_AXIS;
+      byte[] buf = new byte[plan.codec().encodedSize(t ? cols : n, t ? n : cols)];
+      double best = Double.POSITIVE_INFINITY;
+      long until = System.nanoTime() + 50_000_000L;
+      for (int i = 0; i < 3 || System.nanoTime() < until; i++) { // the best once the JIT has compiled the codec
+        long t0 = System.nanoTime();
+        int bytes = plan.codec().encode(w, 0, t ? cols : n, t ? n : cols, buf, 0);
+        plan.codec().decode(buf, 0, bytes, x, 0, false);
+        best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+      }
+      return best;
+    }) * 2 * rows / n;
+  }
+}
