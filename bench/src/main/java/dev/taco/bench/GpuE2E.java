@@ -3,6 +3,7 @@ package dev.taco.bench;
 import dev.taco.collective.CollectiveSites;
 import dev.taco.collective.MirroredCommunicator;
 import dev.taco.collective.device.DeviceCollectives;
+import dev.taco.collective.device.DevicePricing;
 import dev.taco.collective.device.DeviceSiteCollectives;
 import dev.taco.collective.device.EmulatedTransport;
 import dev.taco.collective.link.LinkProfile;
@@ -46,7 +47,7 @@ public final class GpuE2E {
 
   /** One measured configuration. */
   record Row(String profile, int tp, boolean sp, int[] shape, String codec, double stepMs, double gpuMs,
-      double nocommMs, long bytesPerStep) {}
+      double nocommMs, long bytesPerStep, String plans) {}
 
   /** Entry point; see the class doc. */
   public static void main(String[] args) throws Exception {
@@ -54,7 +55,7 @@ public final class GpuE2E {
     int steps = 8;
     List<Integer> tps = List.of(2, 4, 8);
     List<Boolean> sps = List.of(false, true);
-    List<String> codecs = List.of("none", "taco", "fp8-tensor");
+    List<String> codecs = List.of("none", "taco", "fp8-tensor", "auto");
     List<String> links = LinkProfiles.BUILT_IN;
     List<int[]> shapes = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
@@ -80,10 +81,10 @@ public final class GpuE2E {
             double nocomm = measure(ctx, s, tp, sp, "none", false, List.of(profiles.get(0)), steps).get(0).stepMs();
             for (String codec : codecs) {
               for (Row r : measure(ctx, s, tp, sp, codec, true, profiles, steps)) {
-                rows.add(new Row(r.profile, tp, sp, s, codec, r.stepMs, r.gpuMs, nocomm, r.bytesPerStep));
+                rows.add(new Row(r.profile, tp, sp, s, codec, r.stepMs, r.gpuMs, nocomm, r.bytesPerStep, r.plans));
                 System.out.printf(Locale.ROOT, "emulated link %-14s D=%d T=%d B=%d TP=%d SP=%s %-10s step %.2f ms "
-                    + "(gpu %.2f, no TP comm %.2f), %d B/step%n", r.profile, s[0], s[3], s[4], tp, sp, codec, r.stepMs,
-                    r.gpuMs, nocomm, r.bytesPerStep);
+                    + "(gpu %.2f, no TP comm %.2f), %d B/step %s%n", r.profile, s[0], s[3], s[4], tp, sp, codec,
+                    r.stepMs, r.gpuMs, nocomm, r.bytesPerStep, r.plans);
               }
             }
           }
@@ -116,9 +117,9 @@ public final class GpuE2E {
       out.add(String.format(Locale.ROOT, "{\"profile\": \"%s\", \"tp\": %d, \"sp\": %s, \"hidden\": %d, \"layers\": %d,"
           + " \"heads\": %d, \"seq\": %d, \"micro_batch\": %d, \"codec\": \"%s\", \"step_ms\": %.4f, \"gpu_ms\": %.4f,"
           + " \"nocomm_ms\": %.4f, \"bytes_per_step\": %d, \"byte_ratio\": %.4f, \"speedup\": %.4f, \"ceiling\": %.4f,"
-          + " \"fraction_of_ceiling\": %.4f}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1], r.shape[2], r.shape[3],
+          + " \"fraction_of_ceiling\": %.4f, \"plans\": \"%s\"}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1], r.shape[2], r.shape[3],
           r.shape[4], r.codec, r.stepMs, r.gpuMs, r.nocommMs, r.bytesPerStep, b, speedup, ceiling,
-          (speedup - 1) / (ceiling - 1)));
+          (speedup - 1) / (ceiling - 1), r.plans));
     }
     return out;
   }
@@ -149,12 +150,15 @@ public final class GpuE2E {
         CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
       CollectiveSites sites = new CollectiveSites(new MirroredCommunicator(tp), codec, 2, 0,
           TwoShotGpuKernels.MAX_COLS);
+      DevicePricing pricing = new DevicePricing(ctx, tp, profiles.get(0));
+      if (sites.auto()) sites.pricing(pricing);
       CudaTensorParallel tpc = CudaTensorParallel.of(ops, new DeviceSiteCollectives(dc, sites), comm);
       Gpt<DeviceBuffer> model = new Gpt<>(cfg, ops, tpc, 0, b, 1);
       int n = 0;
       for (int i = 0; i < WARMUP; i++) step(model, in, tgt, ++n);
       for (LinkProfile p : profiles) {
         link.link(p);
+        if (sites.auto()) sites.reprice(pricing.withLink(p)); // auto chooses again for this link
         step(model, in, tgt, ++n);
         double[] wall = new double[steps], gpu = new double[steps];
         long bytes0 = tpc.bytesSent();
@@ -169,8 +173,10 @@ public final class GpuE2E {
         }
         Arrays.sort(wall);
         Arrays.sort(gpu);
+        String plans = !sites.auto() ? "" : sites.plans().values().stream().map(c -> c.codec() + " " + c.layout())
+            .distinct().sorted().collect(java.util.stream.Collectors.joining("; "));
         out.add(new Row(p.name(), tp, sp, s, codec, wall[steps / 2], gpu[steps / 2], Double.NaN,
-            (tpc.bytesSent() - bytes0) / steps));
+            (tpc.bytesSent() - bytes0) / steps, plans));
       }
     }
     return out;

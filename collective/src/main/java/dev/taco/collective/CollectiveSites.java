@@ -499,6 +499,23 @@ public final class CollectiveSites {
     return this;
   }
 
+  /**
+   * {@link #AUTO}: chooses every calibrated site's plan again with {@code next} (a changed link model), from the errors
+   * its calibration measured, without measuring again; superseded plans are released at the sites' next use. Every rank
+   * must call it at the same point.
+   */
+  public void reprice(Pricing next) {
+    if (!auto) throw new IllegalStateException("only --compression auto chooses by price");
+    pricing(next);
+    for (SiteData d : sites.values()) {
+      if (d.plan != null && d.errors != null && d.calibrating == 0 && d.rows > 0) {
+        int best = d.fastest(d.rows, d.cols);
+        d.plan = d.candidate(best, d.energy);
+        d.relL2 = d.errors[best] / (d.seen * exact.worldSize());
+      }
+    }
+  }
+
   /** Whether this rank's sites choose per site by predicted time ({@link #AUTO}). */
   public boolean auto() {
     return auto;
@@ -628,6 +645,7 @@ public final class CollectiveSites {
     boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
     CollectiveKind kind = CollectiveKind.ALL_REDUCE;
     String choice; // auto: why the plan was chosen
+    int rows, cols; // the shape the plan was frozen for
     boolean used; // by this run (a restored site may have no collective in it)
 
     void startCalibration() {
@@ -683,6 +701,8 @@ public final class CollectiveSites {
     }
 
     private void freeze(int rows, int cols) {
+      this.rows = rows;
+      this.cols = cols;
       double min = Double.POSITIVE_INFINITY;
       for (double e : errors) min = Math.min(min, e);
       if (!Double.isFinite(min)) {

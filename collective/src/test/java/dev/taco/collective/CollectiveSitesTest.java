@@ -558,6 +558,17 @@ class CollectiveSitesTest {
         else assertThat(p.codec()).as(what).isNotEqualTo("none");
       }
     }
+    // the same calibration priced again on another link, without measuring again
+    List<String> flips = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, CollectiveSites.AUTO, 1, 0)
+          .pricing(modelPricing(dev.taco.collective.link.LinkProfiles.byName("0.2")));
+      float[] x = activations(seed, comm.rank());
+      sites.allReduce(ATTN0, x.clone(), ROWS, COLS);
+      String slow = sites.plan(ATTN0).codec().name();
+      sites.reprice(modelPricing(dev.taco.collective.link.LinkProfiles.byName("inf")));
+      return slow + " then " + sites.plan(ATTN0).codec().name() + " " + sites.calibrationMeasurements();
+    });
+    assertThat(flips.get(0)).as("seed %d", seed).doesNotStartWith("none").endsWith(" then none 1");
   }
 
   /**

@@ -25,16 +25,26 @@ public final class DevicePricing implements Pricing {
   private final CudaContext ctx;
   private final int ranks;
   private final LinkProfile link;
-  private final Map<String, double[]> measured = new HashMap<>();
+  private final Map<String, double[]> measured;
 
   /**
    * @param ranks R, at least 2
    * @param link the link model of the phases
    */
   public DevicePricing(CudaContext ctx, int ranks, LinkProfile link) {
+    this(ctx, ranks, link, new HashMap<>());
+  }
+
+  private DevicePricing(CudaContext ctx, int ranks, LinkProfile link, Map<String, double[]> measured) {
     this.ctx = Objects.requireNonNull(ctx, "ctx");
     this.ranks = ranks;
     this.link = Objects.requireNonNull(link, "link");
+    this.measured = measured;
+  }
+
+  /** The same kernel measurements priced on another link. */
+  public DevicePricing withLink(LinkProfile other) {
+    return new DevicePricing(ctx, ranks, other, measured);
   }
 
   @Override
