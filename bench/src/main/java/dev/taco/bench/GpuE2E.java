@@ -35,7 +35,8 @@ import java.util.SplittableRandom;
  * over {@code none}'s step t is {@code t / (t0 + (t - t0) b)}. Every figure is of an EMULATED link, and says so.
  *
  * <p>{@code java -cp "$CP" dev.taco.bench.GpuE2E [--out FILE] [--steps N] [--tp 2,4,8] [--sp false,true]
- * [--codecs none,taco,fp8-tensor] [--links h200-nvlink-2,h200-nopeer-2,...] D,L,H,T,B ...}; writes
+ * [--codecs none,taco,fp8-tensor,auto] [--links h200-nvlink-2,h200-nopeer-2,...] [--no-wire] D,L,H,T,B ...}
+ * ({@code --no-wire}: without the wire kernel's accuracy table); writes
  * {@code {"device", "command", "emulated": true, "results": [{"profile", "tp", "sp", "hidden", "codec", "step_ms",
  * "gpu_ms", "nocomm_ms", "bytes_per_step", "speedup", "ceiling", "fraction_of_ceiling"}], "wire": [...]}}.
  */
@@ -58,8 +59,10 @@ public final class GpuE2E {
     List<String> codecs = List.of("none", "taco", "fp8-tensor", "auto");
     List<String> links = LinkProfiles.BUILT_IN;
     List<int[]> shapes = new ArrayList<>();
+    boolean wireCheck = true;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
+        case "--no-wire" -> wireCheck = false;
         case "--out" -> out = args[++i];
         case "--steps" -> steps = Integer.parseInt(args[++i]);
         case "--tp" -> tps = Arrays.stream(args[++i].split(",")).map(Integer::valueOf).toList();
@@ -74,7 +77,7 @@ public final class GpuE2E {
     List<Row> rows = new ArrayList<>();
     List<String> wire = new ArrayList<>();
     try (CudaContext ctx = CudaContext.open(0)) {
-      wire.addAll(wireAccuracy(ctx));
+      if (wireCheck) wire.addAll(wireAccuracy(ctx));
       for (int[] s : shapes) {
         for (int tp : tps) {
           for (boolean sp : sps) {

@@ -49,7 +49,25 @@ public final class DeviceCollectives implements AutoCloseable {
 
   private record Key(CollectiveKind op, Plan plan, long x, long y, boolean bf16, int rows, int cols) {}
 
-  private record Built(ExecutionPlan plan, List<DeviceBuffer> buffers) {}
+  /** A collective's plan and buffers, and the bytes one execution puts on the wire (known after its first). */
+  private static final class Built {
+    final ExecutionPlan plan;
+    final List<DeviceBuffer> buffers;
+    long bytes = -1;
+
+    Built(ExecutionPlan plan, List<DeviceBuffer> buffers) {
+      this.plan = plan;
+      this.buffers = buffers;
+    }
+
+    ExecutionPlan plan() {
+      return plan;
+    }
+
+    List<DeviceBuffer> buffers() {
+      return buffers;
+    }
+  }
 
   private final DeviceTransport transport;
   private final long pieceBytes;
@@ -59,6 +77,7 @@ public final class DeviceCollectives implements AutoCloseable {
   private final CudaStream comm;
   private final Map<Key, Built> built = new LinkedHashMap<>();
   private Built last;
+  private long bytesSent;
   private boolean closed;
 
   /**
@@ -242,9 +261,9 @@ public final class DeviceCollectives implements AutoCloseable {
     return built.size();
   }
 
-  /** Bytes this rank has put on the wire (the transport's count). */
+  /** Bytes this rank has put on the wire through these collectives, replays of captured graphs included. */
   public long bytesSent() {
-    return transport.bytesSent();
+    return bytesSent;
   }
 
   private void run(Key key, java.util.function.Consumer<DeviceWire> body) {
@@ -268,7 +287,10 @@ public final class DeviceCollectives implements AutoCloseable {
       built.put(key, b);
     }
     last = b;
+    long before = transport.bytesSent();
     b.plan().enqueue();
+    if (b.bytes < 0) b.bytes = transport.bytesSent() - before; // a replayed CUDA graph does not call the transport
+    bytesSent += b.bytes;
     if (cudaGraphs) {
       transport.watch(key.op() + " (CUDA graph)", compute);
     }
