@@ -356,7 +356,7 @@ public final class TacoCli {
         if (exitInterval > 0 && exitInterval >= opt.steps())
           log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, opt.steps());
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
-        List<String> toRun = unfinished(codecs, opt.steps());
+        List<String> toRun = unfinished(codecs, cfg, opt.steps());
         if (toRun.isEmpty()) { // a job resubmitted after it finished: nothing written, nothing locked
           System.err.println("taco: nothing to do: --load " + load + " holds the checkpoint of step " + opt.steps()
               + " (--steps) of " + (codecs.size() == 1 ? "the run" : "every codec's run (" + String.join(", ", codecs)
@@ -413,13 +413,14 @@ public final class TacoCli {
     /**
      * The codecs whose run is still to do: all but those whose --load checkpoint is at --steps, runs that finished (a
      * job resubmitted after a signal stopped it in a later codec's run resumes that one, as Megatron's requeue
-     * expects), each named in the log.
+     * expects), each named in the log. A finished checkpoint is loaded first, so that one of another model or codec
+     * is refused as a resume would refuse it, not taken for this run's.
      */
-    private List<String> unfinished(List<String> codecs, int steps) {
+    private List<String> unfinished(List<String> codecs, GptConfig cfg, int steps) {
       List<String> left = new ArrayList<>();
       for (String c : codecs) {
         Path dir = loadFolder(codecs, c, false);
-        if (dir != null && Checkpoint.latestStep(dir) == steps) {
+        if (dir != null && Checkpoint.latestStep(dir) == steps && Checkpoint.load(dir, cfg, c) != null) {
           log.info("run '{}' has finished: {} holds its checkpoint of step {} (--steps); skipped", c, dir, steps);
         } else {
           left.add(c);

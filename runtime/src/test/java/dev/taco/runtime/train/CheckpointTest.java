@@ -408,6 +408,9 @@ class CheckpointTest {
         + " of the run; raise --steps to train further");
     assertThat(again.out()).isEmpty();
     assertThat(tmp.resolve("B")).doesNotExist();
+    // a finished checkpoint of another codec is not taken for this run's
+    assertOneLine(train(tmp.resolve("C"), "--tp", "2", "--steps", "2", "--compression", "taco", "--load",
+        ck.toString()), "written by a --compression none run");
   }
 
   /**
