@@ -32,12 +32,18 @@ public final class JsonFiles {
     }
   };
 
-  private static final Gson GSON = new GsonBuilder().setPrettyPrinting().serializeNulls().disableHtmlEscaping()
+  private static final Gson LINE = new GsonBuilder().serializeNulls().disableHtmlEscaping()
       .registerTypeAdapter(Double.class, FINITE_OR_NULL).registerTypeAdapter(double.class, FINITE_OR_NULL).create();
+  private static final Gson GSON = LINE.newBuilder().setPrettyPrinting().create();
 
   /** {@code root} as strict, pretty-printed JSON (non-finite doubles as null). */
   public static String toJson(Object root) {
     return GSON.toJson(root);
+  }
+
+  /** {@code root} as strict JSON on one line (non-finite doubles as null): a line of a JSON-lines file. */
+  public static String toJsonLine(Object root) {
+    return LINE.toJson(root);
   }
 
   /**

@@ -10,8 +10,11 @@ import dev.taco.runtime.data.Corpus;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
+import dev.taco.runtime.train.Checkpoint;
 import dev.taco.runtime.train.Report;
+import dev.taco.runtime.train.RunFailed;
 import dev.taco.runtime.train.RunResult;
+import dev.taco.runtime.train.StepMetrics;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
 import dev.taco.runtime.train.TrainingDiverged;
@@ -79,8 +82,27 @@ public final class TacoCli {
 
   private static final Logger log = LoggerFactory.getLogger(TacoCli.class);
 
+  /**
+   * The defaults of {@code taco train}'s training options ({@code ${DEFAULT-VALUE}} in its help, and the value of one
+   * not given), from the one place they are declared: {@link Trainer.Options#defaults()}.
+   */
+  static final class OptionDefaults implements CommandLine.IDefaultValueProvider {
+    private static final Map<String, Object> DEFAULTS = Trainer.Options.defaults();
+
+    @Override
+    public String defaultValue(CommandLine.Model.ArgSpec arg) {
+      if (arg instanceof CommandLine.Model.OptionSpec option) {
+        for (String name : option.names()) {
+          if (DEFAULTS.containsKey(name)) return String.valueOf(DEFAULTS.get(name));
+        }
+      }
+      return null;
+    }
+  }
+
   /** {@code taco train}: the main job. */
   @Command(name = "train", mixinStandardHelpOptions = true, version = VERSION,
+      defaultValueProvider = OptionDefaults.class,
       description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
           + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
@@ -90,103 +112,154 @@ public final class TacoCli {
             + " (taco:e5m2,g=128,hadamard=off); --codec as in analyze. Default: ${DEFAULT-VALUE}.")
     String compression = "none,taco";
 
+    /** The training options as given, by name; the defaults are the builder's ({@link OptionDefaults}). */
+    private final Trainer.Options.Builder options = Trainer.Options.builder();
+
     @Option(names = {"--tensor-model-parallel-size", "--tp"},
         description = "Tensor-parallel size R (ranks). Default: ${DEFAULT-VALUE}.")
-    int tp = 2;
+    void tensorModelParallelSize(int v) {
+      options.tensorModelParallelSize(v);
+    }
 
     @Option(names = "--sequence-parallel", description = "Megatron's sequence parallelism: the LayerNorm, residual and"
         + " embedding regions hold 1/tp of the tokens, an all-gather before each column-parallel linear and a"
         + " reduce-scatter after each row-parallel one (the conjugates backward), each through the codec at its own"
         + " site. Needs --seq-length divisible by --tp.")
-    boolean sequenceParallel;
+    void sequenceParallel(boolean v) {
+      options.sequenceParallel(v);
+    }
 
     @Option(names = "--data-parallel-size", description = "Data-parallel replicas of the TP group (ranks = tp x this,"
         + " TP ranks adjacent as in Megatron), each on its share of every global batch, gradients all-reduced over"
         + " the replicas. Default: ${DEFAULT-VALUE}.")
-    int dataParallel = 1;
+    void dataParallelSize(int v) {
+      options.dataParallelSize(v);
+    }
 
     @Option(names = "--global-batch-size", description = "Sequences per optimizer step over all replicas: a multiple"
         + " of --micro-batch-size x --data-parallel-size; the rest is gradient accumulation. Default: micro-batch x"
         + " data-parallel size.")
-    Integer globalBatch;
+    void globalBatchSize(int v) {
+      options.globalBatchSize(v);
+    }
 
     @Option(names = "--dp-compression", paramLabel = "CODEC", description = "Codec of the data-parallel gradient"
         + " all-reduce (fp32: exact). Default: ${DEFAULT-VALUE}.")
-    String dpCompression = "fp32";
+    void dpCompression(String v) {
+      options.dpCompression(v);
+    }
 
     @Option(names = {"--steps", "--train-iters"}, description = "Optimizer steps per run. Default: ${DEFAULT-VALUE}.")
-    int steps = 120;
+    void steps(int v) {
+      options.steps(v);
+    }
 
     @Option(names = "--data", paramLabel = "FILE",
         description = "UTF-8 text to train on. Default: the bundled Jargon File.")
     Path data;
 
     @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.")
-    long seed = 1234;
+    void seed(long v) {
+      options.seed(v);
+    }
 
     @Option(names = "--num-layers", description = "Transformer blocks. Default: ${DEFAULT-VALUE}.")
-    int numLayers = 4;
+    void numLayers(int v) {
+      options.numLayers(v);
+    }
 
     @Option(names = "--hidden-size", description = "Model width C. Default: ${DEFAULT-VALUE}.")
-    int hiddenSize = 128;
+    void hiddenSize(int v) {
+      options.hiddenSize(v);
+    }
 
     @Option(names = "--num-attention-heads", description = "Attention heads. Default: ${DEFAULT-VALUE}.")
-    int numHeads = 4;
+    void numAttentionHeads(int v) {
+      options.numAttentionHeads(v);
+    }
 
     @Option(names = "--seq-length", description = "Context length T in bytes. Default: ${DEFAULT-VALUE}.")
-    int seqLength = 128;
+    void seqLength(int v) {
+      options.seqLength(v);
+    }
 
     @Option(names = "--micro-batch-size",
         description = "Sequences per micro-batch of each data-parallel replica (a step"
             + " takes --global-batch-size / (this x --data-parallel-size) of them). Default: ${DEFAULT-VALUE}.")
-    int microBatch = 8;
+    void microBatchSize(int v) {
+      options.microBatchSize(v);
+    }
 
     @Option(names = "--lr",
         description = "Peak learning rate (AdamW; warmup then cosine decay). Default: ${DEFAULT-VALUE}.")
-    float lr = 2e-3f;
+    void lr(float v) {
+      options.lr(v);
+    }
 
     @Option(names = "--min-lr", description = "Learning rate at the end of the cosine decay. Default: a tenth of --lr.")
-    Float minLr;
+    void minLr(float v) {
+      options.minLr(v);
+    }
 
     @Option(names = "--lr-warmup-iters", description = "Steps of linear learning-rate warmup (capped at --steps)."
         + " Default: ${DEFAULT-VALUE}.")
-    int warmupIters = 12;
+    void lrWarmupIters(int v) {
+      options.lrWarmupIters(v);
+    }
 
     @Option(names = "--weight-decay", description = "AdamW weight decay on the weight matrices (not on biases,"
         + " LayerNorms). Default: ${DEFAULT-VALUE}.")
-    float weightDecay = 0.1f;
+    void weightDecay(float v) {
+      options.weightDecay(v);
+    }
 
     @Option(names = "--clip-grad", description = "Global gradient-norm clipping threshold; 0 turns clipping off."
         + " Default: ${DEFAULT-VALUE}.")
-    float clipGrad = 1.0f;
+    void clipGrad(float v) {
+      options.clipGrad(v);
+    }
 
     @Option(names = "--log-interval", description = "Steps between rows of the printed loss table (evaluation steps"
-        + " are always printed). Default: ${DEFAULT-VALUE}.")
-    int logInterval = 10;
+        + " are always printed; metrics.jsonl has every step). Default: ${DEFAULT-VALUE}.")
+    void logInterval(int v) {
+      options.logInterval(v);
+    }
 
     @Option(names = "--eval-interval", description = "Steps between validation evaluations. Default: ${DEFAULT-VALUE}.")
-    int evalInterval = 20;
+    void evalInterval(int v) {
+      options.evalInterval(v);
+    }
 
     @Option(names = "--eval-iters", description = "Validation micro-batches per evaluation. Default: ${DEFAULT-VALUE}.")
-    int evalIters = 4;
+    void evalIters(int v) {
+      options.evalIters(v);
+    }
 
     @Option(names = "--calibration-steps",
         description = "Tensors per collective site that calibrate its plan (group size,"
             + " Hadamard on/off, channel permutation); 0 = the codec's defaults. Default: ${DEFAULT-VALUE}.")
-    int calibrationSteps = 2;
+    void calibrationSteps(int v) {
+      options.calibrationSteps(v);
+    }
 
     @Option(names = "--recalibrate-interval",
         description = "Re-calibrate a site every N uses (0 = once). Default: ${DEFAULT-VALUE}.")
-    int recalibrateInterval = 0;
+    void recalibrateInterval(int v) {
+      options.recalibrateInterval(v);
+    }
 
     @Option(names = "--codec-error-interval", description = "Rank 0 measures the codec's error on the TP tensors of"
         + " steps 0, N, 2N, ... (the report's codec table); 0 = never. Each measurement encodes and decodes every"
         + " site's tensor on the CPU, which slows a long GPU run. Default: ${DEFAULT-VALUE}.")
-    int codecErrorInterval = Trainer.CODEC_ERROR_INTERVAL;
+    void codecErrorInterval(int v) {
+      options.codecErrorInterval(v);
+    }
 
     @Option(names = "--distributed-timeout-minutes", description = "How long a rank waits in one collective for the"
         + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
-    int distributedTimeoutMinutes = 2;
+    void distributedTimeoutMinutes(int v) {
+      options.distributedTimeoutMinutes(v);
+    }
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
         + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 only the codecs with GPU kernels: fp32, none,"
@@ -242,16 +315,10 @@ public final class TacoCli {
 
     @Override
     public Integer call() throws Exception {
-      GptConfig cfg = new GptConfig(Corpus.VOCAB, seqLength, numLayers, numHeads, hiddenSize, tp, sequenceParallel);
-      if (cfg.hiddenSize() % tp != 0)
-        throw new IllegalArgumentException("--tp " + tp + " does not divide --hidden-size " + hiddenSize);
-      if (logInterval <= 0) throw new IllegalArgumentException("--log-interval must be positive, got " + logInterval);
-      if (dataParallel <= 0)
-        throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
-      Trainer.Options opt = new Trainer.Options(steps, microBatch, lr, minLr == null ? lr / 10 : minLr, warmupIters,
-          weightDecay, clipGrad, seed, evalInterval, evalIters, calibrationSteps, recalibrateInterval,
-          distributedTimeoutMinutes, dataParallel, globalBatch == null ? microBatch * dataParallel : globalBatch,
-          dpCompression, codecErrorInterval);
+      Trainer.Options opt = options.build();
+      Trainer.Checkpointing asked = new Trainer.Checkpointing(save, saveInterval, load, exitInterval);
+      GptConfig cfg = opt.model();
+      int tp = cfg.tp(), dataParallel = opt.dataParallelSize(), microBatch = opt.microBatchSize();
       List<String> codecs = codecList(compression);
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       try (CudaContext gpu = openDevice(device)) {
@@ -263,8 +330,9 @@ public final class TacoCli {
           if (tp > 1 || run.nccl()) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails up front
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
-        corpus.requireWindow(seqLength);
-        long valBatches = Math.max(1, corpus.valBytes() / ((long) microBatch * seqLength));
+        corpus.requireWindow(cfg.seqLength());
+        long valBatches = Math.max(1, corpus.valBytes() / ((long) microBatch * cfg.seqLength()));
+        int evalIters = opt.evalIters();
         if (evalIters > 10 * valBatches) { // an evaluation cannot be stopped midway: say how long it is up front
           log.warn("--eval-iters {}: every evaluation runs {} forward passes, {} times over the validation set ({}"
               + " micro-batches of its bytes), and a stop signal waits for it to end", evalIters, evalIters,
@@ -280,47 +348,85 @@ public final class TacoCli {
         if (save != null && Files.exists(save) && !Files.isDirectory(save)) {
           throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " exists and is not a folder");
         }
-        if (sequenceParallel && tp == 1)
+        if (opt.sequenceParallel() && tp == 1)
           log.info("--sequence-parallel has no effect at --tp 1 (one rank holds every token)");
-        if (dataParallel == 1 && !dpCompression.equals("fp32"))
+        if (dataParallel == 1 && !opt.dpCompression().equals("fp32"))
           log.warn("--dp-compression {} has no effect at --data-parallel-size 1 (no gradient all-reduce)",
-              dpCompression);
-        if (exitInterval > 0 && exitInterval >= steps)
-          log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, steps);
-        if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
+              opt.dpCompression());
+        if (exitInterval > 0 && exitInterval >= opt.steps())
+          log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, opt.steps());
         for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
+        List<String> toRun = unfinished(codecs, cfg, opt.steps());
+        if (toRun.isEmpty()) { // a job resubmitted after it finished: nothing written, nothing locked
+          System.err.println("taco: nothing to do: --load " + load + " holds the checkpoint of step " + opt.steps()
+              + " (--steps) of " + (codecs.size() == 1 ? "the run" : "every codec's run (" + String.join(", ", codecs)
+                  + ")")
+              + "; raise --steps to train further");
+          return 0;
+        }
+        Path given = out;
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
-        FileChannel saveLock = null;
+        FileChannel saveLock = null, outLock = null;
         try {
           if (save != null) { // found now, not at the first save after minutes of training
             makeWritableFolder("--save", save);
             List<Path> nested = new ArrayList<>(); // a run saving into a folder above or below this one's
             if (save.toAbsolutePath().getParent() != null) nested.add(save.toAbsolutePath().getParent());
             for (String c : codecs) nested.add(perCodec(save, codecs, c));
-            saveLock = lockSaveFolder(save, nested);
+            saveLock = lockFolder("--save", save, SAVE_LOCK, nested);
             if (load == null) warnIfSavedBefore(save, codecs);
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
-            requireSpace(save, codecs.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
+            requireSpace(save, toRun.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
-          out = outputFolder(out, overwrite);
+          out = outputFolder(out);
+          if (given != null) { // a runs/<timestamp> folder is this run's alone
+            outLock = lockFolder("--out", out, OUT_LOCK, List.of());
+            if (!overwrite && Files.exists(out.resolve("report.json"))) {
+              throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " already holds a report.json:"
+                  + " choose another folder, or --overwrite to replace it");
+            }
+          }
         } catch (IOException | RuntimeException e) {
-          unlockSaveFolder(save, saveLock, freshSave);
+          unlockFolder(out, OUT_LOCK, outLock, fresh);
+          if (fresh && given != null) deleteIfEmpty(out);
+          unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save);
           throw e;
         }
         try {
-          return train(cfg, opt, gpu, run, corpus, codecs);
+          return train(opt, gpu, run, corpus, asked, codecs, toRun);
         } catch (Exception | OutOfMemoryError e) { // the heap too can run out before anything is written
+          unlockFolder(out, OUT_LOCK, outLock, fresh);
           if (fresh) deleteIfEmpty(out); // a run that failed before writing anything leaves no empty folder behind
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
-          unlockSaveFolder(save, saveLock, freshSave);
+          unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save); // nor the --save folder
           throw e;
         } finally {
-          unlockSaveFolder(save, saveLock, false);
+          unlockFolder(out, OUT_LOCK, outLock, false);
+          unlockFolder(save, SAVE_LOCK, saveLock, false);
         }
       }
+    }
+
+    /**
+     * The codecs whose run is still to do: all but those whose --load checkpoint is at --steps, runs that finished (a
+     * job resubmitted after a signal stopped it in a later codec's run resumes that one, as Megatron's requeue
+     * expects), each named in the log. A finished checkpoint is loaded first, so that one of another model or codec
+     * is refused as a resume would refuse it, not taken for this run's.
+     */
+    private List<String> unfinished(List<String> codecs, GptConfig cfg, int steps) {
+      List<String> left = new ArrayList<>();
+      for (String c : codecs) {
+        Path dir = loadFolder(codecs, c, false);
+        if (dir != null && Checkpoint.latestStep(dir) == steps && Checkpoint.load(dir, cfg, c) != null) {
+          log.info("run '{}' has finished: {} holds its checkpoint of step {} (--steps); skipped", c, dir, steps);
+        } else {
+          left.add(c);
+        }
+      }
+      return left;
     }
 
     /**
@@ -331,9 +437,9 @@ public final class TacoCli {
       for (String c : codecs) {
         Path dir = perCodec(save, codecs, c);
         if (!Files.isDirectory(dir)) continue;
-        List<Integer> steps = dev.taco.runtime.train.Checkpoint.savedSteps(dir);
-        Path latest = dir.resolve(dev.taco.runtime.train.Checkpoint.LATEST);
-        Path earlier = !steps.isEmpty() ? dir.resolve(dev.taco.runtime.train.Checkpoint.folderName(steps.getFirst()))
+        List<Integer> steps = Checkpoint.savedSteps(dir);
+        Path latest = dir.resolve(Checkpoint.LATEST);
+        Path earlier = !steps.isEmpty() ? dir.resolve(Checkpoint.folderName(steps.getFirst()))
             : Files.exists(latest) ? latest : null;
         if (earlier != null) {
           log.warn("--save {} already holds checkpoints of an earlier run ({}); this run, which starts from"
@@ -343,34 +449,36 @@ public final class TacoCli {
       }
     }
 
-    /** The file in a --save folder whose lock a run holds while it may save there ({@link #lockSaveFolder}). */
+    /** The file in a --save folder whose lock a run holds while it may save there ({@link #lockFolder}). */
     static final String SAVE_LOCK = ".taco-save.lock";
+    /** The file in an --out folder whose lock a run holds while it may write its report there. */
+    static final String OUT_LOCK = ".taco-out.lock";
 
     /**
-     * Takes the --save folder for this run: an exclusive lock on {@value #SAVE_LOCK} in it, held while the returned
-     * channel is open, so that two runs (processes, or runs in one JVM) cannot write their checkpoints over each
-     * other's; and refuses when a run holds the lock of a folder in {@code nested} (the folder above, where a run's
-     * {@code <codec>/} may be this folder, and this run's own {@code <codec>/} folders, another run's --save).
+     * Takes the folder {@code dir} of option {@code flag} for this run: an exclusive lock on the file {@code lock} in
+     * it, held while the returned channel is open, so that two runs (processes, or runs in one JVM) cannot write their
+     * checkpoints or reports over each other's; and refuses when a run holds the lock of a folder in {@code nested}
+     * (for --save: the folder above, where a run's {@code <codec>/} may be this folder, and this run's own
+     * {@code <codec>/} folders, another run's --save).
      *
      * @throws IllegalArgumentException if another run holds one of them, naming the folder
      * @throws IOException if the lock file cannot be made
      */
-    static FileChannel lockSaveFolder(Path save, List<Path> nested) throws IOException {
-      var ch = FileChannel.open(save.resolve(SAVE_LOCK), StandardOpenOption.CREATE,
-          StandardOpenOption.WRITE);
-      Path busy = tryLock(ch, false) ? null : save;
+    static FileChannel lockFolder(String flag, Path dir, String lock, List<Path> nested) throws IOException {
+      var ch = FileChannel.open(dir.resolve(lock), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      Path busy = tryLock(ch, false) ? null : dir;
       for (Path other : nested) {
-        if (busy != null || other.equals(save) || !Files.exists(other.resolve(SAVE_LOCK))) continue;
-        try (var probe = FileChannel.open(other.resolve(SAVE_LOCK))) {
+        if (busy != null || other.equals(dir) || !Files.exists(other.resolve(lock))) continue;
+        try (var probe = FileChannel.open(other.resolve(lock))) {
           if (!tryLock(probe, true)) busy = other; // free: the probe's shared lock goes with its channel
         } catch (IOException e) { // removed just now, or unreadable: no run of ours can hold it then
-          log.debug("cannot probe {}", other.resolve(SAVE_LOCK), e);
+          log.debug("cannot probe {}", other.resolve(lock), e);
         }
       }
       if (busy == null) return ch;
       ch.close();
-      throw new IllegalArgumentException("--save " + save.toAbsolutePath() + " is in use by another run (it holds the"
-          + " lock on " + busy.toAbsolutePath().resolve(SAVE_LOCK) + "): give each run its own --save folder");
+      throw new IllegalArgumentException(flag + " " + dir.toAbsolutePath() + " is in use by another run (it holds the"
+          + " lock on " + busy.toAbsolutePath().resolve(lock) + "): give each run its own " + flag + " folder");
     }
 
     /** Whether the lock of {@code ch}'s file was free and is now held (exclusive, or {@code shared}) through it. */
@@ -383,25 +491,31 @@ public final class TacoCli {
     }
 
     /**
-     * Releases the lock of {@link #lockSaveFolder} (no-op for null or released). The lock file stays (deleting it would
-     * let a run that opened it just before lock a file that no longer has a name), unless {@code remove}: a --save
-     * folder this run made is removed again when the run fails before saving anything.
+     * Releases the lock of {@link #lockFolder} (no-op for null or released). The lock file stays (deleting it would let
+     * a run that opened it just before lock a file that no longer has a name), unless {@code remove}: a folder this run
+     * made is removed again when the run fails before writing anything.
      */
-    private static void unlockSaveFolder(Path save, FileChannel lock, boolean remove) {
+    private static void unlockFolder(Path dir, String name, FileChannel lock, boolean remove) {
       if (lock == null || !lock.isOpen()) return;
       try (lock) {
-        if (remove) Files.deleteIfExists(save.resolve(SAVE_LOCK));
+        if (remove) Files.deleteIfExists(dir.resolve(name));
       } catch (IOException e) {
-        log.debug("could not remove {}", save.resolve(SAVE_LOCK), e);
+        log.debug("could not remove {}", dir.resolve(name), e);
       }
     }
 
-    /** The runs of every codec and their report into {@link #out}; the exit status. */
-    private int train(GptConfig cfg, Trainer.Options opt, CudaContext gpu, Trainer.Gpu run, Corpus corpus,
-        List<String> codecs) throws IOException {
+    /**
+     * The runs of the codecs {@code toRun} (those of {@code codecs} that have not finished) and their report into
+     * {@link #out}, each step's metrics into its {@code metrics.jsonl}; the exit status.
+     */
+    private int train(Trainer.Options opt, CudaContext gpu, Trainer.Gpu run, Corpus corpus, Trainer.Checkpointing asked,
+        List<String> codecs, List<String> toRun) throws IOException {
+      GptConfig cfg = opt.model();
+      int tp = cfg.tp();
       log.info("data: {} ({} train bytes, {} validation bytes)", corpus.name(), corpus.trainBytes(), corpus.valBytes());
       log.info("model: {} layers, hidden {}, {} heads, seq {}, micro-batch {}, {} parameters; TP={} on {}",
-          numLayers, hiddenSize, numHeads, seqLength, microBatch, cfg.parameterCount(), tp, gpu == null
+          cfg.numLayers(), cfg.hiddenSize(), cfg.numHeads(), cfg.seqLength(), opt.microBatchSize(),
+          cfg.parameterCount(), tp, gpu == null
               ? Runtime.getRuntime().availableProcessors() + " cores"
               : run.nccl() ? "GPUs 0.." + (tp - 1) + " through NCCL"
                   : gpu.name() + (tp > 1 ? " (device-local: the ranks share one GPU, no real link)" : ""));
@@ -409,36 +523,44 @@ public final class TacoCli {
       if (run != null && !run.tpComm()) { // (without a GPU, --device auto has ignored it)
         log.warn("--no-tp-comm: the TP all-reduces are skipped; the losses of this run are wrong");
       }
-      if (gpu != null && tp > 1 && codecErrorInterval > 0) {
+      if (gpu != null && tp > 1 && opt.codecErrorInterval() > 0) {
         log.info("codec-error samples every {} steps encode and decode every site's tensor on the CPU, which sets the"
-            + " pace of a long GPU run; --codec-error-interval 0 turns them off", codecErrorInterval);
+            + " pace of a long GPU run; --codec-error-interval 0 turns them off", opt.codecErrorInterval());
       }
       StopSignal.install();
-      for (String c : codecs) {
-        try {
-          runs.add(Trainer.run(cfg, corpus, c, opt, run, checkpointing(codecs, c)));
-        } catch (RuntimeException | OutOfMemoryError e) {
-          // a diverged run's steps up to the non-finite one go into the report too
-          TrainingDiverged diverged = e instanceof TrainingDiverged d && d.partial() != null ? d : null;
-          if (diverged != null) runs.add(diverged.partial());
-          if (runs.isEmpty()) throw e;
-          // the runs that finished before this one are not lost: their report, then this run's error
+      Path metricsFile = out.resolve(METRICS);
+      log.info("metrics of every step: {}", metricsFile);
+      try (StepMetrics metrics = new StepMetrics(metricsFile)) {
+        for (String c : toRun) {
           try {
-            report(runs, corpus, cfg, run, opt);
-            if (diverged != null) {
-              log.warn("run '{}' diverged; the report holds its steps before that{}", c, runs.size() == 1 ? ""
-                  : " and the " + (runs.size() - 1) + " run(s) before it");
-            } else {
-              log.warn("run '{}' failed; the report holds the {} run(s) before it", c, runs.size());
+            runs.add(Trainer.run(corpus, c, opt, run, asked.withFolders(perCodec(save, codecs, c), loadFolder(codecs,
+                c, true)), metrics));
+          } catch (RuntimeException | OutOfMemoryError e) {
+            // a run that diverged or could not save its checkpoint: its steps up to there go into the report too
+            RunFailed failed = e instanceof RunFailed f && f.partial() != null ? f : null;
+            if (failed != null) runs.add(failed.partial());
+            if (runs.isEmpty()) throw e;
+            // the runs that finished before this one are not lost: their report, then this run's error
+            try {
+              report(runs, corpus, run, opt);
+              String before = runs.size() == 1 ? "" : " and the " + (runs.size() - 1) + " run(s) before it";
+              if (failed instanceof TrainingDiverged) {
+                log.warn("run '{}' diverged; the report holds its steps before that{}", c, before);
+              } else if (failed != null) {
+                log.warn("run '{}' stopped after step {}; the report holds its steps up to there{}", c,
+                    failed.partial().first_step() + failed.partial().steps(), before);
+              } else {
+                log.warn("run '{}' failed; the report holds the {} run(s) before it", c, runs.size());
+              }
+            } catch (IOException | RuntimeException r) {
+              e.addSuppressed(r);
             }
-          } catch (IOException | RuntimeException r) {
-            e.addSuppressed(r);
+            throw e;
           }
-          throw e;
+          if (StopSignal.requested() != null) break; // the codecs after this one do not run
         }
-        if (StopSignal.requested() != null) break; // the codecs after this one do not run
       }
-      report(runs, corpus, cfg, run, opt);
+      report(runs, corpus, run, opt);
       if (StopSignal.requested() != null) {
         System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
             .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
@@ -449,6 +571,9 @@ public final class TacoCli {
       return 0;
     }
 
+    /** The per-step metrics file in the output folder ({@link StepMetrics}). */
+    static final String METRICS = "metrics.jsonl";
+
     private static void deleteIfEmpty(Path folder) {
       try (var entries = Files.list(folder)) {
         if (entries.findAny().isEmpty()) Files.delete(folder);
@@ -457,40 +582,40 @@ public final class TacoCli {
       }
     }
 
-    /** The checkpoint folders of codec {@code c}'s run: --save/--load themselves, or their {@code <codec>/} child. */
-    private Trainer.Checkpointing checkpointing(List<String> codecs, String c) {
-      return new Trainer.Checkpointing(perCodec(save, codecs, c), saveInterval, loadFolder(codecs, c, true),
-          exitInterval);
-    }
-
     /**
      * The folder codec {@code c}'s run resumes from: --load itself with one codec, else its {@code <codec>/} child;
      * a codec's child that is missing (a run stopped before it started) starts that codec fresh with a warning, as an
-     * empty --load folder does; one codec's run finds its child of a several-codec --load folder too.
+     * empty --load folder does, and so does a --load that does not exist yet but is the --save folder (a job that
+     * resumes itself); one codec's run finds its child of a several-codec --load folder too.
      *
      * @throws IllegalArgumentException for a --load that is a file, one checkpoint's own folder, or a one-codec
      *     checkpoint given to a several-codec run
      */
     private Path loadFolder(List<String> codecs, String c, boolean say) {
       if (load == null) return null;
-      if (!Files.exists(load)) throw new IllegalArgumentException("--load " + load + ": no such folder");
+      if (!Files.exists(load)) {
+        // a job that resumes itself (--save and --load the same folder, as Megatron's requeue runs it), first run:
+        // --save makes the folder before training, and its run starts from scratch with the warning of an empty one
+        if (save != null && load.toAbsolutePath().normalize().equals(save.toAbsolutePath().normalize())) return null;
+        throw new IllegalArgumentException("--load " + load + ": no such folder");
+      }
       if (Files.exists(load) && !Files.isDirectory(load)) {
         throw new IllegalArgumentException("--load " + load + " is not a folder (give the --save folder)");
       }
       if (Files.exists(load.resolve("meta.json"))) {
         throw new IllegalArgumentException("--load " + load + " is one checkpoint's folder: give the folder above it"
-            + " (the --save folder, which holds " + dev.taco.runtime.train.Checkpoint.LATEST + ")");
+            + " (the --save folder, which holds " + Checkpoint.LATEST + ")");
       }
       Path child = load.resolve(codecFolder(c));
-      boolean single = Files.exists(load.resolve(dev.taco.runtime.train.Checkpoint.LATEST));
+      boolean single = Files.exists(load.resolve(Checkpoint.LATEST));
       if (codecs.size() == 1) {
-        if (!single && Files.exists(child.resolve(dev.taco.runtime.train.Checkpoint.LATEST))) {
+        if (!single && Files.exists(child.resolve(Checkpoint.LATEST))) {
           if (say) log.info("--load {}: resuming {} from {}", load, c, child);
           return child;
         }
         List<String> others = new ArrayList<>();
         try (var sub = Files.list(load)) {
-          sub.filter(d -> Files.exists(d.resolve(dev.taco.runtime.train.Checkpoint.LATEST)))
+          sub.filter(d -> Files.exists(d.resolve(Checkpoint.LATEST)))
               .forEach(d -> others.add(d.getFileName().toString()));
         } catch (IOException e) {
           throw new IllegalArgumentException("--load " + load + " cannot be read: " + reason(e));
@@ -515,18 +640,11 @@ public final class TacoCli {
       return child;
     }
 
-    private void report(List<RunResult> runs, Corpus corpus, GptConfig cfg, Trainer.Gpu run, Trainer.Options opt)
-        throws IOException {
+    private void report(List<RunResult> runs, Corpus corpus, Trainer.Gpu run, Trainer.Options opt) throws IOException {
       CudaContext gpu = run == null ? null : run.context();
       PrintWriter w = new PrintWriter(System.out, true);
-      printTable(w, runs, logInterval);
-      Map<String, Object> config = new LinkedHashMap<>();
-      config.put("num_layers", numLayers);
-      config.put("hidden_size", hiddenSize);
-      config.put("num_attention_heads", numHeads);
-      config.put("seq_length", seqLength);
-      config.put("tensor_model_parallel_size", tp);
-      config.put("sequence_parallel", sequenceParallel);
+      printTable(w, runs, opt.logInterval());
+      Map<String, Object> config = new LinkedHashMap<>(opt.asMap());
       config.put("device", gpu == null ? "cpu" : "cuda");
       if (gpu != null) {
         config.put("gpu", gpu.name());
@@ -534,11 +652,10 @@ public final class TacoCli {
         config.put("precision", run.precision() == CudaOps.Precision.BF16 ? "bf16 GEMM inputs, fp32 accumulation and"
             + " storage" : "fp32");
         config.put("tp_comm", run.tpComm());
-        config.put("tp_transport", run.nccl() ? "nccl" : tp > 1 ? "device-local" : "none");
+        config.put("tp_transport", run.nccl() ? "nccl" : opt.tensorModelParallelSize() > 1 ? "device-local" : "none");
         if (!run.tpComm()) config.put("warning", "--no-tp-comm: TP all-reduces skipped, losses are wrong");
       }
-      config.putAll(opt.asMap());
-      config.put("parameters", cfg.parameterCount());
+      config.put("parameters", opt.model().parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
       if (!Report.canPlot()) { // e.g. the GPU machine's jlink'd runtime
         w.printf("%nwrote %s (no loss.png: this Java runtime has no java.desktop module)%n", json);
@@ -665,7 +782,7 @@ public final class TacoCli {
     if (dir == null) return null;
     Path child = dir.resolve(codecFolder(codec));
     if (codecs.size() > 1) return child;
-    String latest = dev.taco.runtime.train.Checkpoint.LATEST;
+    String latest = Checkpoint.LATEST;
     if (Files.exists(dir.resolve(latest))) return dir;
     try (var sub = Files.list(dir)) { // laid out per codec: some <codec>/ holds checkpoints
       return sub.anyMatch(d -> Files.exists(d.resolve(latest))) ? child : dir;
@@ -740,19 +857,14 @@ public final class TacoCli {
   }
 
   /**
-   * The output folder, created: {@code out} if given (it must be a writable folder or not exist yet, and hold no
-   * {@code report.json} unless {@code overwrite}), else a new {@code runs/<timestamp>} (with a suffix if a run started
-   * in the same second).
+   * The output folder, created: {@code out} if given (it must be a writable folder or not exist yet), else a new
+   * {@code runs/<timestamp>} (with a suffix if a run started in the same second).
    */
-  static Path outputFolder(Path out, boolean overwrite) throws IOException {
+  static Path outputFolder(Path out) throws IOException {
     if (out != null) {
       if (out.toString().isBlank()) throw new IllegalArgumentException("--out is empty");
       if (Files.exists(out) && !Files.isDirectory(out)) {
         throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " exists and is not a folder");
-      }
-      if (!overwrite && Files.exists(out.resolve("report.json"))) {
-        throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " already holds a report.json: choose"
-            + " another folder, or --overwrite to replace it");
       }
       makeWritableFolder("--out", out);
       return out;
@@ -836,6 +948,10 @@ public final class TacoCli {
         w.printf(name + " TP bytes/step over the %s after calibration (%d calibrating step%s left out)%n",
             r.compression(), after == 1 ? "1 step" : after + " steps", r.calibration_steps(),
             r.calibration_steps() == 1 ? "" : "s");
+      }
+      if ("save-failed".equals(r.stopped())) {
+        w.printf(name + " stopped after step %d, whose checkpoint could not be saved (the rows above are its steps);"
+            + " the error follows%n", r.compression(), r.first_step() + r.steps());
       }
       if ("diverged".equals(r.stopped())) {
         w.printf(name + " diverged in step %d (the rows above are the steps before it): no bytes or tokens/s; the"
@@ -922,6 +1038,9 @@ public final class TacoCli {
     return message;
   }
 
+  /** The values of the {@code TACO_LOG} environment variable: SLF4J's simple logger's levels. */
+  static final List<String> LOG_LEVELS = List.of("trace", "debug", "info", "warn", "error", "off");
+
   /** Entry point: runs the command; bad input gives one line on stderr and a non-zero exit, no stack trace. */
   public static void main(String[] args) {
     System.exit(execute(args));
@@ -932,6 +1051,12 @@ public final class TacoCli {
    * on stderr.
    */
   public static int execute(String... args) {
+    String level = System.getenv("TACO_LOG"); // the launcher's; SLF4J's simple logger takes a word it lacks for info
+    if (level != null && !level.isEmpty() && !LOG_LEVELS.contains(level.toLowerCase(Locale.ROOT))) {
+      System.err.println("taco: error: TACO_LOG=" + level + " is not a log level: use one of " + String.join(", ",
+          LOG_LEVELS));
+      return 2;
+    }
     CommandLine cl = new CommandLine(new TacoCli()).setOverwrittenOptionsAllowed(true);
     cl.setParameterExceptionHandler((ex, a) -> {
       CommandLine at = ex.getCommandLine(); // the subcommand whose arguments failed, or taco itself (an unknown one)

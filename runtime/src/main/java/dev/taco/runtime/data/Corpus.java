@@ -27,6 +27,8 @@ public final class Corpus {
   public static final int VOCAB = 256;
 
   private static final String BUNDLED = "/jargon.dict.dz";
+  /** The largest file {@link #fromFile} reads: one Java array ({@code Files.readAllBytes}'s limit). */
+  static final long MAX_FILE_BYTES = Integer.MAX_VALUE - 8;
 
   private final String name;
   private final byte[] train;
@@ -53,7 +55,8 @@ public final class Corpus {
   /**
    * Reads a UTF-8 text file.
    *
-   * @throws IllegalArgumentException if the file is missing, unreadable, empty, or not UTF-8 text (a NUL byte or an
+   * @throws IllegalArgumentException if the file is missing, unreadable, empty, larger than {@value #MAX_FILE_BYTES}
+   *     bytes (a Java array's limit, whatever the heap), larger than the heap, or not UTF-8 text (a NUL byte or an
    *     invalid UTF-8 sequence; the message gives the byte offset)
    */
   public static Corpus fromFile(Path file, double valFraction) {
@@ -62,6 +65,13 @@ public final class Corpus {
       throw new IllegalArgumentException("data file " + file.toAbsolutePath() + " is a directory");
     byte[] text;
     try {
+      long size = Files.size(file);
+      if (size > MAX_FILE_BYTES) {
+        throw new IllegalArgumentException(String.format(java.util.Locale.ROOT, "data file %s holds %d bytes (%.1f"
+            + " GiB); a --data file holds at most %d bytes (2 GiB, the largest Java array, whatever the heap): train"
+            + " on a part of it (split -C 1G %s part- cuts it at line ends)", file, size, size / (double) (1L << 30),
+            MAX_FILE_BYTES, file));
+      }
       text = Files.readAllBytes(file);
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("data file not found: " + file.toAbsolutePath());

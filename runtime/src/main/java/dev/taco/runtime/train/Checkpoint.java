@@ -93,18 +93,32 @@ public final class Checkpoint {
 
     /**
      * The options of {@code now} that differ from the checkpoint's, as {@code name now (checkpoint: was)}: {@code
-     * steps} too, since the learning-rate schedule runs to the last step.
+     * steps} too, since the learning-rate schedule runs to the last step. Numbers are compared by value, not as text.
      */
     public List<String> changedOptions(Map<String, Object> now) {
-      JsonObject o = JsonParser.parseString(JsonFiles.toJson(now)).getAsJsonObject();
       List<String> out = new ArrayList<>();
-      for (Map.Entry<String, JsonElement> e : o.entrySet()) {
+      for (Map.Entry<String, Object> e : now.entrySet()) {
         String was = options.get(e.getKey());
-        if (was != null && !was.equals(e.getValue().toString())) {
-          out.add(e.getKey() + " " + shown(e.getValue().toString()) + " (checkpoint: " + shown(was) + ")");
+        if (was != null && !same(e.getValue(), JsonParser.parseString(was))) {
+          out.add(e.getKey() + " " + shown(JsonFiles.toJsonLine(e.getValue())) + " (checkpoint: " + shown(was) + ")");
         }
       }
       return out;
+    }
+
+    /**
+     * Whether the option value {@code now} is the recorded {@code was}: a number by its value in {@code now}'s type (a
+     * float option's 2.0000001E-4 is the 0.00020000001 that another JSON writer makes of it), anything else as JSON.
+     */
+    private static boolean same(Object now, JsonElement was) {
+      if (now instanceof Number n && was.isJsonPrimitive() && was.getAsJsonPrimitive().isNumber()) {
+        return switch (n) {
+          case Float f -> f == was.getAsFloat();
+          case Double d -> d == was.getAsDouble();
+          default -> new BigDecimal(n.toString()).compareTo(was.getAsBigDecimal()) == 0;
+        };
+      }
+      return JsonParser.parseString(JsonFiles.toJsonLine(now)).equals(was);
     }
 
     /**
@@ -114,6 +128,23 @@ public final class Checkpoint {
     private static String shown(String json) {
       if (!json.matches("-?[0-9]+\\.[0-9]+([eE][-+]?[0-9]+)?|-?[0-9]+[eE][-+]?[0-9]+")) return json;
       return new BigDecimal(json).round(new java.math.MathContext(7)).stripTrailingZeros().toPlainString();
+    }
+  }
+
+  /**
+   * The step that {@code dir}'s {@value #LATEST} names (the newest complete checkpoint), or -1 where there is none.
+   *
+   * @throws IllegalArgumentException if it holds no step number
+   */
+  public static int latestStep(Path dir) {
+    Path latest = dir.resolve(LATEST);
+    if (!Files.exists(latest)) return -1;
+    try {
+      int step = Integer.parseInt(Files.readString(latest).strip());
+      if (step < 0) throw new NumberFormatException("negative");
+      return step;
+    } catch (IOException | NumberFormatException e) {
+      throw new IllegalArgumentException("checkpoint " + latest + " does not hold a step number");
     }
   }
 
@@ -265,7 +296,8 @@ public final class Checkpoint {
   public static State load(Path dir, GptConfig cfg, String compression) {
     if (!Files.isDirectory(dir)) throw new IllegalArgumentException("--load " + dir + ": no such folder");
     Path latest = dir.resolve(LATEST);
-    if (!Files.exists(latest)) {
+    int step = latestStep(dir);
+    if (step < 0) {
       List<Integer> saved;
       try {
         saved = savedSteps(dir);
@@ -279,13 +311,6 @@ public final class Checkpoint {
       }
       log.warn("--load {}: no {} there, starting from scratch", dir, LATEST);
       return null;
-    }
-    int step;
-    try {
-      step = Integer.parseInt(Files.readString(latest).strip());
-      if (step < 0) throw new NumberFormatException("negative");
-    } catch (IOException | NumberFormatException e) {
-      throw new IllegalArgumentException("checkpoint " + latest + " does not hold a step number");
     }
     Path ck = dir.resolve(folderName(step));
     Path metaFile = ck.resolve(META);

@@ -12,7 +12,8 @@ import java.util.Map;
  * @param steps optimizer steps taken by this invocation
  * @param first_step the first step it took: 0, or the step of the checkpoint it resumed from ({@code --load})
  * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code signal}, {@code diverged} (its
- *     last rows are the steps before the non-finite one; no bytes or tokens/s); null when it ran to the end
+ *     last rows are the steps before the non-finite one; no bytes or tokens/s), {@code save-failed} (its checkpoint
+ *     after its last step could not be saved); null when it ran to the end
  * @param initial_val_loss validation loss (nats per byte) before the first step
  * @param final_val_loss validation loss after the last step
  * @param tp_bytes_per_step bytes all ranks together put on the wire in the TP collectives of one training step
@@ -25,7 +26,8 @@ import java.util.Map;
  *     the data-parallel gradient all-reduce, averaged over every training step (calibration included); on the CPU;
  *     null on a GPU
  * @param wall_seconds wall-clock time of the run, evaluation included
- * @param history one row per step: train loss, and validation loss where it was evaluated (else null)
+ * @param history one row per step: train loss, validation loss where it was evaluated (else null), learning rate and
+ *     gradient norm
  * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
  * @param plans the calibrated plan of each collective site (CPU runs)
  * @param gpu_step_ms on a GPU: rank 0's device time per training step in ms by category (CUDA events, {@code
@@ -40,7 +42,11 @@ public record RunResult(String compression, int tp, int steps, int first_step, S
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
     Map<String, Double> gpu_step_ms) {
 
-  /** One step's losses; {@code val_loss} is null where validation was not run. */
-  public record StepRow(int step, Double train_loss, Double val_loss, double lr) {}
+  /**
+   * One step's losses, its learning rate and the global gradient norm before clipping; {@code val_loss} is null where
+   * validation was not run; a row of an evaluation alone (the end, where a run stopped) has no {@code train_loss} and
+   * {@code grad_norm} (null) and {@code lr} 0.
+   */
+  public record StepRow(int step, Double train_loss, Double val_loss, double lr, Double grad_norm) {}
 
 }

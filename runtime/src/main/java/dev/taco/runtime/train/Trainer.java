@@ -24,6 +24,11 @@ import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.OpTimes;
 import dev.taco.runtime.model.ParameterTensors;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+import java.lang.reflect.RecordComponent;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,117 +52,363 @@ public final class Trainer {
 
   /** AdamW's β1, β2 and ε, as GPT-2 / llm.c use ({@code gpt2_update(..., 0.9f, 0.95f, 1e-8f, ...)}). */
   static final float BETA1 = 0.9f, BETA2 = 0.95f, EPS = 1e-8f;
-  /** Every this many steps rank 0 measures the codec's error on each TP all-reduce input. */
   /** The default {@link Options#codecErrorInterval}: every 10th step. */
   public static final int CODEC_ERROR_INTERVAL = 10;
 
   private Trainer() {}
 
   /**
-   * Training hyper-parameters, named after Megatron-LM's flags.
+   * Marks an option that changes the steps a run takes: a checkpoint records it, and a run that resumes with another
+   * value is warned ({@link Options#recorded}).
+   */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.RECORD_COMPONENT)
+  @interface Recorded {
+    /** Recorded only where a codec of the run calibrates its plans (elsewhere the option does nothing). */
+    boolean calibration() default false;
+  }
+
+  /**
+   * A training run's options, each named after its Megatron-LM flag: the component {@code microBatchSize} is the flag
+   * {@code --micro-batch-size} and the key {@code micro_batch_size} of report.json's config ({@link #asMap}) and of a
+   * checkpoint's options ({@link #recorded}), so that an option is declared once, here. Built by name through
+   * {@link #builder()}, which holds the defaults; the constructor checks every value, once.
    *
-   * @param steps optimizer steps ({@code --train-iters} / {@code --steps})
-   * @param microBatch sequences per step, B
-   * @param lr peak learning rate
+   * @param numLayers transformer blocks ({@code --num-layers})
+   * @param hiddenSize model width C ({@code --hidden-size})
+   * @param numAttentionHeads attention heads ({@code --num-attention-heads})
+   * @param seqLength context length T in bytes ({@code --seq-length})
+   * @param tensorModelParallelSize TP size R ({@code --tensor-model-parallel-size}, {@code --tp})
+   * @param sequenceParallel Megatron's sequence parallelism ({@code --sequence-parallel}; {@link GptConfig})
+   * @param steps optimizer steps ({@code --steps}, {@code --train-iters})
+   * @param microBatchSize sequences per micro-batch of each replica, B ({@code --micro-batch-size})
+   * @param globalBatchSize sequences per optimizer step over all replicas ({@code --global-batch-size}): micro-batch ×
+   *     DP × the gradient-accumulation steps
+   * @param dataParallelSize DP size ({@code --data-parallel-size}): replicas of the TP group, each on its share of the
+   *     global batch, gradients all-reduced over the replicas
+   * @param lr peak learning rate ({@code --lr})
    * @param minLr the learning rate the cosine decay ends at ({@code --min-lr})
-   * @param warmupIters steps of linear warmup from lr/warmupIters to lr ({@code --lr-warmup-iters}; 0: none)
+   * @param lrWarmupIters steps of linear warmup from lr/lrWarmupIters to lr ({@code --lr-warmup-iters}; 0: none)
    * @param weightDecay AdamW's decoupled weight decay on the weight matrices ({@code --weight-decay})
    * @param clipGrad global gradient-norm clipping threshold ({@code --clip-grad}; 0: no clipping)
-   * @param seed seed of weights and batches
-   * @param evalInterval steps between validation evaluations
-   * @param evalIters validation micro-batches per evaluation
+   * @param seed seed of weights and batches ({@code --seed})
+   * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
    * @param calibrationSteps tensors per collective site that calibrate its plan (0: the codec's defaults everywhere)
    * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
-   * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
-   *     the reason (Megatron-LM's {@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
-   * @param dataParallel DP size ({@code --data-parallel-size}): replicas of the TP group, each on its share of the
-   *     global batch, gradients all-reduced over the replicas
-   * @param globalBatch sequences per optimizer step over all replicas ({@code --global-batch-size}): micro-batch × DP
-   *     × the gradient-accumulation steps
-   * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
    * @param codecErrorInterval steps between the steps whose TP tensors the reporting rank measures the codec's error on
    *     ({@code --codec-error-interval}; 0: never). Each measurement encodes and decodes every site's tensor on the
    *     host, which on a GPU run costs a copy to the host and the CPU codec's time.
+   * @param evalInterval steps between validation evaluations ({@code --eval-interval})
+   * @param evalIters validation micro-batches per evaluation ({@code --eval-iters})
+   * @param logInterval steps between the rows of the printed loss table ({@code --log-interval})
+   * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
+   *     the reason ({@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
    */
-  public record Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
-      float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
-      int distributedTimeoutMinutes, int dataParallel, int globalBatch, String dpCompression, int codecErrorInterval) {
-    /** @throws IllegalArgumentException naming the flag of a value out of its range */
+  public record Options(int numLayers, int hiddenSize, int numAttentionHeads, int seqLength,
+      int tensorModelParallelSize, @Recorded boolean sequenceParallel, @Recorded int steps,
+      @Recorded int microBatchSize, @Recorded int globalBatchSize, @Recorded int dataParallelSize, @Recorded float lr,
+      @Recorded float minLr, @Recorded int lrWarmupIters, @Recorded float weightDecay, @Recorded float clipGrad,
+      @Recorded long seed, @Recorded String dpCompression, @Recorded(calibration = true) int calibrationSteps,
+      @Recorded(calibration = true) int recalibrateInterval, int codecErrorInterval, int evalInterval, int evalIters,
+      int logInterval, int distributedTimeoutMinutes) {
+    /** @throws IllegalArgumentException naming the flag of a value out of its range (the model's: {@link GptConfig}) */
     public Options {
-      if (codecErrorInterval < 0) {
-        throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
-      }
-      if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
-        throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
-            + distributedTimeoutMinutes);
-      }
-      if (calibrationSteps < 0)
-        throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
-      if (recalibrateInterval < 0)
-        throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
+      new GptConfig(Corpus.VOCAB, seqLength, numLayers, numAttentionHeads, hiddenSize, tensorModelParallelSize,
+          sequenceParallel);
       if (steps <= 0) throw new IllegalArgumentException("--steps must be positive, got " + steps);
-      if (microBatch <= 0) throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatch);
+      if (microBatchSize <= 0)
+        throw new IllegalArgumentException("--micro-batch-size must be positive, got " + microBatchSize);
+      if (dataParallelSize <= 0)
+        throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallelSize);
+      if (globalBatchSize <= 0 || globalBatchSize % ((long) microBatchSize * dataParallelSize) != 0) {
+        throw new IllegalArgumentException("--global-batch-size " + globalBatchSize + " must be a positive multiple of"
+            + " --micro-batch-size x --data-parallel-size = " + (long) microBatchSize * dataParallelSize);
+      }
       if (!(lr > 0) || Float.isInfinite(lr))
         throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
       if (!(minLr >= 0) || minLr > lr) {
         throw new IllegalArgumentException("--min-lr must be in [0, --lr] = [0, " + lr + "], got " + minLr);
       }
-      if (warmupIters < 0) throw new IllegalArgumentException("--lr-warmup-iters must be >= 0, got " + warmupIters);
+      if (lrWarmupIters < 0)
+        throw new IllegalArgumentException("--lr-warmup-iters must be >= 0, got " + lrWarmupIters);
       if (!(weightDecay >= 0) || Float.isInfinite(weightDecay)) {
         throw new IllegalArgumentException("--weight-decay must be a number >= 0, got " + weightDecay);
       }
       if (!(clipGrad >= 0) || Float.isInfinite(clipGrad)) {
         throw new IllegalArgumentException("--clip-grad must be a number >= 0 (0: off), got " + clipGrad);
       }
-      if (evalInterval <= 0)
-        throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
-      if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
-      if (dataParallel <= 0)
-        throw new IllegalArgumentException("--data-parallel-size must be positive, got " + dataParallel);
-      if (globalBatch <= 0 || globalBatch % ((long) microBatch * dataParallel) != 0) {
-        throw new IllegalArgumentException("--global-batch-size " + globalBatch + " must be a positive multiple of"
-            + " --micro-batch-size x --data-parallel-size = " + (long) microBatch * dataParallel);
-      }
       try {
         requireKnownCompression(dpCompression);
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException("--dp-compression: " + e.getMessage());
       }
+      if (calibrationSteps < 0)
+        throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
+      if (recalibrateInterval < 0)
+        throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
+      if (codecErrorInterval < 0) {
+        throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
+      }
+      if (evalInterval <= 0)
+        throw new IllegalArgumentException("--eval-interval must be positive, got " + evalInterval);
+      if (evalIters <= 0) throw new IllegalArgumentException("--eval-iters must be positive, got " + evalIters);
+      if (logInterval <= 0) throw new IllegalArgumentException("--log-interval must be positive, got " + logInterval);
+      if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
+        throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
+            + distributedTimeoutMinutes);
+      }
     }
 
-    /** The options of one replica stepping alone: no data parallelism, no accumulation. */
-    public Options(int steps, int microBatch, float lr, float minLr, int warmupIters, float weightDecay,
-        float clipGrad, long seed, int evalInterval, int evalIters, int calibrationSteps, int recalibrateInterval,
-        int distributedTimeoutMinutes) {
-      this(steps, microBatch, lr, minLr, warmupIters, weightDecay, clipGrad, seed, evalInterval, evalIters,
-          calibrationSteps, recalibrateInterval, distributedTimeoutMinutes, 1, microBatch, "fp32",
-          CODEC_ERROR_INTERVAL);
+    /** Options by name, starting from the defaults. */
+    public static Builder builder() {
+      return new Builder();
     }
 
-    /**
-     * The options by their report and checkpoint names ({@code steps, micro_batch_size, lr, min_lr, lr_warmup_iters,
-     * weight_decay, clip_grad, seed, data_parallel_size, global_batch_size, dp_compression, codec_error_interval}).
-     */
-    public Map<String, Object> asMap() {
-      Map<String, Object> o = new LinkedHashMap<>();
-      o.put("steps", steps);
-      o.put("micro_batch_size", microBatch);
-      o.put("lr", lr);
-      o.put("min_lr", minLr);
-      o.put("lr_warmup_iters", warmupIters);
-      o.put("weight_decay", weightDecay);
-      o.put("clip_grad", clipGrad);
-      o.put("seed", seed);
-      o.put("data_parallel_size", dataParallel);
-      o.put("global_batch_size", globalBatch);
-      o.put("dp_compression", dpCompression);
-      o.put("codec_error_interval", codecErrorInterval);
-      return o;
+    /** The model these options train ({@link Corpus#VOCAB} byte tokens). */
+    public GptConfig model() {
+      return new GptConfig(Corpus.VOCAB, seqLength, numLayers, numAttentionHeads, hiddenSize, tensorModelParallelSize,
+          sequenceParallel);
     }
 
     /** Micro-batches each replica runs per optimizer step (gradient accumulation). */
     public int accumulation() {
-      return globalBatch / (microBatch * dataParallel);
+      return globalBatchSize / (microBatchSize * dataParallelSize);
+    }
+
+    /** Every option by its report name ({@code micro_batch_size}, ...), in declaration order: report.json's config. */
+    public Map<String, Object> asMap() {
+      return byName(c -> true);
+    }
+
+    /**
+     * The options a checkpoint records ({@link Recorded}): those that change the steps a run takes, the calibration's
+     * only where {@code calibrates} (a codec of the run calibrates its plans).
+     */
+    public Map<String, Object> recorded(boolean calibrates) {
+      return byName(c -> c.isAnnotationPresent(Recorded.class)
+          && (calibrates || !c.getAnnotation(Recorded.class).calibration()));
+    }
+
+    private Map<String, Object> byName(java.util.function.Predicate<RecordComponent> which) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      for (RecordComponent c : Options.class.getRecordComponents()) {
+        if (!which.test(c)) continue;
+        try {
+          m.put(reportName(c.getName()), c.getAccessor().invoke(this));
+        } catch (ReflectiveOperationException e) {
+          throw new IllegalStateException("option " + c.getName() + " cannot be read", e);
+        }
+      }
+      return m;
+    }
+
+    /** The report and checkpoint name of the option {@code component}: {@code microBatchSize} is micro_batch_size. */
+    static String reportName(String component) {
+      return component.replaceAll("([A-Z])", "_$1").toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /** The flag of the option {@code component}: {@code microBatchSize} is {@code --micro-batch-size}. */
+    public static String flag(String component) {
+      return "--" + component.replaceAll("([A-Z])", "-$1").toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /**
+     * Every option's default by its flag ({@code --micro-batch-size} → 8), for the command line's help; those derived
+     * from others ({@code --global-batch-size}, {@code --min-lr}) are absent.
+     */
+    public static Map<String, Object> defaults() {
+      Map<String, Object> m = new LinkedHashMap<>();
+      Builder fresh = new Builder();
+      for (java.lang.reflect.Field f : Builder.class.getDeclaredFields()) {
+        try {
+          Object v = f.get(fresh);
+          if (v != null) m.put(flag(f.getName()), v);
+        } catch (IllegalAccessException e) {
+          throw new IllegalStateException("default of " + f.getName() + " cannot be read", e);
+        }
+      }
+      return m;
+    }
+
+    /**
+     * {@link Options} by name, JMH's {@code OptionsBuilder} style: one setter per option, named as its component, and
+     * the defaults (those of {@code taco train}) as the fields' initial values; {@link #build} checks them all.
+     */
+    public static final class Builder {
+      private int numLayers = 4, hiddenSize = 128, numAttentionHeads = 4, seqLength = 128, tensorModelParallelSize = 2;
+      private boolean sequenceParallel;
+      private int steps = 120, microBatchSize = 8, dataParallelSize = 1;
+      private Integer globalBatchSize; // null: micro-batch x data-parallel size (no accumulation)
+      private float lr = 2e-3f;
+      private Float minLr; // null: a tenth of lr
+      private int lrWarmupIters = 12;
+      private float weightDecay = 0.1f, clipGrad = 1.0f;
+      private long seed = 1234;
+      private String dpCompression = "fp32";
+      private int calibrationSteps = 2, recalibrateInterval, codecErrorInterval = CODEC_ERROR_INTERVAL;
+      private int evalInterval = 20, evalIters = 4, logInterval = 10, distributedTimeoutMinutes = 2;
+
+      private Builder() {}
+
+      /** Sets {@code --num-layers}. */
+      public Builder numLayers(int v) {
+        numLayers = v;
+        return this;
+      }
+
+      /** Sets {@code --hidden-size}. */
+      public Builder hiddenSize(int v) {
+        hiddenSize = v;
+        return this;
+      }
+
+      /** Sets {@code --num-attention-heads}. */
+      public Builder numAttentionHeads(int v) {
+        numAttentionHeads = v;
+        return this;
+      }
+
+      /** Sets {@code --seq-length}. */
+      public Builder seqLength(int v) {
+        seqLength = v;
+        return this;
+      }
+
+      /** Sets {@code --tensor-model-parallel-size}. */
+      public Builder tensorModelParallelSize(int v) {
+        tensorModelParallelSize = v;
+        return this;
+      }
+
+      /** Sets {@code --sequence-parallel}. */
+      public Builder sequenceParallel(boolean v) {
+        sequenceParallel = v;
+        return this;
+      }
+
+      /** Sets {@code --steps}. */
+      public Builder steps(int v) {
+        steps = v;
+        return this;
+      }
+
+      /** Sets {@code --micro-batch-size}. */
+      public Builder microBatchSize(int v) {
+        microBatchSize = v;
+        return this;
+      }
+
+      /** Sets {@code --global-batch-size}. */
+      public Builder globalBatchSize(int v) {
+        globalBatchSize = v;
+        return this;
+      }
+
+      /** Sets {@code --data-parallel-size}. */
+      public Builder dataParallelSize(int v) {
+        dataParallelSize = v;
+        return this;
+      }
+
+      /** Sets {@code --lr}. */
+      public Builder lr(float v) {
+        lr = v;
+        return this;
+      }
+
+      /** Sets {@code --min-lr}. */
+      public Builder minLr(float v) {
+        minLr = v;
+        return this;
+      }
+
+      /** Sets {@code --lr-warmup-iters}. */
+      public Builder lrWarmupIters(int v) {
+        lrWarmupIters = v;
+        return this;
+      }
+
+      /** Sets {@code --weight-decay}. */
+      public Builder weightDecay(float v) {
+        weightDecay = v;
+        return this;
+      }
+
+      /** Sets {@code --clip-grad}. */
+      public Builder clipGrad(float v) {
+        clipGrad = v;
+        return this;
+      }
+
+      /** Sets {@code --seed}. */
+      public Builder seed(long v) {
+        seed = v;
+        return this;
+      }
+
+      /** Sets {@code --dp-compression}. */
+      public Builder dpCompression(String v) {
+        dpCompression = v;
+        return this;
+      }
+
+      /** Sets {@code --calibration-steps}. */
+      public Builder calibrationSteps(int v) {
+        calibrationSteps = v;
+        return this;
+      }
+
+      /** Sets {@code --recalibrate-interval}. */
+      public Builder recalibrateInterval(int v) {
+        recalibrateInterval = v;
+        return this;
+      }
+
+      /** Sets {@code --codec-error-interval}. */
+      public Builder codecErrorInterval(int v) {
+        codecErrorInterval = v;
+        return this;
+      }
+
+      /** Sets {@code --eval-interval}. */
+      public Builder evalInterval(int v) {
+        evalInterval = v;
+        return this;
+      }
+
+      /** Sets {@code --eval-iters}. */
+      public Builder evalIters(int v) {
+        evalIters = v;
+        return this;
+      }
+
+      /** Sets {@code --log-interval}. */
+      public Builder logInterval(int v) {
+        logInterval = v;
+        return this;
+      }
+
+      /** Sets {@code --distributed-timeout-minutes}. */
+      public Builder distributedTimeoutMinutes(int v) {
+        distributedTimeoutMinutes = v;
+        return this;
+      }
+
+      /**
+       * The options, the derived ones filled in: --global-batch-size as --micro-batch-size x --data-parallel-size,
+       * --min-lr as a tenth of --lr.
+       *
+       * @throws IllegalArgumentException naming the flag of a value out of its range
+       */
+      public Options build() {
+        // a product past int's range is refused as a global batch that is no multiple, not wrapped round
+        int global = globalBatchSize != null ? globalBatchSize
+            : (int) Math.min(Integer.MAX_VALUE, (long) microBatchSize * dataParallelSize);
+        return new Options(numLayers, hiddenSize, numAttentionHeads, seqLength, tensorModelParallelSize,
+            sequenceParallel, steps, microBatchSize, global, dataParallelSize, lr, minLr != null ? minLr : lr / 10,
+            lrWarmupIters, weightDecay, clipGrad, seed, dpCompression, calibrationSteps, recalibrateInterval,
+            codecErrorInterval, evalInterval, evalIters, logInterval, distributedTimeoutMinutes);
+      }
     }
   }
 
@@ -190,14 +441,16 @@ public final class Trainer {
    *     {@code save} is given
    */
   public record Checkpointing(java.nio.file.Path save, int saveInterval, java.nio.file.Path load, int exitInterval) {
-    /** No checkpoints. */
-    public static final Checkpointing NONE = new Checkpointing(null, 0, null, 0);
-
     /** @throws IllegalArgumentException naming the flag of a negative interval or an interval without --save */
     public Checkpointing {
       if (saveInterval < 0) throw new IllegalArgumentException("--save-interval must be >= 0, got " + saveInterval);
       if (exitInterval < 0) throw new IllegalArgumentException("--exit-interval must be >= 0, got " + exitInterval);
       if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
+    }
+
+    /** These intervals with the folders of one codec's run (of several, each saves into and loads its own). */
+    public Checkpointing withFolders(java.nio.file.Path save, java.nio.file.Path load) {
+      return new Checkpointing(save, saveInterval, load, exitInterval);
     }
 
     /** Whether the run saves after {@code done} steps of {@code steps}: every interval, at an exit, at the end. */
@@ -230,24 +483,19 @@ public final class Trainer {
 
   /**
    * Learning rate at {@code step} (0-based), as Megatron-LM's cosine schedule: linear warmup over the first
-   * {@code warmupIters} steps (step i at lr·(i+1)/warmupIters), then cosine decay from lr to minLr at the last step.
+   * {@code lrWarmupIters} steps (step i at lr·(i+1)/lrWarmupIters), then cosine decay from lr to minLr at the last step.
    * The warmup is a number of steps, not a fraction of the run, so a short run does not reach the peak in a few
    * steps (with a tenth of --steps, 50 steps warmed up in 5 and the loss spiked from 3.2 to 6-7 at step 13).
    */
   static float learningRate(Options o, int step) {
-    int warmup = Math.min(o.warmupIters(), o.steps());
+    int warmup = Math.min(o.lrWarmupIters(), o.steps());
     if (step < warmup) return o.lr() * (step + 1) / warmup;
     double progress = (double) (step - warmup) / Math.max(1, o.steps() - warmup);
     return (float) (o.minLr() + (o.lr() - o.minLr()) * 0.5 * (1 + Math.cos(Math.PI * progress)));
   }
 
-  /** Trains one model at TP size {@code cfg.tp()} on the CPU with the given compression (see the next overload). */
-  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt) {
-    return run(cfg, corpus, compression, opt, null, Checkpointing.NONE);
-  }
-
   /**
-   * Trains one model at TP size {@code cfg.tp()} with the given compression and returns what it measured: on the CPU
+   * Trains the model of {@code opt} at its TP size with the given compression and returns what it measured: on the CPU
    * when {@code gpu} is null (every rank's collective sites calibrate and sample codec error on the host), else on that
    * GPU, every rank a thread driving its own {@link CudaOps}, TP collectives through {@code device-local} or NCCL
    * {@link DeviceCollectives}, each site with its own plan as on the CPU ({@link CollectiveSites#planAt}: calibration
@@ -256,12 +504,16 @@ public final class Trainer {
    * <p>With {@code ck.load()} it resumes from that folder's newest checkpoint (weights, AdamW moments, the data
    * position, every site's codec plan): its steps give the same losses, bit for bit on the CPU, as the run that
    * saved it would have. With {@code ck.save()} it saves every {@code ck.saveInterval()} steps and before it exits.
+   * Each training step's line goes into {@code metrics} (null: none) as the step ends.
    *
    * @throws IllegalArgumentException for an unknown codec, one without GPU kernels on a GPU, a corpus shorter than
    *     a window, or a checkpoint that cannot be loaded for this run (naming the file)
+   * @throws RunFailed with the steps before it, for a run that diverged ({@link TrainingDiverged}) or whose checkpoint
+   *     could not be saved
    */
-  public static RunResult run(GptConfig cfg, Corpus corpus, String compression, Options opt, Gpu gpu,
-      Checkpointing ck) {
+  public static RunResult run(Corpus corpus, String compression, Options opt, Gpu gpu, Checkpointing ck,
+      StepMetrics metrics) {
+    GptConfig cfg = opt.model();
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -270,7 +522,7 @@ public final class Trainer {
       throw new IllegalArgumentException("checkpoint " + resume.dir() + " is at step " + resume.step() + ", not before"
           + " --steps " + opt.steps() + ": nothing left to train (raise --steps)");
     }
-    Map<String, Object> recorded = recordedOptions(cfg, compression, opt, corpus);
+    Map<String, Object> recorded = recordedOptions(compression, opt, corpus);
     List<String> changed = resume == null ? List.of() : resume.changedOptions(recorded);
     if (!changed.isEmpty()) {
       log.warn("resuming {} with settings that differ from the checkpoint's: {}; the steps from here are not those the"
@@ -278,22 +530,23 @@ public final class Trainer {
     }
     int first = resume == null ? 0 : resume.step();
     int last = ck.exitInterval() > first && ck.exitInterval() < opt.steps() ? ck.exitInterval() : opt.steps();
-    if (gpu != null && gpu.nccl() && opt.dataParallel() > 1) gpuPlan(opt.dpCompression());
-    Saving saving = new Saving(ck, cfg, compression, opt, recorded, new float[r][][]);
+    if (gpu != null && gpu.nccl() && opt.dataParallelSize() > 1) gpuPlan(opt.dpCompression());
+    Saving saving = new Saving(ck, cfg, compression, opt, recorded, new float[r][][],
+        new StepLog(metrics, compression, (double) opt.globalBatchSize() * cfg.seqLength()));
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
     Map<String, CollectiveSites.CalibratedPlan> plans = new LinkedHashMap<>();
-    log.info("run '{}': TP={}, DP={}, {} steps on {}", compression, r, opt.dataParallel(), opt.steps(), gpu == null
+    log.info("run '{}': TP={}, DP={}, {} steps on {}", compression, r, opt.dataParallelSize(), opt.steps(), gpu == null
         ? "the CPU"
         : gpu.context().name() + " (" + gpu.precision() + (gpu.tpComm() ? "" : ", TP collectives off") + ")");
     Map<String, Double> gpuTimes = gpu == null ? null : new LinkedHashMap<>();
     if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
     List<WireBytes> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
-    int dpSize = opt.dataParallel(), world = r * dpSize;
+    int dpSize = opt.dataParallelSize(), world = r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
     List<NcclCommunicator> nccl = new ArrayList<>(), ncclDp = new ArrayList<>();
     // the grid's groups: replica d's TP group, TP rank q's DP group (Megatron's order: TP ranks adjacent)
@@ -357,9 +610,10 @@ public final class Trainer {
     double[] val = validationLosses(history, first);
     double initialVal = val[0], finalVal = val[1];
     boolean signalled = saving.stoppedAt().get() >= 0;
+    RuntimeException saveFailed = saving.failure().get();
     int end = signalled ? saving.stoppedAt().get() : last;
     int ran = Math.max(1, end - first);
-    double tokensPerSecond = (double) ran * opt.globalBatch() * cfg.seqLength() / seconds;
+    double tokensPerSecond = (double) ran * opt.globalBatchSize() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         Double.isNaN(initialVal) ? "- (resumed)" : String.format("%.4f", initialVal), String.format("%.4f", finalVal));
     Map<String, Double> perKind = null;
@@ -367,10 +621,12 @@ public final class Trainer {
       perKind = new LinkedHashMap<>();
       for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
     }
-    return new RunResult(compression, r, ran, first, signalled ? "signal" : end < opt.steps() ? "exit-interval" : null,
-        initialVal, finalVal,
+    RunResult result = new RunResult(compression, r, ran, first, saveFailed != null ? "save-failed"
+        : signalled ? "signal" : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
         stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
+    if (saveFailed != null) throw new RunFailed(saveFailed.getMessage(), saveFailed.getCause(), result);
+    return result;
   }
 
   /**
@@ -434,8 +690,8 @@ public final class Trainer {
   private static WireBytes trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       List<RunResult.StepRow> history, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
       Map<String, Long> byKind) {
-    Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatch(), opt.seed());
-    CollectiveSites dpSites = opt.dataParallel() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
+    Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatchSize(), opt.seed());
+    CollectiveSites dpSites = opt.dataParallelSize() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
     WireBytes wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
@@ -471,7 +727,7 @@ public final class Trainer {
       Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
-    boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallel() > 1;
+    boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallelSize() > 1;
     try (DeviceTransport link = alone ? null : nccl != null ? new NcclTransport(nccl)
         : new DeviceLocalTransport(ctx, place.tp());
         DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
@@ -485,7 +741,7 @@ public final class Trainer {
       agreeOnTheRun(dpLink, cfg, opt, sites);
       try (OpTimes timer = place.reports() ? OpTimes.of(ops, tp) : null) {
         Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), timer == null ? tp : timer.tp(),
-            place.tp().rank(), opt.microBatch(), opt.seed());
+            place.tp().rank(), opt.microBatchSize(), opt.seed());
         DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
             model.grads()) : null;
         WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume,
@@ -518,7 +774,7 @@ public final class Trainer {
     Communicator exact = place.tp();
     int rank = exact.rank();
     boolean reports = place.reports(), replica0 = place.replica() == 0;
-    int b = opt.microBatch(), t = model.config().seqLength(), acc = opt.accumulation(), gb = opt.globalBatch();
+    int b = opt.microBatchSize(), t = model.config().seqLength(), acc = opt.accumulation(), gb = opt.globalBatchSize();
     int[] gin = new int[gb * t], gtgt = new int[gb * t], in = new int[b * t], tgt = new int[b * t];
     SplittableRandom trainRng = new SplittableRandom(opt.seed());
     long drawn = 0;
@@ -551,9 +807,12 @@ public final class Trainer {
       if (timer != null) timer.setEnabled(step % TIMED_INTERVAL == 1);
       long calibrated = sites == null ? 0 : sites.calibrationMeasurements();
       if (step == last) {
-        if (reports && (val != null || last == opt.steps())) history.add(new RunResult.StepRow(step, null, val, 0));
+        if (reports && (val != null || last == opt.steps())) {
+          history.add(new RunResult.StepRow(step, null, val, 0, null));
+        }
         break;
       }
+      long stepStart = System.nanoTime();
       corpus.batch(false, trainRng, gb, t, gin, gtgt);
       drawn++;
       if (sites != null) {
@@ -591,6 +850,7 @@ public final class Trainer {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage(), e);
       }
       wire += model.bytesSent() - before;
+      saving.steps().addWireBytes(step, model.bytesSent() - before);
       if (sites == null || sites.calibrationMeasurements() == calibrated) {
         steadyWire += model.bytesSent() - before;
         steadySteps++;
@@ -600,34 +860,36 @@ public final class Trainer {
       // gradients are the replicas' sum, so the mean's norm is 1/DP of theirs, and AdamW scales by 1/DP
       normBuf[0] = (float) model.gradSquaredNorm(rank == 0);
       exact.allReduce(normBuf, 0, 1);
-      float norm = (float) Math.sqrt(normBuf[0]) / opt.dataParallel();
+      float norm = (float) Math.sqrt(normBuf[0]) / opt.dataParallelSize();
       if (!Float.isFinite(norm)) { // the GPU collectives pass NaN on (they cannot refuse it without a host wait)
         throw new TrainingDiverged(
             "training diverged: gradient norm " + norm + " at step " + step + "; lower --lr", null);
       }
-      float scale = (opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f) / opt.dataParallel();
+      float scale = (opt.clipGrad() > 0 && norm > opt.clipGrad() ? opt.clipGrad() / norm : 1f) / opt.dataParallelSize();
       float lr = learningRate(opt, step);
       model.update(lr, BETA1, BETA2, EPS, opt.weightDecay(), scale, step + 1);
       if (timer != null) { // a step in which a site calibrated on the host is not a step's time
         if (sites != null && sites.calibrationMeasurements() != calibrated) timer.discard();
         else timer.collect();
       }
+      double stepSeconds = (System.nanoTime() - stepStart) / 1e9;
       if (reports) {
-        history.add(new RunResult.StepRow(step, (double) loss, val, lr));
+        history.add(new RunResult.StepRow(step, (double) loss, val, lr, (double) norm));
         bar.step();
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
-      boolean stop = stopAgreed(place.world());
+      boolean stop = stopAgreed(place.world()); // also: every rank has added its bytes of this step
+      if (reports) saving.steps().write(step, loss, val, lr, norm, stepSeconds);
       if (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null)) {
-        saving.save(model, place, sites, dp, step + 1, drawn);
+        stop |= !saving.save(model, place, sites, dp, step + 1, drawn); // a failed save stops the run here
       }
       if (stop) {
         saving.stoppedAt().accumulateAndGet(step + 1, Math::max);
         if (replica0) { // the loss where it stopped
           if (timer != null) timer.setEnabled(false);
           Double end = evaluate(model, exact, sites, corpus, opt, b, t, step + 1);
-          if (reports) history.add(new RunResult.StepRow(step + 1, null, end, 0));
+          if (reports) history.add(new RunResult.StepRow(step + 1, null, end, 0, null));
         }
         break;
       }
@@ -636,21 +898,23 @@ public final class Trainer {
   }
 
   /**
-   * A run's checkpoint saves: replica 0's ranks hand their weights and moments to the shared slots and every
-   * replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans may differ), replica
-   * 0's rank q its DP group's gradient sites' state (the group agrees on them), then the
-   * reporting rank writes the checkpoint ({@link Checkpoint#save}) while the others wait, and every rank learns whether
-   * it succeeded.
+   * What the ranks of a run share besides their collectives: its checkpoint saves, the step it stopped after on a
+   * signal or a failed save, and its step log. For a save, replica 0's ranks hand their weights and moments to the
+   * shared slots and every replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans
+   * may differ), replica 0's rank q its DP group's gradient sites' state (the group agrees on them), then the reporting
+   * rank writes the checkpoint ({@link Checkpoint#save}) while the others wait, and every rank learns whether it
+   * succeeded.
    */
   private record Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
       float[][][] slots, List<Map<String, CollectiveSites.SiteState>> siteSlots,
       List<Map<String, CollectiveSites.SiteState>> dpSlots,
-      java.util.concurrent.atomic.AtomicReference<Throwable> failure,
-      java.util.concurrent.atomic.AtomicInteger stoppedAt) {
+      java.util.concurrent.atomic.AtomicReference<RuntimeException> failure,
+      java.util.concurrent.atomic.AtomicInteger stoppedAt, StepLog steps) {
     Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
-        float[][][] slots) {
-      this(ck, cfg, compression, opt, options, slots, noSites(opt.dataParallel()), noSites(cfg.tp()),
-          new java.util.concurrent.atomic.AtomicReference<>(), new java.util.concurrent.atomic.AtomicInteger(-1));
+        float[][][] slots, StepLog steps) {
+      this(ck, cfg, compression, opt, options, slots, noSites(opt.dataParallelSize()), noSites(cfg.tp()),
+          new java.util.concurrent.atomic.AtomicReference<>(), new java.util.concurrent.atomic.AtomicInteger(-1),
+          steps);
     }
 
     /** {@code n} slots, each an empty sites' state until a rank fills its own. */
@@ -658,7 +922,13 @@ public final class Trainer {
       return new ArrayList<>(java.util.Collections.nCopies(n, Map.<String, CollectiveSites.SiteState>of()));
     }
 
-    void save(Gpt<?> model, Place place, CollectiveSites sites, DataParallel dp, int done, long drawn) {
+    /**
+     * Saves the checkpoint after {@code done} steps (every rank calls it).
+     *
+     * @return whether it was saved; false (on every rank): the run stops after this step, the error in
+     *     {@link #failure}, as a signal stops it, so that the steps that ran are reported
+     */
+    boolean save(Gpt<?> model, Place place, CollectiveSites sites, DataParallel dp, int done, long drawn) {
       Communicator exact = place.tp();
       if (place.replica() == 0) slots[exact.rank()] = model.stateToHost();
       if (exact.rank() == 0) siteSlots.set(place.replica(), sites == null ? Map.of() : sites.state());
@@ -666,23 +936,46 @@ public final class Trainer {
       place.world().barrier();
       if (place.reports()) {
         try {
-          boolean dpOn = opt.dataParallel() > 1;
+          boolean dpOn = opt.dataParallelSize() > 1;
           Checkpoint.save(ck.save(), done, cfg, slots, compression, List.copyOf(siteSlots),
               dpOn ? opt.dpCompression() : null, dpOn ? List.copyOf(dpSlots) : List.of(), drawn, options);
-          failure.set(null);
         } catch (java.io.IOException | RuntimeException e) {
-          failure.set(e);
+          String why = e instanceof java.nio.file.FileSystemException fs ? (fs.getReason() != null ? fs.getReason()
+              : e.getClass().getSimpleName().replace("Exception", "")) + " (" + fs.getFile() + ")"
+              : e.getMessage() != null ? e.getMessage() : e.toString();
+          failure.set(new IllegalStateException("saving the checkpoint of step " + done + " into " + ck.save()
+              + " failed: " + why, e));
         }
         java.util.Arrays.fill(slots, null);
       }
       place.world().barrier();
-      Throwable f = failure.get();
-      if (f != null) {
-        String why = f instanceof java.nio.file.FileSystemException fs ? (fs.getReason() != null ? fs.getReason()
-            : f.getClass().getSimpleName().replace("Exception", "")) + " (" + fs.getFile() + ")"
-            : f.getMessage() != null ? f.getMessage() : f.toString();
-        throw new IllegalStateException("saving the checkpoint of step " + done + " into " + ck.save() + " failed: "
-            + why, f);
+      return failure.get() == null;
+    }
+  }
+
+  /**
+   * One run's per-step log, shared by its ranks: each rank adds the bytes it sent in a step's TP collectives, and the
+   * reporting rank, once every rank has (after the step's stop agreement, an all-reduce over all of them), writes the
+   * step's line into the metrics file ({@link StepMetrics}; null: none, the bytes are dropped).
+   *
+   * @param tokensPerStep tokens of a global batch (sequences × T)
+   * @param wire each step's bytes of every rank until its line is written
+   */
+  private record StepLog(StepMetrics metrics, String codec, double tokensPerStep,
+      Map<Integer, java.util.concurrent.atomic.LongAdder> wire) {
+    StepLog(StepMetrics metrics, String codec, double tokensPerStep) {
+      this(metrics, codec, tokensPerStep, new java.util.concurrent.ConcurrentHashMap<>());
+    }
+
+    void addWireBytes(int step, long bytes) {
+      wire.computeIfAbsent(step, k -> new java.util.concurrent.atomic.LongAdder()).add(bytes);
+    }
+
+    /** Writes step {@code step}'s line, which took {@code seconds} (evaluation left out). */
+    void write(int step, float loss, Double val, float lr, float gradNorm, double seconds) {
+      java.util.concurrent.atomic.LongAdder bytes = wire.remove(step);
+      if (metrics != null) {
+        metrics.write(codec, step, loss, val, lr, gradNorm, tokensPerStep / seconds, bytes == null ? 0 : bytes.sum());
       }
     }
   }
@@ -698,17 +991,13 @@ public final class Trainer {
   }
 
   /**
-   * What a checkpoint records of the run's settings: the options, the calibration's where a codec of the run
-   * calibrates, sequence parallelism, and the text it trains on ({@code data}); a resume with others is told which.
+   * What a checkpoint records of the run's settings: the options that change its steps ({@link Options#recorded}),
+   * the calibration's where a codec of the run calibrates, and the text it trains on ({@code data}); a resume with
+   * others is told which.
    */
-  private static Map<String, Object> recordedOptions(GptConfig cfg, String compression, Options opt, Corpus corpus) {
-    Map<String, Object> o = new LinkedHashMap<>(opt.asMap());
-    if (CollectiveSites.calibrates(compression)
-        || (opt.dataParallel() > 1 && CollectiveSites.calibrates(opt.dpCompression()))) {
-      o.put("calibration_steps", opt.calibrationSteps());
-      o.put("recalibrate_interval", opt.recalibrateInterval());
-    }
-    o.put("sequence_parallel", cfg.sequenceParallel());
+  private static Map<String, Object> recordedOptions(String compression, Options opt, Corpus corpus) {
+    Map<String, Object> o = new LinkedHashMap<>(opt.recorded(CollectiveSites.calibrates(compression)
+        || (opt.dataParallelSize() > 1 && CollectiveSites.calibrates(opt.dpCompression()))));
     o.put("data", corpus.fingerprint());
     return o;
   }

@@ -5,21 +5,13 @@ package dev.taco.runtime.train;
  * infinite. Thrown by {@link Trainer#run} with the steps before it in {@link #partial()} (its {@code stopped} is
  * {@code diverged}), so that the report can show how the run got there.
  */
-public final class TrainingDiverged extends IllegalStateException {
-  private final transient RunResult partial;
-
+public final class TrainingDiverged extends RunFailed {
   /** Inside a rank: the message names the step and the value, and ends with the advice to lower --lr. */
   TrainingDiverged(String message, Throwable cause) {
     this(message, cause, null);
   }
 
   TrainingDiverged(String message, Throwable cause, RunResult partial) {
-    super(message, cause);
-    this.partial = partial;
-  }
-
-  /** The run up to its last finite step, {@code stopped = "diverged"}; null only inside a rank. */
-  public RunResult partial() {
-    return partial;
+    super(message, cause, partial);
   }
 }

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /** The command line: bad input gives one line on stderr and a non-zero exit; a small run writes its report. */
 public class TacoCliTest {
@@ -48,6 +49,14 @@ public class TacoCliTest {
     System.arraycopy(base, 0, all, 0, base.length);
     System.arraycopy(more, 0, all, base.length, more.length);
     return all;
+  }
+
+  /** {@code file} (created if missing) opened with its exclusive lock held, as another run holds it, until closed. */
+  public static java.nio.channels.FileChannel heldLock(Path file) throws java.io.IOException {
+    var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE,
+        java.nio.file.StandardOpenOption.WRITE);
+    ch.lock();
+    return ch;
   }
 
   static void assertOneLineError(Result r, String expected) {
@@ -314,13 +323,104 @@ public class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--data", "")), "the data file name is empty");
   }
 
+  /**
+   * Two runs into one explicit --out at once: the second is refused (it wrote its report over the first's, both exiting
+   * 0), as a --save folder in use is; once the first is done, --overwrite serves.
+   */
+  @Test
+  void anOutFolderInUseByAnotherRunIsRefused() throws Exception {
+    Path out = Files.createDirectories(tmp.resolve("busy"));
+    try (var held = heldLock(out.resolve(".taco-out.lock"))) {
+      Result r = run(tiny(out, "--compression", "none", "--tp", "1"));
+      assertOneLineError(r, "--out " + out.toAbsolutePath() + " is in use by another run");
+      assertThat(r.out()).as("nothing trained").isEmpty();
+    }
+    assertThat(out.resolve("report.json")).doesNotExist();
+    Result free = run(tiny(out, "--compression", "none", "--tp", "1", "--overwrite"));
+    assertThat(free.status()).as(free.err()).isZero();
+    assertThat(out.resolve("report.json")).exists();
+  }
+
+  /**
+   * A --data file over 2 GiB is refused naming Java's array limit, whatever the heap (it was said to be "too large for
+   * the heap"). The file is sparse: it takes no disk space.
+   */
+  @Test
+  void aDataFileOverTwoGibNamesTheRealLimit() throws Exception {
+    Path big = tmp.resolve("big.txt");
+    try (var f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+      f.setLength((2L << 30) + 1);
+    }
+    Result r = run(tiny(tmp.resolve("o"), "--data", big.toString()));
+    assertOneLineError(r, "data file " + big + " holds 2147483649 bytes (2.0 GiB); a --data file holds at most"
+        + " 2147483639 bytes (2 GiB, the largest Java array, whatever the heap)");
+    assertThat(r.err()).doesNotContain("too large for the heap");
+    assertThat(r.status()).isEqualTo(2);
+  }
+
+  /** {@code TACO_LOG} with a word that is no log level is refused (SLF4J's simple logger took it for info, silently). */
+  @Test
+  void aTacoLogThatIsNoLevelIsRefused() throws Exception {
+    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    for (String level : new String[] {"bogus", "WARN"}) {
+      ProcessBuilder pb = new ProcessBuilder(javaBin, "--add-modules=jdk.incubator.vector", "-cp",
+          System.getProperty("java.class.path"), "dev.taco.runtime.cli.TacoCli", "train", "-V");
+      pb.environment().put("TACO_LOG", level);
+      Process p = pb.redirectErrorStream(true).start();
+      String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      if (level.equals("bogus")) {
+        assertThat(p.exitValue()).as(said).isEqualTo(2);
+        assertThat(said.lines().filter(l -> !l.startsWith("WARNING"))).containsExactly("taco: error: TACO_LOG=bogus is"
+            + " not a log level: use one of trace, debug, info, warn, error, off");
+      } else { // a level in capitals is one
+        assertThat(p.exitValue()).as(said).isZero();
+        assertThat(said).contains("taco 0.1.0");
+      }
+    }
+  }
+
+  /**
+   * The training options are declared once, in {@code Trainer.Options}: each is a flag of {@code taco train} named as
+   * its component, whose help shows the builder's default; the report's config holds every one by its name.
+   */
+  @Test
+  void everyTrainingOptionIsAFlagNamedAsDeclaredWithTheBuildersDefault() throws Exception {
+    CommandLine.Model.CommandSpec train = new CommandLine(new TacoCli()).getSubcommands().get("train")
+        .getCommandSpec();
+    String help = run("train", "--help").out().replaceAll("\\s+", " ");
+    for (var c : dev.taco.runtime.train.Trainer.Options.class.getRecordComponents()) {
+      String flag = dev.taco.runtime.train.Trainer.Options.flag(c.getName());
+      assertThat(train.findOption(flag)).as(flag).isNotNull();
+    }
+    assertThat(dev.taco.runtime.train.Trainer.Options.defaults()).containsEntry("--micro-batch-size", 8)
+        .containsEntry("--lr", 2e-3f).doesNotContainKey("--min-lr").doesNotContainKey("--global-batch-size");
+    assertThat(help).contains("--micro-batch-size").contains("Default: 8.").contains("Default: 0.002.")
+        .contains("Default: a tenth of --lr.");
+    Path out = tmp.resolve("cfg");
+    Result r = run(tiny(out, "--compression", "none", "--tp", "1", "--lr", "0.001", "--log-interval", "3"));
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonObject config = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject()
+        .getAsJsonObject("config");
+    assertThat(config.get("min_lr").getAsFloat()).as("a tenth of the --lr given").isEqualTo(1e-3f / 10);
+    assertThat(config.get("log_interval").getAsInt()).isEqualTo(3);
+    assertThat(config.get("micro_batch_size").getAsInt()).isEqualTo(2);
+    assertThat(config.get("tensor_model_parallel_size").getAsInt()).isEqualTo(1);
+    assertThat(config.get("global_batch_size").getAsInt()).isEqualTo(2);
+    // one check, named as typed: --data-parallel-size is checked by the options alone (it was checked twice)
+    assertOneLineError(run(tiny(tmp.resolve("dp"), "--data-parallel-size", "0")),
+        "--data-parallel-size must be positive, got 0");
+  }
+
   @Test
   void aRunStoppedEarlyLeavesItsTableCellsEmptyAfterItsLastStep() {
     // SIGTERM during the second codec's run: its history is shorter than the first's (the table once indexed past it)
     java.util.List<RunResult.StepRow> full = new java.util.ArrayList<>(), cut = new java.util.ArrayList<>();
     for (int s = 0; s <= 10; s++) {
-      full.add(new RunResult.StepRow(s, 3.0 - 0.1 * s, s % 5 == 0 ? 3.5 - 0.1 * s : null, 1e-3));
-      if (s <= 3) cut.add(new RunResult.StepRow(s, 3.05 - 0.1 * s, s == 0 || s == 3 ? 3.55 - 0.1 * s : null, 1e-3));
+      full.add(new RunResult.StepRow(s, 3.0 - 0.1 * s, s % 5 == 0 ? 3.5 - 0.1 * s : null, 1e-3, 0.5));
+      if (s <= 3) {
+        cut.add(new RunResult.StepRow(s, 3.05 - 0.1 * s, s == 0 || s == 3 ? 3.55 - 0.1 * s : null, 1e-3, 0.5));
+      }
     }
     java.io.StringWriter text = new java.io.StringWriter();
     TacoCli.printTable(new java.io.PrintWriter(text), java.util.List.of(result("none", 10, full), result("taco", 3,

@@ -362,8 +362,8 @@ class CheckpointTest {
     assertOneLine(train(tmp.resolve("x4"), wider), meta + " holds a model with hidden_size 64, this run has 128");
     assertOneLine(train(tmp.resolve("x5"), "--tp", "2", "--steps", "4", "--compression", "taco", "--load",
         ck.toString()), "written by a --compression none run");
-    assertOneLine(train(tmp.resolve("x6"), "--tp", "2", "--steps", "2", "--compression", "none", "--load",
-        ck.toString()), "nothing left to train");
+    assertOneLine(train(tmp.resolve("x6"), "--tp", "2", "--steps", "1", "--compression", "none", "--load",
+        ck.toString()), "is at step 2, not before --steps 1: nothing left to train");
     assertOneLine(train(tmp.resolve("x7"), "--load", tmp.resolve("nowhere").toString()), "no such folder");
     assertOneLine(train(tmp.resolve("x9"), "--load", model.toString()), "is not a folder");
     assertOneLine(train(tmp.resolve("x10"), "--tp", "2", "--steps", "4", "--compression", "none", "--load",
@@ -387,6 +387,84 @@ class CheckpointTest {
     // the intact checkpoint still loads
     Files.writeString(ck.resolve(Checkpoint.LATEST), "2\n");
     assertThat(train(tmp.resolve("ok"), resume).status()).isZero();
+  }
+
+  /**
+   * A job that resumes itself (--save and --load the same folder) runs from scratch the first time, and resubmitted
+   * after its run finished (the checkpoint is at --steps, as Megatron's requeue resubmits it) does nothing and exits 0,
+   * making no --out folder (it was refused as "nothing left to train").
+   */
+  @Test
+  void aFinishedRunResubmittedIsANoOp() throws Exception {
+    Path ck = tmp.resolve("D");
+    String[] job = {"--tp", "2", "--steps", "2", "--compression", "none", "--save", ck.toString(), "--load",
+        ck.toString()};
+    TacoCliTest.Result first = train(tmp.resolve("A"), job);
+    assertThat(first.status()).as(first.err()).isZero();
+    assertThat(first.err()).contains("--load " + ck + ": no " + Checkpoint.LATEST + " there, starting from scratch");
+    TacoCliTest.Result again = train(tmp.resolve("B"), job);
+    assertThat(again.status()).as(again.err()).isZero();
+    assertThat(again.err()).contains("taco: nothing to do: --load " + ck + " holds the checkpoint of step 2 (--steps)"
+        + " of the run; raise --steps to train further");
+    assertThat(again.out()).isEmpty();
+    assertThat(tmp.resolve("B")).doesNotExist();
+    // a finished checkpoint of another codec is not taken for this run's
+    assertOneLine(train(tmp.resolve("C"), "--tp", "2", "--steps", "2", "--compression", "taco", "--load",
+        ck.toString()), "written by a --compression none run");
+  }
+
+  /**
+   * A checkpoint save that fails (a full disk; here the latest-file's temporary name is taken by a folder) stops the
+   * run after that step with its report written, as a signal or a divergence does, and the error last (the report of
+   * the steps that ran was lost).
+   */
+  @Test
+  void aCheckpointSaveThatFailsKeepsTheReportOfTheStepsThatRan() throws Exception {
+    Path ck = tmp.resolve("D"), out = tmp.resolve("B");
+    Files.createDirectories(ck.resolve("." + Checkpoint.LATEST + ".tmp").resolve("x"));
+    TacoCliTest.Result r = train(out, "--tp", "2", "--steps", "6", "--compression", "none", "--save", ck.toString(),
+        "--save-interval", "2");
+    assertThat(r.status()).as(r.err()).isEqualTo(1);
+    List<String> lines = r.err().strip().lines().toList();
+    assertThat(lines.getLast()).startsWith("taco: error: saving the checkpoint of step 2 into " + ck + " failed: ");
+    assertThat(r.err()).contains("run 'none' stopped after step 2; the report holds its steps up to there");
+    assertThat(losses(out, 0).keySet()).as("its steps, and the evaluation where it stopped").containsExactly(0, 1, 2);
+    JsonObject run = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject()
+        .getAsJsonArray("runs").get(0).getAsJsonObject();
+    assertThat(run.get("stopped").getAsString()).isEqualTo("save-failed");
+    assertThat(run.get("steps").getAsInt()).isEqualTo(2);
+    assertThat(run.get("tp_bytes_per_step").getAsDouble()).isPositive();
+    assertThat(r.out()).contains("none         stopped after step 2, whose checkpoint could not be saved");
+    assertThat(out.resolve("loss.png")).exists();
+    assertThat(Files.readAllLines(out.resolve("metrics.jsonl"))).hasSize(2);
+  }
+
+  /**
+   * A resume compares the options it records by value, not as JSON text: a float that another JSON writer (Python's
+   * json, jq) spells 0.00020000001 is the 2.0000001E-4 this run has (it was named as changed), a seed 1.234E+3 is 1234;
+   * a value that changed is still named.
+   */
+  @Test
+  void aResumeComparesOptionsByValueNotAsJsonText() throws Exception {
+    Path ck = tmp.resolve("D");
+    assertThat(train(tmp.resolve("A"), "--tp", "2", "--steps", "4", "--compression", "none", "--save", ck.toString(),
+        "--exit-interval", "2").status()).isZero();
+    Path meta = ck.resolve("iter_0000002").resolve(Checkpoint.META);
+    JsonObject json = JsonParser.parseString(Files.readString(meta)).getAsJsonObject();
+    JsonObject options = json.getAsJsonObject("options");
+    assertThat(options.get("min_lr").toString()).isEqualTo("2.0000001E-4");
+    options.add("min_lr", new com.google.gson.JsonPrimitive(new java.math.BigDecimal("0.00020000001")));
+    Files.writeString(meta, json.toString().replace("\"seed\":1234,", "\"seed\":1.234E+3,"));
+    assertThat(Files.readString(meta)).contains("\"min_lr\":0.00020000001").contains("\"seed\":1.234E+3");
+    TacoCliTest.Result same = train(tmp.resolve("B"), "--tp", "2", "--steps", "4", "--compression", "none", "--load",
+        ck.toString());
+    assertThat(same.status()).as(same.err()).isZero();
+    assertThat(same.err()).doesNotContain("differ from the checkpoint's");
+    TacoCliTest.Result other = train(tmp.resolve("C"), "--tp", "2", "--steps", "4", "--compression", "none", "--load",
+        ck.toString(), "--lr", "0.001");
+    assertThat(other.status()).as(other.err()).isZero();
+    assertThat(other.err()).contains("differ from the checkpoint's: lr 0.001 (checkpoint: 0.002), min_lr 0.0001"
+        + " (checkpoint: 0.0002);");
   }
 
   private static void assertOneLine(TacoCliTest.Result r, String expected) {
@@ -439,9 +517,7 @@ class CheckpointTest {
   @Test
   void aSaveFolderInUseByAnotherRunIsRefused() throws Exception {
     Path ck = Files.createDirectories(tmp.resolve("busy"));
-    try (var other = java.nio.channels.FileChannel.open(ck.resolve(".taco-save.lock"),
-        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
-        var held = other.lock()) {
+    try (var held = TacoCliTest.heldLock(ck.resolve(".taco-save.lock"))) {
       assertOneLine(train(tmp.resolve("r1"), "--tp", "2", "--steps", "2", "--compression", "none", "--save",
           ck.toString()), "--save " + ck.toAbsolutePath() + " is in use by another run");
       assertThat(tmp.resolve("r1")).doesNotExist();
@@ -453,18 +529,14 @@ class CheckpointTest {
     // while a run saves into one of its <codec>/ folders
     Path both = tmp.resolve("both");
     assertThat(train(tmp.resolve("r3"), "--tp", "2", "--steps", "2", "--save", both.toString()).status()).isZero();
-    try (var other = java.nio.channels.FileChannel.open(both.resolve(".taco-save.lock"),
-        java.nio.file.StandardOpenOption.WRITE);
-        var held = other.lock()) {
+    try (var held = TacoCliTest.heldLock(both.resolve(".taco-save.lock"))) {
       TacoCliTest.Result r4 = train(tmp.resolve("r4"), "--tp", "2", "--steps", "4", "--compression", "taco",
           "--save", both.resolve("taco").toString(), "--overwrite");
       assertOneLine(r4, "is in use by another run (it holds the lock on " + both.toAbsolutePath().resolve(
           ".taco-save.lock"));
       assertThat(r4.err()).doesNotContain("writes over them"); // refused before it would write anything
     }
-    try (var other = java.nio.channels.FileChannel.open(both.resolve("taco").resolve(".taco-save.lock"),
-        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
-        var held = other.lock()) {
+    try (var held = TacoCliTest.heldLock(both.resolve("taco").resolve(".taco-save.lock"))) {
       assertOneLine(train(tmp.resolve("r5"), "--tp", "2", "--steps", "4", "--compression", "taco", "--save",
           both.toString()),
           "is in use by another run (it holds the lock on "

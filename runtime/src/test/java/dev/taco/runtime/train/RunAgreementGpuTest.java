@@ -22,10 +22,12 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("gpu")
 class RunAgreementGpuTest {
-  static final GptConfig CFG = new GptConfig(256, 64, 2, 4, 64, 2);
   static Trainer.Options options(long seed, float lr) {
-    return new Trainer.Options(10, 8, lr, 0f, 0, 0.1f, 1f, seed, 10, 1, 0, 0, 2);
+    return Trainer.Options.builder().seqLength(64).numLayers(2).hiddenSize(64).steps(10).lr(lr).minLr(0f)
+        .lrWarmupIters(0).seed(seed).evalInterval(10).evalIters(1).calibrationSteps(0).build();
   }
+
+  static final GptConfig CFG = options(1, 1e-3f).model();
 
   /** Runs the agreement on two device-local ranks whose settings {@code rank1} gives for rank 1. */
   static List<Object> agree(CudaContext ctx, Trainer.Options rank1, String codec1) {

@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 /** Megatron-LM's schedule: linear warmup over --lr-warmup-iters steps, cosine decay from --lr to --min-lr. */
 class ScheduleTest {
   static Trainer.Options opts(int steps, float lr, float minLr, int warmup) {
-    return new Trainer.Options(steps, 8, lr, minLr, warmup, 0.1f, 1f, 1, 10, 1, 0, 0, 2);
+    return Trainer.Options.builder().steps(steps).lr(lr).minLr(minLr).lrWarmupIters(warmup).build();
   }
 
   @Test
@@ -38,9 +38,8 @@ class ScheduleTest {
     assertThatThrownBy(() -> opts(10, 1e-3f, 2e-3f, 5)).hasMessageContaining("--min-lr");
     assertThatThrownBy(() -> opts(10, 1e-3f, Float.NaN, 5)).hasMessageContaining("--min-lr");
     assertThatThrownBy(() -> opts(10, 1e-3f, 0f, -1)).hasMessageContaining("--lr-warmup-iters");
-    assertThatThrownBy(() -> new Trainer.Options(10, 8, 1e-3f, 0f, 0, -0.1f, 1f, 1, 10, 1, 0, 0, 2))
-        .hasMessageContaining("--weight-decay");
-    assertThatThrownBy(() -> new Trainer.Options(10, 8, 1e-3f, 0f, 0, 0.1f, Float.NaN, 1, 10, 1, 0, 0, 2))
-        .hasMessageContaining("--clip-grad");
+    assertThatThrownBy(() -> Trainer.Options.builder().weightDecay(-0.1f).build()).hasMessageContaining(
+        "--weight-decay");
+    assertThatThrownBy(() -> Trainer.Options.builder().clipGrad(Float.NaN).build()).hasMessageContaining("--clip-grad");
   }
 }

@@ -1,0 +1,75 @@
+package dev.taco.runtime.train;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.RecordComponent;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Trainer.Options}: built by name, the derived options filled in by {@code build()}, every value checked once
+ * naming its flag, and the maps of the report and the checkpoints taken from the one declaration.
+ */
+class OptionsTest {
+  @Test
+  void theBuilderHasASetterAndADefaultPerComponentOfTheSameName() throws Exception {
+    List<String> components = Arrays.stream(Trainer.Options.class.getRecordComponents()).map(RecordComponent::getName)
+        .toList();
+    assertThat(Arrays.stream(Trainer.Options.Builder.class.getDeclaredFields()).map(Field::getName))
+        .containsExactlyInAnyOrderElementsOf(components);
+    for (RecordComponent c : Trainer.Options.class.getRecordComponents()) {
+      assertThat(Trainer.Options.Builder.class.getMethod(c.getName(), c.getType()).getReturnType()).as(c.getName())
+          .isEqualTo(Trainer.Options.Builder.class);
+    }
+  }
+
+  @Test
+  void theDerivedOptionsFollowTheOnesGivenUnlessSetThemselves() {
+    Trainer.Options o = Trainer.Options.builder().lr(1e-3f).microBatchSize(4).dataParallelSize(3).build();
+    assertThat(o.minLr()).isEqualTo(1e-3f / 10);
+    assertThat(o.globalBatchSize()).isEqualTo(12);
+    assertThat(o.accumulation()).isEqualTo(1);
+    Trainer.Options set = Trainer.Options.builder().lr(1e-3f).minLr(0f).microBatchSize(4).globalBatchSize(16).build();
+    assertThat(set.minLr()).isZero();
+    assertThat(set.accumulation()).isEqualTo(4);
+    assertThat(Trainer.Options.builder().build().model().parameterCount()).as("the default model").isPositive();
+  }
+
+  @Test
+  void reportAndCheckpointNamesComeFromTheComponents() {
+    Trainer.Options o = Trainer.Options.builder().build();
+    assertThat(o.asMap().keySet()).startsWith("num_layers", "hidden_size", "num_attention_heads", "seq_length",
+        "tensor_model_parallel_size").contains("micro_batch_size", "lr_warmup_iters", "distributed_timeout_minutes")
+        .hasSize(Trainer.Options.class.getRecordComponents().length);
+    assertThat(o.asMap()).containsEntry("micro_batch_size", 8).containsEntry("min_lr", 2e-3f / 10);
+    // what a checkpoint compares on resume: what changes the steps, not how often they are logged or evaluated
+    assertThat(o.recorded(false).keySet()).containsExactly("sequence_parallel", "steps", "micro_batch_size",
+        "global_batch_size", "data_parallel_size", "lr", "min_lr", "lr_warmup_iters", "weight_decay", "clip_grad",
+        "seed", "dp_compression");
+    assertThat(o.recorded(true).keySet()).endsWith("dp_compression", "calibration_steps", "recalibrate_interval");
+    assertThat(Trainer.Options.flag("tensorModelParallelSize")).isEqualTo("--tensor-model-parallel-size");
+  }
+
+  @Test
+  void everyValueOutOfRangeNamesItsFlag() {
+    String[] bad = {"--num-attention-heads 3 does not divide --hidden-size 128", "--steps must be positive",
+        "--global-batch-size 12 must be a positive multiple of --micro-batch-size x --data-parallel-size = 8",
+        "--data-parallel-size must be positive", "--eval-iters must be positive", "--log-interval must be positive",
+        "--dp-compression: unknown codec 'zip'", "--recalibrate-interval must be >= 0",
+        "--distributed-timeout-minutes must be in 1..10080"};
+    List<Runnable> builds = List.of(() -> Trainer.Options.builder().numAttentionHeads(3).build(),
+        () -> Trainer.Options.builder().steps(0).build(), () -> Trainer.Options.builder().globalBatchSize(12).build(),
+        () -> Trainer.Options.builder().dataParallelSize(0).build(),
+        () -> Trainer.Options.builder().evalIters(0).build(), () -> Trainer.Options.builder().logInterval(0).build(),
+        () -> Trainer.Options.builder().dpCompression("zip").build(),
+        () -> Trainer.Options.builder().recalibrateInterval(-1).build(),
+        () -> Trainer.Options.builder().distributedTimeoutMinutes(0).build());
+    for (int i = 0; i < bad.length; i++) {
+      assertThatThrownBy(builds.get(i)::run).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(bad[i]);
+    }
+  }
+}
