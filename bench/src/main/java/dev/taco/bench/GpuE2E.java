@@ -89,16 +89,22 @@ public final class GpuE2E {
                     + "(gpu %.2f, no TP comm %.2f), %d B/step %s%n", r.profile, s[0], s[3], s[4], tp, sp, codec,
                     r.stepMs, r.gpuMs, nocomm, r.bytesPerStep, r.plans);
               }
+              if (out != null) Files.writeString(Path.of(out), json(ctx, args, profiles, rows, wire)); // so far
             }
           }
         }
       }
-      String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"GpuE2E " + String.join(" ", args)
-          + "\", \"emulated\": true, \"link_sources\": {" + sources(profiles) + "},\n \"results\": [\n  "
-          + String.join(",\n  ", results(rows)) + "\n],\n \"wire\": [\n  " + String.join(",\n  ", wire) + "\n]}\n";
+      String json = json(ctx, args, profiles, rows, wire);
       if (out != null) Files.writeString(Path.of(out), json);
       System.out.print(json);
     }
+  }
+
+  private static String json(CudaContext ctx, String[] args, List<LinkProfile> profiles, List<Row> rows,
+      List<String> wire) {
+    return "{\"device\": \"" + ctx.name() + "\", \"command\": \"GpuE2E " + String.join(" ", args)
+        + "\", \"emulated\": true, \"link_sources\": {" + sources(profiles) + "},\n \"results\": [\n  "
+        + String.join(",\n  ", results(rows)) + "\n],\n \"wire\": [\n  " + String.join(",\n  ", wire) + "\n]}\n";
   }
 
   private static String sources(List<LinkProfile> profiles) {
@@ -120,7 +126,8 @@ public final class GpuE2E {
       out.add(String.format(Locale.ROOT, "{\"profile\": \"%s\", \"tp\": %d, \"sp\": %s, \"hidden\": %d, \"layers\": %d,"
           + " \"heads\": %d, \"seq\": %d, \"micro_batch\": %d, \"codec\": \"%s\", \"step_ms\": %.4f, \"gpu_ms\": %.4f,"
           + " \"nocomm_ms\": %.4f, \"bytes_per_step\": %d, \"byte_ratio\": %.4f, \"speedup\": %.4f, \"ceiling\": %.4f,"
-          + " \"fraction_of_ceiling\": %.4f, \"plans\": \"%s\"}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1], r.shape[2], r.shape[3],
+          + " \"fraction_of_ceiling\": %.4f, \"plans\": \"%s\"}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1],
+          r.shape[2], r.shape[3],
           r.shape[4], r.codec, r.stepMs, r.gpuMs, r.nocommMs, r.bytesPerStep, b, speedup, ceiling,
           (speedup - 1) / (ceiling - 1), r.plans));
     }

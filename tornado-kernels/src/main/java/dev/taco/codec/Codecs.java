@@ -44,12 +44,20 @@ public final class Codecs {
    * @throws IllegalArgumentException for an empty list or name, a name given twice, or an unknown codec
    */
   public static java.util.List<String> parseList(String value) {
+    return parseList(value, java.util.Set.of());
+  }
+
+  /**
+   * {@link #parseList(String)}, where the names {@code choosers} also stand (selections a caller resolves itself, such
+   * as the collectives' {@code auto}, which chooses among codecs per site).
+   */
+  public static java.util.List<String> parseList(String value, java.util.Set<String> choosers) {
     java.util.List<String> out = new java.util.ArrayList<>();
     for (String part : value.split("(?i),(?![^:,]*=)(?!\\s*e[45]m[23]\\s*(,|$))", -1)) {
       String c = part.strip().toLowerCase(Locale.ROOT);
       if (c.isEmpty()) throw new IllegalArgumentException("empty codec name in '" + value + "'");
       if (out.contains(c)) throw new IllegalArgumentException("codec '" + c + "' is listed twice");
-      byName(c);
+      if (!choosers.contains(c)) byName(c);
       out.add(c);
     }
     return out;

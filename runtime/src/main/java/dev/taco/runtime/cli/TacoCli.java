@@ -17,6 +17,9 @@ import dev.taco.runtime.train.RunResult;
 import dev.taco.runtime.train.StepMetrics;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
+import dev.taco.collective.CollectiveSites;
+import dev.taco.collective.link.LinkProfile;
+import dev.taco.collective.link.LinkProfiles;
 import dev.taco.runtime.train.TrainingDiverged;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -275,11 +278,27 @@ public final class TacoCli {
         + " a warning).")
     String precision;
 
-    @Option(names = "--tp-transport", paramLabel = "auto|device-local|nccl", description = "On GPUs, how the TP ranks"
-        + " talk: nccl (a GPU per rank, GPUs 0..tp-1, NCCL), device-local (every rank on GPU 0, device copies; for"
-        + " tests, no real link), auto (nccl when there are tp GPUs and NCCL loads, else device-local). Default:"
-        + " ${DEFAULT-VALUE}.")
+    @Option(names = "--tp-transport", paramLabel = "auto|device-local|nccl|emulated", description = "On GPUs, how the"
+        + " TP ranks talk: nccl (a GPU per rank, GPUs 0..tp-1, NCCL), device-local (every rank on GPU 0, device copies;"
+        + " for tests, no real link), emulated (rank 0 of the TP group alone on GPU 0, every exchange held for the"
+        + " --link model's time: the step time of a rank on that link; the losses mean nothing), auto (nccl when there"
+        + " are tp GPUs and NCCL loads, else device-local). Default: ${DEFAULT-VALUE}.")
     String tpTransport = "auto";
+
+    @Option(names = "--link", paramLabel = "PROFILE", description = "The link model: what an emulated rank's exchanges"
+        + " take, and what --compression auto prices the wire at: h200-nvlink-2, h200-nopeer-2, h100-nvlink-8,"
+        + " pcie5-8, ib-ndr, inf, or GBPS[,LATENCY_US] (bus bandwidth in GB/s); docs/links.md gives their sources.")
+    String link;
+
+    @Option(names = "--link-table", paramLabel = "FILE", description = "The link model from nccl-tests'"
+        + " all_reduce_perf output on your GPUs, instead of --link.")
+    Path linkTable;
+
+    @Option(names = "--auto-max-error", description = "--compression auto's fidelity gate: the largest mean relative"
+        + " L2 error a site's plan may have on the site's calibration tensors. Default: ${DEFAULT-VALUE}.")
+    void autoMaxError(float v) {
+      options.autoMaxError(v);
+    }
 
     @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
         + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
@@ -313,6 +332,9 @@ public final class TacoCli {
             + " runs/<timestamp>.")
     Path out;
 
+    /** {@link #link} or {@link #linkTable} read, or null. */
+    private LinkProfile linkModel;
+
     @Override
     public Integer call() throws Exception {
       Trainer.Options opt = options.build();
@@ -321,12 +343,16 @@ public final class TacoCli {
       int tp = cfg.tp(), dataParallel = opt.dataParallelSize(), microBatch = opt.microBatchSize();
       List<String> codecs = codecList(compression);
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
+      if (link != null && linkTable != null)
+        throw new IllegalArgumentException("give --link or --link-table, not both");
+      linkModel = link != null ? LinkProfiles.byName(link) : linkTable != null ? LinkProfiles.fromNcclTests(linkTable)
+          : null;
       try (CudaContext gpu = openDevice(device)) {
         Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp * dataParallel);
         if (gpu == null) {
           requireMemory(cfg, microBatch, dataParallel);
         } else {
-          requireDeviceMemory(cfg, microBatch, gpu, run.precision());
+          requireDeviceMemory(cfg, microBatch, gpu, run.precision(), run.emulated() ? 1 : tp);
           if (tp > 1 || run.nccl()) codecs.forEach(Trainer::gpuPlan); // a codec without GPU kernels fails up front
         }
         Corpus corpus = data == null ? Corpus.bundled(0.1) : Corpus.fromFile(data, 0.1);
@@ -533,8 +559,8 @@ public final class TacoCli {
       try (StepMetrics metrics = new StepMetrics(metricsFile)) {
         for (String c : toRun) {
           try {
-            runs.add(Trainer.run(corpus, c, opt, run, asked.withFolders(perCodec(save, codecs, c), loadFolder(codecs,
-                c, true)), metrics));
+            runs.add(Trainer.run(corpus, c, opt, run, linkModel, asked.withFolders(perCodec(save, codecs, c),
+                loadFolder(codecs, c, true)), metrics));
           } catch (RuntimeException | OutOfMemoryError e) {
             // a run that diverged or could not save its checkpoint: its steps up to there go into the report too
             RunFailed failed = e instanceof RunFailed f && f.partial() != null ? f : null;
@@ -652,8 +678,13 @@ public final class TacoCli {
         config.put("precision", run.precision() == CudaOps.Precision.BF16 ? "bf16 GEMM inputs, fp32 accumulation and"
             + " storage" : "fp32");
         config.put("tp_comm", run.tpComm());
-        config.put("tp_transport", run.nccl() ? "nccl" : opt.tensorModelParallelSize() > 1 ? "device-local" : "none");
+        config.put("tp_transport", run.emulated() ? "emulated" : run.nccl() ? "nccl"
+            : opt.tensorModelParallelSize() > 1 ? "device-local" : "none");
         if (!run.tpComm()) config.put("warning", "--no-tp-comm: TP all-reduces skipped, losses are wrong");
+        if (run.emulated()) {
+          config.put("warning", runs.get(0).link() + ": rank 0 of TP=" + opt.tensorModelParallelSize() + " alone on one"
+              + " GPU, the peers' payloads its own; its step time is a rank's on that link, its losses mean nothing");
+        }
       }
       config.put("parameters", opt.model().parameterCount());
       Path json = Report.writeJson(out, config, corpus.name(), runs);
@@ -677,8 +708,9 @@ public final class TacoCli {
     if (precision != null && !precision.equals("fp32") && !precision.equals("bf16")) {
       throw new IllegalArgumentException("--precision must be fp32 or bf16, got '" + precision + "'");
     }
-    if (!List.of("auto", "device-local", "nccl").contains(transport)) {
-      throw new IllegalArgumentException("--tp-transport must be auto, device-local or nccl, got '" + transport + "'");
+    if (!List.of("auto", "device-local", "nccl", "emulated").contains(transport)) {
+      throw new IllegalArgumentException("--tp-transport must be auto, device-local, nccl or emulated, got '"
+          + transport + "'");
     }
   }
 
@@ -709,6 +741,11 @@ public final class TacoCli {
     if (noTpComm && tp == 1) {
       throw new IllegalArgumentException("--no-tp-comm with --tp 1: there are no TP collectives to skip");
     }
+    if (transport.equals("emulated")) {
+      if (tp < 2) throw new IllegalArgumentException("--tp-transport emulated needs --tp of 2 or more, got " + tp);
+      return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16,
+          !noTpComm, Trainer.Transport.EMULATED);
+    }
     int gpus = Cuda.deviceCount();
     boolean nccl = switch (transport) {
       case "nccl" -> {
@@ -724,7 +761,7 @@ public final class TacoCli {
       default -> false;
     };
     return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16, !noTpComm,
-        nccl);
+        nccl ? Trainer.Transport.NCCL : Trainer.Transport.DEVICE_LOCAL);
   }
 
   /**
@@ -760,11 +797,12 @@ public final class TacoCli {
    * attention state of flash attention where the backend uses it, plus in bf16 mode the backend's bf16 copies of the
    * forward's GEMM inputs, {@link CudaOps#forwardCopyBytes}).
    */
-  static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu, CudaOps.Precision precision) {
+  static void requireDeviceMemory(GptConfig cfg, int microBatch, CudaContext gpu, CudaOps.Precision precision,
+      int ranksHere) {
     boolean flash = CudaOps.flashAttention(precision, cfg.headSize(), gpu.computeCapabilityMajor());
     double state = (double) microBatch * cfg.localHeads() * cfg.seqLength() * (flash ? 1 : cfg.seqLength());
-    double need = Gpt.estimateBytes(cfg, microBatch, state)
-        + (precision == CudaOps.Precision.BF16 ? CudaOps.forwardCopyBytes(cfg, microBatch) : 0);
+    double need = (Gpt.estimateBytes(cfg, microBatch, state)
+        + (precision == CudaOps.Precision.BF16 ? CudaOps.forwardCopyBytes(cfg, microBatch) : 0)) * ranksHere / cfg.tp();
     if (need > 0.9 * gpu.totalMemoryBytes()) {
       throw new IllegalArgumentException(String.format(Locale.ROOT, "this model and micro-batch need about %.1f GiB of"
           + " GPU memory but %s has %.1f GiB: lower --micro-batch-size, --seq-length, --hidden-size or --num-layers",
@@ -798,7 +836,12 @@ public final class TacoCli {
 
   /** The codec names of a {@code --compression} value (see {@link Codecs#parseList}). */
   static List<String> codecList(String value) {
-    return codecListFor("--compression", value);
+    try {
+      return Codecs.parseList(value, java.util.Set.of(CollectiveSites.AUTO));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--compression: " + e.getMessage() + " (or auto: per site, the fastest that"
+          + " passes --auto-max-error)");
+    }
   }
 
   /** The codec names of the list {@code value} given to {@code flag}; errors name the flag. */
@@ -938,6 +981,14 @@ public final class TacoCli {
           dashIfNaN(r.tp_bytes_per_step()), ratio, r.wall_seconds(), dashIfNaN(r.tokens_per_second()));
     }
     for (RunResult r : runs) {
+      if (r.link() != null && r.link().startsWith("emulated")) {
+        w.printf(name + " EMULATED: %s; rank 0 of TP=%d alone on this GPU, the losses mean nothing%n",
+            r.compression(), r.link(), r.tp());
+      }
+      if (r.calibration_seconds() > 0) {
+        w.printf(Locale.ROOT, name + " calibration: %.2f s of host time on rank 0 (part of wall s)%n",
+            r.compression(), r.calibration_seconds());
+      }
       if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
         w.printf(
             name + " note: sites calibrated in every step (--calibration-steps covers the run): the bytes are those"
@@ -987,6 +1038,11 @@ public final class TacoCli {
     for (RunResult r : runs) {
       if (r.plans().isEmpty()) continue;
       w.printf("%n%s: plans chosen per collective site by calibration%n", r.compression());
+      if (r.plans().values().stream().anyMatch(p -> p.choice() != null)) { // auto: each site's codec and why
+        r.plans().forEach((site, p) -> w.printf(Locale.ROOT, "  %-22s %s %s, rel L2 %.4f; %s%n", site, p.codec(),
+            p.layout(), p.relL2(), p.choice()));
+        continue;
+      }
       java.util.Map<String, java.util.List<String>> bySite = new java.util.LinkedHashMap<>();
       r.plans()
           .forEach((site, p) -> bySite.computeIfAbsent(String.format(Locale.ROOT, "G=%-3d %-11s %-8s", p.groupSize(),

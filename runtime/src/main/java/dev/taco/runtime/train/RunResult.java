@@ -34,13 +34,18 @@ import java.util.Map;
  *     model.OpTimes}: gemm, attention, tp_collectives with their compression, optimizer, other_kernels, and their
  *     total), the mean over steps 1, 11, 21, ... (run eagerly to be timed, the others as one CUDA graph at TP = 1);
  *     null on the CPU
+ * @param calibration_seconds host seconds the reporting rank spent choosing its sites' plans (copying sampled rows,
+ *     encoding and decoding every candidate, agreeing with the other ranks; codec-error samples too): part of
+ *     {@code wall_seconds}
+ * @param link the link model: {@code "emulated link <profile> (<its source>)"} for an emulated rank, whose losses mean
+ *     nothing; the model {@code auto} priced with; null where none was given
  */
 public record RunResult(String compression, int tp, int steps, int first_step, String stopped, double initial_val_loss,
     double final_val_loss,
     double tp_bytes_per_step, int calibration_steps, int sites_calibrating, Map<String, Double> bytes_per_step_by_kind,
     double wall_seconds, double tokens_per_second, List<StepRow> history,
     Map<String, CollectiveSites.SampledError> codec_error, Map<String, CollectiveSites.CalibratedPlan> plans,
-    Map<String, Double> gpu_step_ms) {
+    Map<String, Double> gpu_step_ms, double calibration_seconds, String link) {
 
   /**
    * One step's losses, its learning rate and the global gradient norm before clipping; {@code val_loss} is null where

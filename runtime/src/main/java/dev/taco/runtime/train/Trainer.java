@@ -18,6 +18,12 @@ import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
 import dev.taco.collective.CollectiveSites;
 import dev.taco.collective.device.DeviceSiteCollectives;
+import dev.taco.collective.link.LinkProfile;
+import dev.taco.collective.link.LinkProfiles;
+import dev.taco.collective.device.DevicePricing;
+import dev.taco.collective.device.EmulatedTransport;
+import dev.taco.collective.HostPricing;
+import dev.taco.collective.MirroredCommunicator;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.CudaTensorParallel;
 import dev.taco.runtime.model.Gpt;
@@ -94,6 +100,8 @@ public final class Trainer {
    * @param seed seed of weights and batches ({@code --seed})
    * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
    * @param calibrationSteps tensors per collective site that calibrate its plan (0: the codec's defaults everywhere)
+   * @param autoMaxError {@code --compression auto}'s fidelity gate: the largest mean relative L2 error a site's plan may
+   *     have on its calibration tensors ({@code --auto-max-error})
    * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
    * @param codecErrorInterval steps between the steps whose TP tensors the reporting rank measures the codec's error on
    *     ({@code --codec-error-interval}; 0: never). Each measurement encodes and decodes every site's tensor on the
@@ -109,8 +117,8 @@ public final class Trainer {
       @Recorded int microBatchSize, @Recorded int globalBatchSize, @Recorded int dataParallelSize, @Recorded float lr,
       @Recorded float minLr, @Recorded int lrWarmupIters, @Recorded float weightDecay, @Recorded float clipGrad,
       @Recorded long seed, @Recorded String dpCompression, @Recorded(calibration = true) int calibrationSteps,
-      @Recorded(calibration = true) int recalibrateInterval, int codecErrorInterval, int evalInterval, int evalIters,
-      int logInterval, int distributedTimeoutMinutes) {
+      @Recorded(calibration = true) int recalibrateInterval, @Recorded(calibration = true) float autoMaxError,
+      int codecErrorInterval, int evalInterval, int evalIters, int logInterval, int distributedTimeoutMinutes) {
     /** @throws IllegalArgumentException naming the flag of a value out of its range (the model's: {@link GptConfig}) */
     public Options {
       new GptConfig(Corpus.VOCAB, seqLength, numLayers, numAttentionHeads, hiddenSize, tensorModelParallelSize,
@@ -146,6 +154,8 @@ public final class Trainer {
         throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
       if (recalibrateInterval < 0)
         throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
+      if (!(autoMaxError > 0 && autoMaxError <= 1))
+        throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + autoMaxError);
       if (codecErrorInterval < 0) {
         throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
       }
@@ -246,6 +256,7 @@ public final class Trainer {
       private long seed = 1234;
       private String dpCompression = "fp32";
       private int calibrationSteps = 2, recalibrateInterval, codecErrorInterval = CODEC_ERROR_INTERVAL;
+      private float autoMaxError = (float) CollectiveSites.DEFAULT_MAX_ERROR;
       private int evalInterval = 20, evalIters = 4, logInterval = 10, distributedTimeoutMinutes = 2;
 
       private Builder() {}
@@ -364,6 +375,12 @@ public final class Trainer {
         return this;
       }
 
+      /** Sets {@code --auto-max-error}. */
+      public Builder autoMaxError(float v) {
+        autoMaxError = v;
+        return this;
+      }
+
       /** Sets {@code --codec-error-interval}. */
       public Builder codecErrorInterval(int v) {
         codecErrorInterval = v;
@@ -407,7 +424,7 @@ public final class Trainer {
         return new Options(numLayers, hiddenSize, numAttentionHeads, seqLength, tensorModelParallelSize,
             sequenceParallel, steps, microBatchSize, global, dataParallelSize, lr, minLr != null ? minLr : lr / 10,
             lrWarmupIters, weightDecay, clipGrad, seed, dpCompression, calibrationSteps, recalibrateInterval,
-            codecErrorInterval, evalInterval, evalIters, logInterval, distributedTimeoutMinutes);
+            autoMaxError, codecErrorInterval, evalInterval, evalIters, logInterval, distributedTimeoutMinutes);
       }
     }
   }
@@ -459,26 +476,55 @@ public final class Trainer {
     }
   }
 
+  /** How the TP ranks of a GPU run talk ({@code --tp-transport}). */
+  public enum Transport {
+    /** Every rank a thread on one GPU, payloads moved by device copies: for tests, no real link. */
+    DEVICE_LOCAL,
+    /** A GPU per rank, GPUs 0..R-1, through NCCL. */
+    NCCL,
+    /**
+     * Rank 0 of the TP group alone on one GPU, every exchange a wire kernel held for the link model's time
+     * ({@code EmulatedTransport}): the step time of a rank on that link; the losses mean nothing.
+     */
+    EMULATED
+  }
+
   /**
    * Where a GPU run runs and how.
    *
    * @param context the GPU (owned by the caller)
    * @param precision what the GEMMs multiply in
    * @param tpComm false replaces the TP all-reduces by no-ops ({@code --no-tp-comm}: timing only, wrong numbers)
-   * @param nccl the TP ranks on GPUs 0..R-1, one each, their collectives through NCCL ({@code NcclTransport}); false:
-   *     every rank on {@code context}'s GPU, through {@code device-local}
+   * @param transport how the TP ranks talk
    */
-  public record Gpu(CudaContext context, CudaOps.Precision precision, boolean tpComm, boolean nccl) {
-    /** @throws NullPointerException for a null context or precision */
+  public record Gpu(CudaContext context, CudaOps.Precision precision, boolean tpComm, Transport transport) {
+    /** @throws NullPointerException for a null context, precision or transport */
     public Gpu {
       java.util.Objects.requireNonNull(context, "context");
       java.util.Objects.requireNonNull(precision, "precision");
+      java.util.Objects.requireNonNull(transport, "transport");
     }
+
+    /** Whether the ranks talk through NCCL, a GPU each. */
+    public boolean nccl() {
+      return transport == Transport.NCCL;
+    }
+
+    /** Whether this is an emulated rank ({@link Transport#EMULATED}). */
+    public boolean emulated() {
+      return transport == Transport.EMULATED;
+    }
+  }
+
+  /** What a run's output says of its link model: the emulated link with its source, or the model auto priced with. */
+  private static String linkLabel(Gpu gpu, LinkProfile link) {
+    if (gpu != null && gpu.emulated()) return link.emulated();
+    return link == null ? null : "link model " + link.name() + " (" + link.source() + ")";
   }
 
   /** @throws IllegalArgumentException if {@code compression} names no codec ({@code fp32} = exact, no codec) */
   public static void requireKnownCompression(String compression) {
-    if (!compression.equals("fp32")) Codecs.byName(compression);
+    if (!compression.equals("fp32") && !compression.equals(CollectiveSites.AUTO)) Codecs.byName(compression);
   }
 
   /**
@@ -511,9 +557,12 @@ public final class Trainer {
    * @throws RunFailed with the steps before it, for a run that diverged ({@link TrainingDiverged}) or whose checkpoint
    *     could not be saved
    */
-  public static RunResult run(Corpus corpus, String compression, Options opt, Gpu gpu, Checkpointing ck,
-      StepMetrics metrics) {
+  public static RunResult run(Corpus corpus, String compression, Options opt, Gpu gpu, LinkProfile link,
+      Checkpointing ck, StepMetrics metrics) {
     GptConfig cfg = opt.model();
+    if (gpu != null && gpu.emulated() && link == null) {
+      throw new IllegalArgumentException("--tp-transport emulated needs --link PROFILE or --link-table FILE");
+    }
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -535,6 +584,7 @@ public final class Trainer {
         new StepLog(metrics, compression, (double) opt.globalBatchSize() * cfg.seqLength()));
     Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
     int[] stillCalibrating = new int[1];
+    double[] calibration = new double[1];
     long t0 = System.nanoTime();
     List<RunResult.StepRow> history = new ArrayList<>();
     Map<String, CollectiveSites.SampledError> errors = new LinkedHashMap<>();
@@ -546,12 +596,16 @@ public final class Trainer {
     if (gpu != null && (r > 1 || gpu.nccl())) gpuPlan(compression); // a codec without GPU kernels fails up front
     List<WireBytes> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
-    int dpSize = opt.dataParallelSize(), world = r * dpSize;
+    boolean emulated = gpu != null && gpu.emulated();
+    if (emulated && opt.dataParallelSize() > 1) {
+      throw new IllegalArgumentException("--tp-transport emulated runs one TP rank: --data-parallel-size must be 1");
+    }
+    int dpSize = opt.dataParallelSize(), world = emulated ? 1 : r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
     List<NcclCommunicator> nccl = new ArrayList<>(), ncclDp = new ArrayList<>();
     // the grid's groups: replica d's TP group, TP rank q's DP group (Megatron's order: TP ranks adjacent)
     List<List<LocalCommunicator>> tpGroups = new ArrayList<>(), dpGroups = new ArrayList<>();
-    for (int d = 0; d < dpSize; d++) tpGroups.add(LocalGroup.create(r, timeout));
+    for (int d = 0; d < dpSize && !emulated; d++) tpGroups.add(LocalGroup.create(r, timeout));
     for (int q = 0; q < r; q++) dpGroups.add(LocalGroup.create(dpSize, timeout));
     try (ProgressBar bar = progressBar(compression + " TP=" + r + (dpSize > 1 ? " DP=" + dpSize : ""), last - first)) {
       if (gpu != null && gpu.nccl()) {
@@ -568,12 +622,18 @@ public final class Trainer {
       }
       wireBytes = LocalGroup.run(world, timeout, comm -> {
         int g = comm.rank(), d = g / r, q = g % r;
-        Place place = new Place(tpGroups.get(d).get(q), dpGroups.get(q).get(d), comm);
+        // an emulated rank's peers hold what it holds (MirroredCommunicator): calibration agrees with them alone
+        Place place = new Place(emulated ? new MirroredCommunicator(r) : tpGroups.get(d).get(q), dpGroups.get(q).get(d),
+            comm);
         try {
           CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
+          if (sites.auto()) {
+            sites.maxError(opt.autoMaxError());
+            if (gpu == null) sites.pricing(new HostPricing(link != null ? link : HostPricing.memoryLink(), r));
+          }
           WireBytes wire = gpu != null
-              ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, nccl.isEmpty() ? null : nccl.get(g),
+              ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, link, nccl.isEmpty() ? null : nccl.get(g),
                   ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving)
               : trainCpuRank(cfg, corpus, opt, place, sites, history, bar, resume, last, saving, byKind);
           if (gpu == null) sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
@@ -581,6 +641,7 @@ public final class Trainer {
             plans.putAll(sites.plans());
             errors.putAll(sites.sampledErrors());
             stillCalibrating[0] = sites.sitesCalibrating();
+            calibration[0] = sites.calibrationSeconds();
           }
           return wire;
         } catch (RuntimeException | Error e) {
@@ -594,7 +655,7 @@ public final class Trainer {
       int ran = history.isEmpty() ? 0 : history.getLast().step() + 1 - first; // its last row is a finished step
       throw new TrainingDiverged(e.getMessage(), e.getCause(), new RunResult(compression, r, ran, first, "diverged",
           val[0], val[1], Double.NaN, 0, stillCalibrating[0], null, (System.nanoTime() - t0) / 1e9, Double.NaN,
-          List.copyOf(history), errors, plans, gpuTimes));
+          List.copyOf(history), errors, plans, gpuTimes, calibration[0], linkLabel(gpu, link)));
     } finally {
       for (NcclCommunicator c : nccl) c.close();
       for (NcclCommunicator c : ncclDp) c.close();
@@ -624,7 +685,8 @@ public final class Trainer {
     RunResult result = new RunResult(compression, r, ran, first, saveFailed != null ? "save-failed"
         : signalled ? "signal" : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
-        stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes);
+        stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes, calibration[0],
+        linkLabel(gpu, link));
     if (saveFailed != null) throw new RunFailed(saveFailed.getMessage(), saveFailed.getCause(), result);
     return result;
   }
@@ -668,6 +730,7 @@ public final class Trainer {
    *     is never labelled with a codec it did not use
    */
   public static Plan gpuPlan(String compression) {
+    if (compression.equals(CollectiveSites.AUTO)) return Plan.of(new dev.taco.codec.Bf16Codec()); // every candidate runs
     Plan asked = compression.equals("fp32") ? Plan.EXACT : Plan.of(Codecs.byName(compression));
     String why = DeviceCollectives.unsupported(asked);
     if (why != null) {
@@ -718,18 +781,35 @@ public final class Trainer {
   }
 
   /**
+   * The link {@code --compression auto} prices a GPU run's phases on: the one given ({@code --link}, an emulated rank's
+   * own); for {@code device-local}, whose ranks share one GPU, an infinitely fast one (no link: bf16 wins).
+   *
+   * @throws IllegalArgumentException for NCCL without a link model (name the cluster's link, or give its
+   *     {@code all_reduce_perf} output)
+   */
+  static LinkProfile autoLink(Gpu gpu, LinkProfile given) {
+    if (given != null) return given;
+    if (gpu.nccl()) {
+      throw new IllegalArgumentException("--compression auto over NCCL needs the link's model: --link PROFILE, or"
+          + " --link-table FILE with nccl-tests' all_reduce_perf output on these GPUs");
+    }
+    return LinkProfiles.byName("inf");
+  }
+
+  /**
    * One GPU rank: its backend (and with R > 1 its device-local or NCCL collectives, whose sites take their plans from
    * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
    * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
    */
   private static WireBytes trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
-      Gpu gpu, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
+      Gpu gpu, LinkProfile linkModel, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
       Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
     boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallelSize() > 1;
-    try (DeviceTransport link = alone ? null : nccl != null ? new NcclTransport(nccl)
-        : new DeviceLocalTransport(ctx, place.tp());
+    if (sites.auto() && !alone) sites.pricing(new DevicePricing(ctx, cfg.tp(), autoLink(gpu, linkModel)));
+    try (DeviceTransport link = alone ? null : gpu.emulated() ? new EmulatedTransport(ctx, cfg.tp(), linkModel)
+        : nccl != null ? new NcclTransport(nccl) : new DeviceLocalTransport(ctx, place.tp());
         DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
             : new DeviceLocalTransport(ctx, place.dp());
         DeviceCollectives dc = alone ? null : new DeviceCollectives(link);

@@ -436,7 +436,7 @@ public class TacoCliTest {
 
   private static RunResult result(String codec, int steps, java.util.List<RunResult.StepRow> history) {
     return new RunResult(codec, 2, steps, 0, steps < 10 ? "signal" : null, 3.5, 3.0, 1e6, 0, 0, java.util.Map.of(),
-        1.0, 1000.0, history, java.util.Map.of(), java.util.Map.of(), null);
+        1.0, 1000.0, history, java.util.Map.of(), java.util.Map.of(), null, 0.0, null);
   }
 
   @Test
