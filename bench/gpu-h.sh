@@ -16,6 +16,8 @@
 #   sp-no-p2p
 #   curves-nvlink   loss curves, none and taco, CURVE_STEPS (500) steps of CURVE_SHAPE on the bundled corpus, with
 #   curves-no-p2p     sequence parallelism off and on (CURVE_SP="0 1")
+#   emulated        rank 0 of the same shapes at TP=2 on ONE of the GPUs under the emulated links h200-nvlink-2 and
+#                     h200-nopeer-2 (GpuE2E: none and taco), to set the emulation beside the real runs of the same day
 # Knobs: SHAPES (D,L,H,T,B; default 1024,8,16,2048,4 2048,8,16,2048,4 768,12,12,1024,8), SP_SHAPES,
 # CURVE_SHAPE (the first of SHAPES), CURVE_SP, CURVE_STEPS, CURVE_EVAL (50), TORCH (1; 0 skips PyTorch), and those of
 # bench/gpu-multi-lib.sh: DEADLINE (570 s: runs that would end after it are skipped, so that one device call of 600 s
@@ -35,7 +37,7 @@ T_START=$(date +%s)
 out="${1:-${OUT:-target/gpu-h}}"
 # shellcheck disable=SC1091
 source bench/gpu-multi-lib.sh # the bundle's environment, $out created and made absolute, the GPUs
-STAGES=${STAGES:-tests collectives train-nvlink train-no-p2p sp-nvlink sp-no-p2p curves-nvlink curves-no-p2p}
+STAGES=${STAGES:-tests collectives train-nvlink train-no-p2p sp-nvlink sp-no-p2p curves-nvlink curves-no-p2p emulated}
 read -r -d '' -a shapes <<< "${SHAPES:-1024,8,16,2048,4 2048,8,16,2048,4 768,12,12,1024,8}" || true
 read -r -d '' -a sp_shapes <<< "${SP_SHAPES:-${shapes[0]}}" || true
 curve_shape=${CURVE_SHAPE:-${shapes[0]}}
@@ -103,9 +105,15 @@ for stage in $STAGES; do
       done
       link_env nvlink
       ;;
+    emulated) # the same shapes' rank 0 on one GPU under the two links' models, beside the real runs above
+      run_limited "$out/emulated.log" 400 java -Xmx64g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" \
+        dev.taco.bench.GpuE2E --out "$out/emulated.json" --no-wire --tp 2 --sp false --codecs none,taco \
+        --links h200-nvlink-2,h200-nopeer-2 "${shapes[@]}"
+      grep "^emulated link" "$out/emulated.log" | head -20
+      ;;
     assemble) ;;
     *) echo "unknown stage $stage (tests collectives train-nvlink train-no-p2p sp-nvlink sp-no-p2p curves-nvlink"\
-         "curves-no-p2p assemble)" >&2 ;;
+         "curves-no-p2p emulated assemble)" >&2 ;;
   esac
 done
 finish bench/gpu_h_results.py
