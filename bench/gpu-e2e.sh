@@ -4,7 +4,8 @@
 # PyTorch's one-GPU step (and one TP=2 rank's share of it) for the same shapes beside ours. On the CPU machine first:
 # bash bench/gpu-prepare.sh; then on the GPU machine:   bash bench/gpu-e2e.sh [OUT_DIR]
 # Knobs (environment): SHAPES (D,L,H,T,B list), TPS (2,4,8), SPS (false or false,true), SP_SHAPES (shapes also run with
-# sequence parallelism), CODECS (none,taco,fp8-tensor,auto), LINKS (the built-in profiles), STEPS (timed steps per link).
+# sequence parallelism), CODECS (none,taco,fp8-tensor,auto), LINKS (the built-in profiles), STEPS (timed steps per link),
+# TORCH (1; 0 skips PyTorch's step).
 # Writes OUT_DIR/gpu-e2e.json (and gpu-e2e-sp.json), OUT_DIR/torch_gpt1.json; bench/e2e_plot.py draws the PNG.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -25,4 +26,5 @@ if [ ${#spshapes[@]} -gt 0 ]; then
     --no-wire --steps "$steps" --tp "$tps" --sp true --codecs "$codecs" --links "$links" "${spshapes[@]}" 2>&1 \
     | grep -E "^emulated link" | tee "$out/gpu-e2e-sp.log" | cut -c1-240
 fi
-OUT="$out" timeout 120 python3 .device/torch/torch_gpt_step.py "${shapes[@]}" 2>&1 | grep -v "^\s*$" | tail -12
+[ "${TORCH-1}" = 1 ] && OUT="$out" timeout 120 python3 .device/torch/torch_gpt_step.py "${shapes[@]}" 2>&1 \
+  | grep -v "^\s*$" | tail -12
