@@ -145,6 +145,11 @@ public final class Trainer {
       if (!(clipGrad >= 0) || Float.isInfinite(clipGrad)) {
         throw new IllegalArgumentException("--clip-grad must be a number >= 0 (0: off), got " + clipGrad);
       }
+      if (dpCompression.equals(CollectiveSites.AUTO)) {
+        throw new IllegalArgumentException(
+            "--dp-compression auto: auto chooses the TP collectives' codecs; name a codec"
+                + " for the data-parallel gradients (fp32 by default)");
+      }
       try {
         requireKnownCompression(dpCompression);
       } catch (IllegalArgumentException e) {

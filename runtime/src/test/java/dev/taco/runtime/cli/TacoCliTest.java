@@ -298,7 +298,7 @@ public class TacoCliTest {
     assertOneLineError(run(tiny(tmp.resolve("o"), "--device", "cuda", "--precision", "fp16")),
         "--precision must be fp32 or bf16, got 'fp16'");
     assertOneLineError(run(tiny(tmp.resolve("o"), "--tp-transport", "ib")),
-        "--tp-transport must be auto, device-local or nccl, got 'ib'");
+        "--tp-transport must be auto, device-local, nccl or emulated, got 'ib'");
   }
 
   @Test

@@ -49,7 +49,8 @@ class OptionsTest {
     assertThat(o.recorded(false).keySet()).containsExactly("sequence_parallel", "steps", "micro_batch_size",
         "global_batch_size", "data_parallel_size", "lr", "min_lr", "lr_warmup_iters", "weight_decay", "clip_grad",
         "seed", "dp_compression");
-    assertThat(o.recorded(true).keySet()).endsWith("dp_compression", "calibration_steps", "recalibrate_interval");
+    assertThat(o.recorded(true).keySet()).endsWith("dp_compression", "calibration_steps", "recalibrate_interval",
+        "auto_max_error");
     assertThat(Trainer.Options.flag("tensorModelParallelSize")).isEqualTo("--tensor-model-parallel-size");
   }
 
@@ -59,14 +60,17 @@ class OptionsTest {
         "--global-batch-size 12 must be a positive multiple of --micro-batch-size x --data-parallel-size = 8",
         "--data-parallel-size must be positive", "--eval-iters must be positive", "--log-interval must be positive",
         "--dp-compression: unknown codec 'zip'", "--recalibrate-interval must be >= 0",
-        "--distributed-timeout-minutes must be in 1..10080"};
+        "--distributed-timeout-minutes must be in 1..10080", "--auto-max-error must be in (0, 1], got 0.0",
+        "--dp-compression auto: auto chooses the TP collectives' codecs; name a codec"};
     List<Runnable> builds = List.of(() -> Trainer.Options.builder().numAttentionHeads(3).build(),
         () -> Trainer.Options.builder().steps(0).build(), () -> Trainer.Options.builder().globalBatchSize(12).build(),
         () -> Trainer.Options.builder().dataParallelSize(0).build(),
         () -> Trainer.Options.builder().evalIters(0).build(), () -> Trainer.Options.builder().logInterval(0).build(),
         () -> Trainer.Options.builder().dpCompression("zip").build(),
         () -> Trainer.Options.builder().recalibrateInterval(-1).build(),
-        () -> Trainer.Options.builder().distributedTimeoutMinutes(0).build());
+        () -> Trainer.Options.builder().distributedTimeoutMinutes(0).build(),
+        () -> Trainer.Options.builder().autoMaxError(0).build(),
+        () -> Trainer.Options.builder().dpCompression("auto").build());
     for (int i = 0; i < bad.length; i++) {
       assertThatThrownBy(builds.get(i)::run).isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining(bad[i]);
