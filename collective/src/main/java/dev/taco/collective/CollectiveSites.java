@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.stream.IntStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The collectives of one rank, per collective site, with TACO's data-driven reshaping (docs/design.md §3.1): a site's
@@ -37,6 +39,8 @@ import java.util.stream.IntStream;
  * quantised, calibrated or sampled.
  */
 public final class CollectiveSites {
+  private static final Logger LOG = LoggerFactory.getLogger(CollectiveSites.class);
+
   /** Group sizes a calibration tries. */
   static final java.util.List<Integer> GROUP_SIZES = dev.taco.codec.PayloadHeader.GROUP_SIZES;
 
@@ -56,6 +60,12 @@ public final class CollectiveSites {
    * the fidelity gate ({@link #maxError}); {@code none} (bf16) until a site has calibrated.
    */
   public static final String AUTO = "auto";
+
+  /**
+   * How much faster than bf16 a codec's predicted time must be for {@link #AUTO} to send it: 5 %, above the noise of
+   * the measured work (on a loaded host two runs' predictions of the same plan differed by several per cent).
+   */
+  public static final double AUTO_MARGIN = 0.05;
 
   /** The fidelity gate of {@link #AUTO} by default: a plan's mean relative L2 error on the site's own tensors. */
   public static final double DEFAULT_MAX_ERROR = 0.05;
@@ -542,6 +552,7 @@ public final class CollectiveSites {
       }
       if (!candidates.isEmpty()) {
         SiteData data = sites.computeIfAbsent(name, k -> new SiteData());
+        data.name = name;
         data.tokenAxis = tokenAxis;
         data.kind = kind;
         data.used = true;
@@ -645,6 +656,7 @@ public final class CollectiveSites {
     boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
     CollectiveKind kind = CollectiveKind.ALL_REDUCE;
     String choice; // auto: why the plan was chosen
+    String name = ""; // the site's, for messages
     int rows, cols; // the shape the plan was frozen for
     boolean used; // by this run (a restored site may have no collective in it)
 
@@ -683,15 +695,18 @@ public final class CollectiveSites {
       double[] ed = new double[cols];
       for (int j = 0; j < cols; j++) ed[j] = e[j];
       float[] err = new float[errors.length];
+      // the sample along the token axis, made once for every candidate that sends it that way
+      float[] tokenMajor = tokenAxis && tensorRows <= maxWireCols ? onWire(Plan.EXACT.tokenAxis(), x, rows, cols)
+          : null;
       IntStream.range(0, err.length).parallel().forEach(i -> {
         Plan p = candidate(i, ed);
         boolean t = p != null && p.layout() == WireLayout.TOKEN_AXIS;
-        if (p == null || (t && !tokenAxis) || (t ? tensorRows : cols) > maxWireCols) { // does not apply, or too wide
+        if (p == null || (t && tokenMajor == null) || (!t && cols > maxWireCols)) { // does not apply, or too wide
           err[i] = Float.POSITIVE_INFINITY;
           return;
         }
-        err[i] = (float) CodecStats.measure(p.codec(), onWire(p, x, rows, cols), t ? cols : rows, t ? rows : cols)
-            .relL2();
+        float[] w = t ? tokenMajor : p.layout() == WireLayout.PERMUTED ? onWire(p, x, rows, cols) : x;
+        err[i] = (float) CodecStats.relL2(p.codec(), w, t ? cols : rows, t ? rows : cols);
       });
       exact.allReduce(err, 0, err.length);
       for (int i = 0; i < err.length; i++) errors[i] += err[i];
@@ -742,10 +757,23 @@ public final class CollectiveSites {
         byCodec.merge(candidates.get(i / LAYOUTS.length).name(), price[i] / r, Math::min);
         if (best < 0 || price[i] < price[best] || price[i] == price[best] && cheaper(i, best, rows, cols)) best = i;
       }
-      if (best < 0) best = 0; // nothing passes a gate below bf16's own error: none, in order
       StringBuilder why = new StringBuilder("predicted ms:");
       byCodec.forEach((c, sec) -> why.append(String.format(java.util.Locale.ROOT, " %s %.3f", c, sec * 1e3)));
-      choice = why.append(String.format(java.util.Locale.ROOT, " (gate rel L2 <= %.3g)", maxError)).toString();
+      why.append(String.format(java.util.Locale.ROOT, " (gate rel L2 <= %.3g)", maxError));
+      if (best < 0) { // nothing passes a gate below bf16's own error: bf16, in order, and say so
+        LOG.warn("{}: no plan's calibrated error passes --auto-max-error {}: sending bf16 (none), whose error is {}",
+            name, maxError, errors[0] / (seen * r));
+        choice = why.append("; nothing passes the gate: none").toString();
+        return 0;
+      }
+      // compress only where it pays beyond the predictions' noise: a codec must beat bf16 by AUTO_MARGIN
+      if (!(candidates.get(best / LAYOUTS.length) instanceof Bf16Codec) && Float.isFinite(price[0])
+          && price[best] > (1 - AUTO_MARGIN) * price[0]) {
+        choice = why.append(String.format(java.util.Locale.ROOT, "; within %.0f %% of none: none", 100 * AUTO_MARGIN))
+            .toString();
+        return 0;
+      }
+      choice = why.toString();
       return best;
     }
   }

@@ -25,6 +25,27 @@ public record CodecStats(int n, double relL2, double snrDb, double cosine, doubl
     double zeroCollapseRate, double groupCollapseRate, long saturated, double bytesPerElement) {
 
   /**
+   * The relative L2 error alone of one encode/decode of the {@code rows x cols} tensor {@code x} (from index 0) through
+   * {@code codec}: {@link #measure}'s {@code relL2}, the same bits, without the other statistics (a calibration
+   * compares dozens of candidate plans by this one number).
+   *
+   * @throws IllegalArgumentException as the codec's encode
+   */
+  public static double relL2(AbstractCodec codec, float[] x, int rows, int cols) {
+    byte[] buf = new byte[codec.encodedSize(rows, cols)];
+    int bytes = codec.encode(x, 0, rows, cols, buf, 0);
+    float[] y = new float[rows * cols];
+    codec.decode(buf, 0, bytes, y, 0, false);
+    double xx = 0, ee = 0;
+    for (int i = 0; i < y.length; i++) {
+      double a = x[i], d = y[i] - a;
+      xx += a * a;
+      ee += d * d;
+    }
+    return xx == 0 ? (ee == 0 ? 0 : Double.POSITIVE_INFINITY) : Math.sqrt(ee / xx);
+  }
+
+  /**
    * Computes the figures for {@code x} and its decoded {@code y}, both {@code rows x cols} row-major from index 0.
    *
    * @param groupSize G for the group-level collapse rate (any positive value; use the codec's)

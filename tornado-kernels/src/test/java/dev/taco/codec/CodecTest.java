@@ -563,4 +563,17 @@ class CodecTest {
     }
     assertThatThrownBy(() -> Codecs.byName("fp16")).hasMessageContaining("fp32, none, fp8-tensor");
   }
+
+  /** The calibration's relative L2 error is {@link CodecStats#measure}'s, bit for bit, for every codec calibration tries. */
+  @Test
+  void relL2AloneIsMeasuresRelL2() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    int rows = 24, cols = 768;
+    float[] x = Inputs.outlierChannels(seed, rows, cols);
+    for (String c : new String[] {"none", "fp8-tensor", "int8-group:g=64", "taco", "taco:g=32,hadamard=off"}) {
+      AbstractCodec codec = Codecs.byName(c);
+      assertThat(CodecStats.relL2(codec, x, rows, cols)).as("seed %d, %s", seed, c)
+          .isEqualTo(CodecStats.measure(codec, x, rows, cols).relL2()).isPositive();
+    }
+  }
 }

@@ -72,6 +72,13 @@ public interface DeviceTransport extends AutoCloseable {
     return false;
   }
 
+  /**
+   * Told, when a collective is recorded (before any of its executions, and so before a CUDA-graph capture), the slot
+   * size of an exchange it will make: a transport that keeps state per exchange size sets it up here, where the host
+   * may still wait for the device. The default does nothing.
+   */
+  default void prepare(long slotBytes) {}
+
   /** Whether the exchanges can be captured into a CUDA graph (NCCL calls can; host coordination cannot). */
   boolean capturable();
 

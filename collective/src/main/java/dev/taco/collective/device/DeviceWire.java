@@ -263,11 +263,13 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
 
   @Override
   public void allToAll(Slots send, Slots recv, int piece) {
+    transport.prepare(send.slotBytes());
     step("all-to-all", piece, true, s -> transport.allToAll(send.buffer(), recv.buffer(), send.slotBytes(), s));
   }
 
   @Override
   public void allGather(Slots buf, int piece) {
+    transport.prepare(buf.slotBytes());
     step("all-gather", piece, true, s -> transport.allGather(buf.buffer(), buf.slotBytes(), s));
   }
 

@@ -109,7 +109,16 @@ public final class EmulatedTransport implements DeviceTransport {
     exchanged.add(slotBytes);
   }
 
-  /** The device slot of a phase of {@code slotBytes}, its time written there the first time. */
+  /** Writes the time of a phase of {@code slotBytes} into device memory (outside any capture: this waits). */
+  @Override
+  public void prepare(long slotBytes) {
+    phase(slotBytes);
+  }
+
+  /**
+   * The device slot of a phase of {@code slotBytes}, its time written there the first time (which waits for the device:
+   * the device collectives ask at recording time, {@link #prepare}, never while a stream is captured).
+   */
   private DeviceBuffer phase(long slotBytes) {
     if (closed) throw new IllegalStateException("the emulated transport is closed");
     Integer i = phases.get(slotBytes);

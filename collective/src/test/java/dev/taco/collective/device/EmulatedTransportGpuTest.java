@@ -13,6 +13,7 @@ import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaEvent;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.cuda.SpinKernel;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterAll;
@@ -46,12 +47,17 @@ class EmulatedTransportGpuTest {
     assumeTrue(Cuda.available(), Cuda.unavailableReason());
   }
 
-  /** Median ms of {@code n} exchanges of R slots of {@code slot} bytes, one at a time on a stream. */
+  /**
+   * Median ms of {@code n} exchanges of R slots of {@code slot} bytes, one at a time on a stream, each behind a 1 ms
+   * spin so that the host has enqueued it before the GPU reaches it (the events time the kernel, not the launch).
+   */
   private static double time(EmulatedTransport t, long slot, boolean gather) {
+    SpinKernel spin = new SpinKernel(ctx);
     try (CudaStream s = ctx.createStream(); CudaEvent a = ctx.createEvent(); CudaEvent z = ctx.createEvent();
         DeviceBuffer send = ctx.alloc(t.worldSize() * slot); DeviceBuffer recv = ctx.alloc(t.worldSize() * slot)) {
       double[] ms = new double[7];
       for (int i = -1; i < ms.length; i++) {
+        spin.enqueue(s, 1_000_000);
         a.record(s);
         if (gather) t.allGather(recv, slot, s);
         else t.allToAll(send, recv, slot, s);

@@ -345,6 +345,11 @@ public final class TacoCli {
       checkGpuOptionValues(precision, tpTransport); // a typo is named before any device problem
       if (link != null && linkTable != null)
         throw new IllegalArgumentException("give --link or --link-table, not both");
+      if ((link != null || linkTable != null) && !codecs.contains(CollectiveSites.AUTO)
+          && !tpTransport.equals("emulated")) {
+        log.warn("--link / --link-table have no effect here: they price --compression auto's choices and time"
+            + " --tp-transport emulated's exchanges");
+      }
       linkModel = link != null ? LinkProfiles.byName(link) : linkTable != null ? LinkProfiles.fromNcclTests(linkTable)
           : null;
       try (CudaContext gpu = openDevice(device)) {
@@ -839,8 +844,8 @@ public final class TacoCli {
     try {
       return Codecs.parseList(value, java.util.Set.of(CollectiveSites.AUTO));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("--compression: " + e.getMessage() + " (or auto: per site, the fastest that"
-          + " passes --auto-max-error)");
+      throw new IllegalArgumentException("--compression: " + e.getMessage() + (e.getMessage().contains("unknown codec")
+          ? " (or auto: per site, the fastest that passes --auto-max-error)" : ""));
     }
   }
 
@@ -985,9 +990,10 @@ public final class TacoCli {
         w.printf(name + " EMULATED: %s; rank 0 of TP=%d alone on this GPU, the losses mean nothing%n",
             r.compression(), r.link(), r.tp());
       }
+      if (r.link() != null && !r.link().startsWith("emulated")) w.printf(name + " %s%n", r.compression(), r.link());
       if (r.calibration_seconds() > 0) {
-        w.printf(Locale.ROOT, name + " calibration: %.2f s of host time on rank 0 (part of wall s)%n",
-            r.compression(), r.calibration_seconds());
+        w.printf(Locale.ROOT, name + " plan calibration and codec-error samples: %.2f s of host time on rank 0 (part of"
+            + " wall s)%n", r.compression(), r.calibration_seconds());
       }
       if (r.calibration_steps() >= r.steps() && r.calibration_steps() > 0) {
         w.printf(

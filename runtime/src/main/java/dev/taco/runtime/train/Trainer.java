@@ -521,10 +521,13 @@ public final class Trainer {
     }
   }
 
-  /** What a run's output says of its link model: the emulated link with its source, or the model auto priced with. */
-  private static String linkLabel(Gpu gpu, LinkProfile link) {
+  /**
+   * What a run's output says of its link: the emulated link with its source, else the model {@code auto} priced the
+   * wire on ({@code priced}), else none.
+   */
+  private static String linkLabel(Gpu gpu, LinkProfile link, LinkProfile priced) {
     if (gpu != null && gpu.emulated()) return link.emulated();
-    return link == null ? null : "link model " + link.name() + " (" + link.source() + ")";
+    return priced == null ? null : "auto priced the wire on " + priced.name() + " (" + priced.source() + ")";
   }
 
   /** @throws IllegalArgumentException if {@code compression} names no codec ({@code fp32} = exact, no codec) */
@@ -568,6 +571,14 @@ public final class Trainer {
     if (gpu != null && gpu.emulated() && link == null) {
       throw new IllegalArgumentException("--tp-transport emulated needs --link PROFILE or --link-table FILE");
     }
+    boolean auto = compression.equals(CollectiveSites.AUTO);
+    if (auto && opt.calibrationSteps() == 0 && cfg.tp() > 1) {
+      throw new IllegalArgumentException("--compression auto needs --calibration-steps of 1 or more: it chooses each"
+          + " site's codec on the site's own tensors");
+    }
+    // the link auto prices the wire on: the given one; on the CPU this machine's memory, on a GPU autoLink's
+    LinkProfile priced = !auto || cfg.tp() == 1 ? link : gpu == null ? (link != null ? link : HostPricing.memoryLink())
+        : autoLink(gpu, link);
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -635,7 +646,7 @@ public final class Trainer {
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
           if (sites.auto()) {
             sites.maxError(opt.autoMaxError());
-            if (gpu == null) sites.pricing(new HostPricing(link != null ? link : HostPricing.memoryLink(), r));
+            if (gpu == null) sites.pricing(new HostPricing(priced, r));
           }
           WireBytes wire = gpu != null
               ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, link, nccl.isEmpty() ? null : nccl.get(g),
@@ -660,7 +671,7 @@ public final class Trainer {
       int ran = history.isEmpty() ? 0 : history.getLast().step() + 1 - first; // its last row is a finished step
       throw new TrainingDiverged(e.getMessage(), e.getCause(), new RunResult(compression, r, ran, first, "diverged",
           val[0], val[1], Double.NaN, 0, stillCalibrating[0], null, (System.nanoTime() - t0) / 1e9, Double.NaN,
-          List.copyOf(history), errors, plans, gpuTimes, calibration[0], linkLabel(gpu, link)));
+          List.copyOf(history), errors, plans, gpuTimes, calibration[0], linkLabel(gpu, link, priced)));
     } finally {
       for (NcclCommunicator c : nccl) c.close();
       for (NcclCommunicator c : ncclDp) c.close();
@@ -691,7 +702,7 @@ public final class Trainer {
         : signalled ? "signal" : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
         stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes, calibration[0],
-        linkLabel(gpu, link));
+        linkLabel(gpu, link, priced));
     if (saveFailed != null) throw new RunFailed(saveFailed.getMessage(), saveFailed.getCause(), result);
     return result;
   }
@@ -812,7 +823,9 @@ public final class Trainer {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
     boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallelSize() > 1;
-    if (sites.auto() && !alone) sites.pricing(new DevicePricing(ctx, cfg.tp(), autoLink(gpu, linkModel)));
+    if (sites.auto() && !alone) {
+      sites.pricing(new DevicePricing(ctx, cfg.tp(), gpu.emulated() ? linkModel : autoLink(gpu, linkModel)));
+    }
     try (DeviceTransport link = alone ? null : gpu.emulated() ? new EmulatedTransport(ctx, cfg.tp(), linkModel)
         : nccl != null ? new NcclTransport(nccl) : new DeviceLocalTransport(ctx, place.tp());
         DeviceTransport dpLink = !dpOn ? null : ncclDp != null ? new NcclTransport(ncclDp)
