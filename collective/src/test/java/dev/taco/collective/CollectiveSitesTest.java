@@ -583,20 +583,22 @@ class CollectiveSitesTest {
     };
   }
 
-  /** Host pricing: bytes on a slower link cost more, an exact plan has no codec work, and no price is negative. */
+  /**
+   * Host pricing: an exact plan costs its phases alone (no codec work), an all-reduce two phases and an all-gather one,
+   * at the link's bandwidth; a codec costs its phases plus a positive codec work.
+   */
   @Test
   void hostPricingAddsTheLinksPhasesToTheCodecsWork() {
-    HostPricing slow = new HostPricing(dev.taco.collective.link.LinkProfiles.byName("0.002"), 2),
-        fast = new HostPricing(dev.taco.collective.link.LinkProfiles.byName("100"), 2);
-    Plan taco = Plan.of(Codecs.byName("taco"));
-    double s = slow.seconds(taco, CollectiveKind.ALL_REDUCE, ROWS, COLS);
-    double f = fast.seconds(taco, CollectiveKind.ALL_REDUCE, ROWS, COLS);
-    long payload = Codecs.byName("taco").encodedSize(ROWS, COLS);
-    // each instance times the codec on its own: the difference is the wire's, up to that timing's noise
-    assertThat(s - f).isCloseTo(2 * (payload / 2.0) * (1 / 2e6 - 1 / 100e9), org.assertj.core.data.Percentage
-        .withPercentage(25));
-    assertThat(fast.seconds(Plan.EXACT, CollectiveKind.ALL_GATHER, ROWS, COLS))
-        .isCloseTo(4.0 * ROWS * COLS / 100e9, org.assertj.core.data.Offset.offset(1e-12));
+    var link = dev.taco.collective.link.LinkProfiles.byName("2");
+    HostPricing p = new HostPricing(link, 2);
+    long exact = 4L * ROWS * COLS, taco = Codecs.byName("taco").encodedSize(ROWS, COLS);
+    assertThat(p.seconds(Plan.EXACT, CollectiveKind.ALL_REDUCE, ROWS, COLS))
+        .isCloseTo(2 * link.phaseSeconds(exact, 2), org.assertj.core.data.Offset.offset(1e-12));
+    assertThat(p.seconds(Plan.EXACT, CollectiveKind.ALL_GATHER, ROWS, COLS))
+        .isCloseTo(link.phaseSeconds(2 * exact, 2), org.assertj.core.data.Offset.offset(1e-12));
+    assertThat(p.seconds(Plan.of(Codecs.byName("taco")), CollectiveKind.ALL_REDUCE, ROWS, COLS))
+        .isGreaterThan(2 * link.phaseSeconds(taco, 2));
     assertThat(HostPricing.memoryLink().busbw(1 << 20)).isPositive();
   }
+
 }
