@@ -35,7 +35,7 @@ record LinkProjection(double linkGbps, double ncclBf16Ms, double tacoMs, double 
    * (an all-gather's input is one rank's shard): the message's bytes times the kind's bus-bandwidth factor.
    */
   static long ncclBytesPerRank(CollectiveKind kind, int ranks, long tensorBytes) {
-    long message = kind == CollectiveKind.ALL_GATHER ? ranks * tensorBytes : tensorBytes;
+    long message = kind.messageBytes(tensorBytes, ranks);
     return Math.round(kind.busBandwidthFactor(ranks) * message);
   }
 }

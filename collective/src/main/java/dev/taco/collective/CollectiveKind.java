@@ -49,6 +49,14 @@ public enum CollectiveKind {
   public abstract double busBandwidthFactor(int ranks);
 
   /**
+   * nccl-tests' message size of this collective over a rank's input of {@code inputBytes}: an all-gather's message is
+   * the gathered whole, {@code R} inputs; an all-reduce's and a reduce-scatter's is the input.
+   */
+  public long messageBytes(long inputBytes, int ranks) {
+    return this == ALL_GATHER ? inputBytes * ranks : inputBytes;
+  }
+
+  /**
    * Whether the tensor may go on the wire along the token axis: an all-reduce's rows are any split, an all-gather's and
    * a reduce-scatter's rows are the ranks' shards, so their groups stay along the channels.
    */

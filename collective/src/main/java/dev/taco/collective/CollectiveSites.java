@@ -288,7 +288,7 @@ public final class CollectiveSites {
         throw new IllegalArgumentException("site " + name + ": negative counts (uses " + st.uses() + ", calibrating "
             + st.calibrating() + ", seen " + st.seen() + ")");
       }
-      SiteData site = new SiteData();
+      SiteData site = new SiteData(name);
       site.uses = st.uses();
       site.calibrating = st.calibrating();
       site.seen = st.seen();
@@ -502,11 +502,19 @@ public final class CollectiveSites {
    * @throws IllegalArgumentException unless {@code 0 < bound <= 1}
    */
   public CollectiveSites maxError(double bound) {
+    this.maxError = requireMaxError(bound);
+    return this;
+  }
+
+  /**
+   * @return {@code bound}, a valid {@link #maxError} gate
+   * @throws IllegalArgumentException unless {@code 0 < bound <= 1}, naming {@code --auto-max-error}
+   */
+  public static double requireMaxError(double bound) {
     if (!(bound > 0 && bound <= 1)) {
       throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + bound);
     }
-    this.maxError = bound;
-    return this;
+    return bound;
   }
 
   /**
@@ -519,9 +527,7 @@ public final class CollectiveSites {
     pricing(next);
     for (SiteData d : sites.values()) {
       if (d.plan != null && d.errors != null && d.calibrating == 0 && d.rows > 0) {
-        int best = d.fastest(d.rows, d.cols);
-        d.plan = d.candidate(best, d.energy);
-        d.relL2 = d.errors[best] / (d.seen * exact.worldSize());
+        d.adopt(d.fastest(d.rows, d.cols));
       }
     }
   }
@@ -551,9 +557,7 @@ public final class CollectiveSites {
         return data == null || data.plan == null || !fits(data.plan, tokenAxis) ? fixed : data.plan;
       }
       if (!candidates.isEmpty()) {
-        SiteData data = sites.computeIfAbsent(name, k -> new SiteData());
-        data.name = name;
-        data.tokenAxis = tokenAxis;
+        SiteData data = sites.computeIfAbsent(name, SiteData::new);
         data.kind = kind;
         data.used = true;
         if (data.plan != null && !fits(data.plan, tokenAxis)) {
@@ -653,12 +657,15 @@ public final class CollectiveSites {
     double[] energy;
     Plan plan;
     double relL2;
-    boolean tokenAxis = true; // false: all-gather / reduce-scatter, whose rows are the ranks' shards
     CollectiveKind kind = CollectiveKind.ALL_REDUCE;
     String choice; // auto: why the plan was chosen
-    String name = ""; // the site's, for messages
+    final String name; // the site's, for messages
     int rows, cols; // the shape the plan was frozen for
     boolean used; // by this run (a restored site may have no collective in it)
+
+    SiteData(String name) {
+      this.name = name;
+    }
 
     void startCalibration() {
       calibrating = calibrationSteps;
@@ -696,7 +703,8 @@ public final class CollectiveSites {
       for (int j = 0; j < cols; j++) ed[j] = e[j];
       float[] err = new float[errors.length];
       // the sample along the token axis, made once for every candidate that sends it that way
-      float[] tokenMajor = tokenAxis && tensorRows <= maxWireCols ? onWire(Plan.EXACT.tokenAxis(), x, rows, cols)
+      float[] tokenMajor = kind.mayUseTokenAxis() && tensorRows <= maxWireCols
+          ? onWire(Plan.EXACT.tokenAxis(), x, rows, cols)
           : null;
       IntStream.range(0, err.length).parallel().forEach(i -> {
         Plan p = candidate(i, ed);
@@ -731,6 +739,11 @@ public final class CollectiveSites {
         if (!(errors[i] <= min * 1.01)) continue;
         if (best < 0 || cheaper(i, best, rows, cols)) best = i;
       }
+      adopt(best);
+    }
+
+    /** Takes candidate {@code best} as the site's plan, with its mean calibrated error. */
+    void adopt(int best) {
       plan = candidate(best, energy);
       relL2 = errors[best] / (seen * exact.worldSize());
     }

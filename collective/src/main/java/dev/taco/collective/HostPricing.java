@@ -7,14 +7,14 @@ import java.util.SplittableRandom;
 
 /**
  * {@link Pricing} of the host collectives (threads as ranks): a two-shot collective's codec work, timed here on a
- * Gaussian tensor of the shape (the best of the runs in 50 ms, by when the JIT has compiled the codec) (at most {@link CollectiveSites#SAMPLE_ROWS} rows, scaled to the shape; cached per
- * plan and shape), plus its payloads' phases on a link model. On one machine the link is a memory copy
- * ({@link #memoryLink}), so compression honestly loses there unless a slower link is named.
+ * Gaussian tensor of the shape (the best of the runs in 50 ms, by when the JIT has compiled the codec; at most {@link
+ * CollectiveSites#SAMPLE_ROWS} rows, scaled to the shape; cached per codec, layout and shape), plus its payloads' phases
+ * on a link model. On one machine the link is a memory copy ({@link #memoryLink}), so compression honestly loses there
+ * unless a slower link is named. Thread-safe: the ranks of one process share one, and time one codec at a time.
  */
 public final class HostPricing implements Pricing {
   private final LinkProfile link;
   private final int ranks;
-  private final HostWire wire;
   private final Map<String, Double> work = new HashMap<>();
 
   /**
@@ -24,7 +24,6 @@ public final class HostPricing implements Pricing {
   public HostPricing(LinkProfile link, int ranks) {
     this.link = java.util.Objects.requireNonNull(link, "link");
     this.ranks = ranks;
-    this.wire = new HostWire(new MirroredCommunicator(ranks));
   }
 
   /**
@@ -47,7 +46,7 @@ public final class HostPricing implements Pricing {
   @Override
   public double seconds(Plan plan, CollectiveKind kind, int rows, int cols) {
     long payload = plan.exact() ? 4L * rows * cols : plan.codec().encodedSize(rows, cols);
-    long message = kind == CollectiveKind.ALL_GATHER ? payload * ranks : payload;
+    long message = kind.messageBytes(payload, ranks);
     int phases = kind == CollectiveKind.ALL_REDUCE ? 2 : 1;
     return phases * link.phaseSeconds(message, ranks) + workSeconds(plan, rows, cols);
   }
@@ -56,15 +55,16 @@ public final class HostPricing implements Pricing {
    * The codec work of one two-shot collective at this rank: about two encodes and two decodes of the tensor (compress,
    * decompress-reduce, re-compress, decompress), timed as twice an encode and decode of a sample.
    */
-  private double workSeconds(Plan plan, int rows, int cols) {
+  private synchronized double workSeconds(Plan plan, int rows, int cols) {
     if (plan.exact()) return 0;
     int n = Math.min(rows, CollectiveSites.SAMPLE_ROWS);
-    return work.computeIfAbsent(plan.describe() + " " + n + "x" + cols, k -> {
+    return work.computeIfAbsent(plan.codecAndLayout() + " " + n + "x" + cols, k -> {
       float[] x = new float[n * cols], w = new float[x.length];
       SplittableRandom rnd = new SplittableRandom(n * 31L + cols);
       for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-      wire.toWire(plan, x, n, cols, w);
       boolean t = plan.layout() == WireLayout.TOKEN_AXIS;
+      if (t) HostWire.transpose(x, w, n, cols); // a permutation of i.i.d. values is the same tensor: left out
+      else System.arraycopy(x, 0, w, 0, x.length);
       byte[] buf = new byte[plan.codec().encodedSize(t ? cols : n, t ? n : cols)];
       double best = Double.POSITIVE_INFINITY;
       long until = System.nanoTime() + 50_000_000L;

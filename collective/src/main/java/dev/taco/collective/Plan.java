@@ -82,8 +82,15 @@ public record Plan(AbstractCodec codec, WireLayout layout, int[] permutation) {
    * hash let two different permutations of 64 channels pass it).
    */
   public String describe() {
-    return (codec == null ? "fp32" : codec.toString()) + " " + layout.label()
-        + (permutation == null ? "" : "#" + digest(permutation));
+    return codecAndLayout() + (permutation == null ? "" : "#" + digest(permutation));
+  }
+
+  /**
+   * {@link #describe()} without the permutation's digest: what a collective's cost depends on (a permutation moves
+   * channels, not bytes), so pricing caches by it.
+   */
+  public String codecAndLayout() {
+    return (codec == null ? "fp32" : codec.toString()) + " " + layout.label();
   }
 
   /** The first 16 bytes of the SHA-256 of the permutation's entries (int32 big-endian), as 32 hex digits. */

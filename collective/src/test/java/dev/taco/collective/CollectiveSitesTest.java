@@ -457,6 +457,9 @@ class CollectiveSitesTest {
     assertThat(CollectiveKind.ALL_REDUCE.busBandwidthFactor(8)).isEqualTo(2.0 * 7 / 8);
     assertThat(CollectiveKind.ALL_GATHER.busBandwidthFactor(8)).isEqualTo(7.0 / 8);
     assertThat(CollectiveKind.REDUCE_SCATTER.busBandwidthFactor(2)).isEqualTo(0.5);
+    assertThat(CollectiveKind.ALL_GATHER.messageBytes(1000, 8)).as("the gathered whole").isEqualTo(8000);
+    assertThat(CollectiveKind.ALL_REDUCE.messageBytes(1000, 8)).isEqualTo(1000);
+    assertThat(CollectiveKind.REDUCE_SCATTER.messageBytes(1000, 8)).isEqualTo(1000);
     assertThat(CollectiveKind.ALL_REDUCE.mayUseTokenAxis()).isTrue();
     assertThat(CollectiveKind.ALL_GATHER.mayUseTokenAxis()).isFalse();
     assertThat(CollectiveKind.REDUCE_SCATTER.label()).isEqualTo("reduce-scatter");

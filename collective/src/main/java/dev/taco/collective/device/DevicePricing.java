@@ -49,7 +49,7 @@ public final class DevicePricing implements Pricing {
 
   @Override
   public double seconds(Plan plan, CollectiveKind kind, int rows, int cols) {
-    double[] m = measured.computeIfAbsent(plan.describe().replaceAll("#.*", "") + " " + kind + " " + rows + "x" + cols,
+    double[] m = measured.computeIfAbsent(plan.codecAndLayout() + " " + kind + " " + rows + "x" + cols,
         k -> measure(plan, kind, rows, cols));
     double wire = 0;
     for (int i = 1; i < m.length; i++) wire += link.phaseSeconds(ranks * (long) m[i], ranks);
@@ -58,7 +58,7 @@ public final class DevicePricing implements Pricing {
 
   /** {kernel seconds, then the slot bytes of each exchange} of one collective, on an infinitely fast link. */
   private double[] measure(Plan plan, CollectiveKind kind, int rows, int cols) {
-    long in = 4L * rows * cols, out = kind == CollectiveKind.ALL_GATHER ? in * ranks : in;
+    long in = 4L * rows * cols, out = kind.messageBytes(in, ranks);
     try (EmulatedTransport t = new EmulatedTransport(ctx, ranks, LinkProfiles.byName("inf"));
         DeviceCollectives dc = new DeviceCollectives(t, DeviceCollectives.DEFAULT_PIECE_BYTES, false, false);
         DeviceBuffer x = ctx.alloc(in); DeviceBuffer y = ctx.alloc(out); CudaEvent a = ctx.createEvent();

@@ -379,22 +379,8 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   private void step(String kind, int piece, boolean exchange, Consumer<CudaStream> work) {
     String n = name(kind, piece);
     boolean capturable = !exchange || transport.capturable();
-    graph.step(new TaskGraph.Step() {
-      @Override
-      public String name() {
-        return n;
-      }
-
-      @Override
-      public boolean capturable() {
-        return capturable;
-      }
-
-      @Override
-      public void enqueue(CudaStream stream, boolean first) {
-        work.accept(stream);
-      }
-    }).onLane(exchange ? TaskGraph.COMMUNICATION_LANE : TaskGraph.COMPUTE_LANE);
+    graph.step(TaskGraph.Step.of(n, capturable, work))
+        .onLane(exchange ? TaskGraph.COMMUNICATION_LANE : TaskGraph.COMPUTE_LANE);
     chain(piece, n);
   }
 

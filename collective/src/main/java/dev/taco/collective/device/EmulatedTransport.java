@@ -14,7 +14,7 @@ import java.util.Objects;
  * SMs the profile says NCCL's kernels would. The compress, reduce and decompress kernels around the exchanges run for
  * real, on the real streams; only the bytes' flight is replaced. The peers' slots receive this rank's own payloads, so
  * the step's cost is right and its values are not: the loss of an emulated run means nothing, and every output of one
- * says "emulated link" with the profile ({@link #label}).
+ * says "emulated link" with the profile ({@link LinkProfile#emulated}).
  *
  * <p>A phase of an all-to-all or an all-gather of R slots of {@code s} bytes is priced as the link model prices a
  * message of {@code R·s} bytes at R ranks ({@link LinkProfile#phaseSeconds}: {@code (R-1)·s} bytes cross the link).
@@ -50,16 +50,6 @@ public final class EmulatedTransport implements DeviceTransport {
     this.link = Objects.requireNonNull(link, "link");
     this.wire = new WireKernel(ctx);
     this.nanos = ctx.alloc(8L * MAX_PHASES);
-  }
-
-  /** What every output of a run on this transport says: the emulated link, its profile and where its figures come from. */
-  public String label() {
-    return link.emulated();
-  }
-
-  /** The link model now in use. */
-  public LinkProfile link() {
-    return link;
   }
 
   /**

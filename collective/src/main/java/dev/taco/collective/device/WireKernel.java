@@ -52,13 +52,13 @@ final class WireKernel {
   private final CudaFunction function;
 
   /**
-   * Compiles the kernel for {@code ctx} (NVRTC, through the PTX cache).
+   * The kernel on {@code ctx}: compiled (NVRTC, through the PTX cache) and loaded once per context.
    *
    * @throws dev.taco.kernels.cuda.NvrtcException or {@link dev.taco.kernels.cuda.CudaException} if it cannot be
    *     compiled or loaded
    */
   WireKernel(CudaContext ctx) {
-    this.function = ctx.compileModule(SOURCE, "wire.cu").function("wire");
+    this.function = ctx.function(SOURCE, "wire.cu", "wire");
   }
 
   /**

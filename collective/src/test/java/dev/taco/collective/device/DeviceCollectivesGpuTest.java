@@ -256,16 +256,8 @@ class DeviceCollectivesGpuTest {
       float[] out = new float[n];
       dev.taco.kernels.cuda.TaskGraph g = new dev.taco.kernels.cuda.TaskGraph("nccl-capture")
           .transferToDevice(dev.taco.kernels.cuda.DataTransferMode.EVERY_EXECUTION, in, send)
-          .step(new dev.taco.kernels.cuda.TaskGraph.Step() {
-            @Override
-            public String name() { return "nccl-all-gather"; }
-            @Override
-            public boolean capturable() { return true; }
-            @Override
-            public void enqueue(dev.taco.kernels.cuda.CudaStream st, boolean first) {
-              nccl.allGather(send, recv, n, dev.taco.collective.nccl.NcclDataType.FLOAT32, st);
-            }
-          })
+          .step(dev.taco.kernels.cuda.TaskGraph.Step.of("nccl-all-gather", true,
+              st -> nccl.allGather(send, recv, n, dev.taco.collective.nccl.NcclDataType.FLOAT32, st)))
           .transferToHost(dev.taco.kernels.cuda.DataTransferMode.EVERY_EXECUTION, recv, out);
       try (dev.taco.kernels.cuda.ExecutionPlan plan = new dev.taco.kernels.cuda.ExecutionPlan(ctx, g.snapshot())
           .withCudaGraph()) {

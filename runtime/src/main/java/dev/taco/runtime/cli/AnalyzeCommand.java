@@ -127,7 +127,7 @@ final class AnalyzeCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     Map<String, AbstractCodec> chosen = TensorAnalysis.codecs(codecs == null ? TensorAnalysis.DEFAULT_CODECS
-        : TacoCli.codecListFor("--codec", codecs));
+        : TacoCli.codecListFor("--codec", codecs, java.util.Set.of()));
     checkOutputs();
     PrintWriter w = new PrintWriter(System.out, true);
     List<TensorAnalysis.Row> all = new ArrayList<>();

@@ -353,7 +353,8 @@ public final class TacoCli {
       linkModel = link != null ? LinkProfiles.byName(link) : linkTable != null ? LinkProfiles.fromNcclTests(linkTable)
           : null;
       try (CudaContext gpu = openDevice(device)) {
-        Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp * dataParallel);
+        Trainer.Gpu run = gpuOptions(gpu, device, precision, noTpComm, tpTransport, tp, dataParallel);
+        if (run != null && run.emulated()) Trainer.requireEmulatable(tp, dataParallel, linkModel);
         if (gpu == null) {
           requireMemory(cfg, microBatch, dataParallel);
         } else {
@@ -386,8 +387,7 @@ public final class TacoCli {
               opt.dpCompression());
         if (exitInterval > 0 && exitInterval >= opt.steps())
           log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, opt.steps());
-        for (String c : codecs) loadFolder(codecs, c, false); // a --load that cannot serve is named before any output
-        List<String> toRun = unfinished(codecs, cfg, opt.steps());
+        List<String> toRun = unfinished(codecs, cfg, opt.steps()); // a --load that cannot serve is named here
         if (toRun.isEmpty()) { // a job resubmitted after it finished: nothing written, nothing locked
           System.err.println("taco: nothing to do: --load " + load + " holds the checkpoint of step " + opt.steps()
               + " (--steps) of " + (codecs.size() == 1 ? "the run" : "every codec's run (" + String.join(", ", codecs)
@@ -444,14 +444,14 @@ public final class TacoCli {
     /**
      * The codecs whose run is still to do: all but those whose --load checkpoint is at --steps, runs that finished (a
      * job resubmitted after a signal stopped it in a later codec's run resumes that one, as Megatron's requeue
-     * expects), each named in the log. A finished checkpoint is loaded first, so that one of another model or codec
-     * is refused as a resume would refuse it, not taken for this run's.
+     * expects), each named in the log. A finished checkpoint's description is checked first, so that one of another
+     * model or codec is refused as a resume would refuse it, not taken for this run's.
      */
     private List<String> unfinished(List<String> codecs, GptConfig cfg, int steps) {
       List<String> left = new ArrayList<>();
       for (String c : codecs) {
         Path dir = loadFolder(codecs, c, false);
-        if (dir != null && Checkpoint.latestStep(dir) == steps && Checkpoint.load(dir, cfg, c) != null) {
+        if (dir != null && Checkpoint.latestStep(dir) == steps && Checkpoint.checkedStep(dir, cfg, c) == steps) {
           log.info("run '{}' has finished: {} holds its checkpoint of step {} (--steps); skipped", c, dir, steps);
         } else {
           left.add(c);
@@ -728,7 +728,7 @@ public final class TacoCli {
    *     {@code --no-tp-comm} at TP = 1 (nothing to skip)
    */
   static Trainer.Gpu gpuOptions(CudaContext gpu, String device, String precision, boolean noTpComm, String transport,
-      int tp) {
+      int tp, int dataParallel) {
     checkGpuOptionValues(precision, transport);
     if (gpu == null) {
       List<String> gpuOnly = new ArrayList<>();
@@ -747,22 +747,21 @@ public final class TacoCli {
       throw new IllegalArgumentException("--no-tp-comm with --tp 1: there are no TP collectives to skip");
     }
     if (transport.equals("emulated")) {
-      if (tp < 2) throw new IllegalArgumentException("--tp-transport emulated needs --tp of 2 or more, got " + tp);
       return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16,
           !noTpComm, Trainer.Transport.EMULATED);
     }
-    int gpus = Cuda.deviceCount();
+    int gpus = Cuda.deviceCount(), ranks = tp * dataParallel;
     boolean nccl = switch (transport) {
       case "nccl" -> {
         if (!Nccl.available()) throw new IllegalArgumentException("--tp-transport nccl: " + Nccl.unavailableReason());
-        if (gpus < tp) {
-          throw new IllegalArgumentException("--tp-transport nccl needs a GPU per rank: " + tp + " ranks (--tp x"
+        if (gpus < ranks) {
+          throw new IllegalArgumentException("--tp-transport nccl needs a GPU per rank: " + ranks + " ranks (--tp x"
               + " --data-parallel-size) but this machine has " + gpus + " GPU" + (gpus == 1 ? "" : "s")
               + " (--tp-transport device-local shares one)");
         }
         yield true;
       }
-      case "auto" -> tp > 1 && gpus >= tp && Nccl.available();
+      case "auto" -> ranks > 1 && gpus >= ranks && Nccl.available();
       default -> false;
     };
     return new Trainer.Gpu(gpu, "fp32".equals(precision) ? CudaOps.Precision.FP32 : CudaOps.Precision.BF16, !noTpComm,
@@ -839,22 +838,22 @@ public final class TacoCli {
     return codec.replaceAll("[^A-Za-z0-9._=-]", "_");
   }
 
-  /** The codec names of a {@code --compression} value (see {@link Codecs#parseList}). */
+  /** The codec names of a {@code --compression} value, {@code auto} among them (see {@link Codecs#parseList}). */
   static List<String> codecList(String value) {
-    try {
-      return Codecs.parseList(value, java.util.Set.of(CollectiveSites.AUTO));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("--compression: " + e.getMessage() + (e.getMessage().contains("unknown codec")
-          ? " (or auto: per site, the fastest that passes --auto-max-error)" : ""));
-    }
+    return codecListFor("--compression", value, java.util.Set.of(CollectiveSites.AUTO));
   }
 
-  /** The codec names of the list {@code value} given to {@code flag}; errors name the flag. */
-  static List<String> codecListFor(String flag, String value) {
+  /**
+   * The codec names of the list {@code value} given to {@code flag}, where the names {@code choosers} also stand (see
+   * {@link Codecs#parseList}); errors name the flag.
+   */
+  static List<String> codecListFor(String flag, String value, java.util.Set<String> choosers) {
     try {
-      return Codecs.parseList(value);
+      return Codecs.parseList(value, choosers);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(flag + ": " + e.getMessage());
+      boolean auto = choosers.contains(CollectiveSites.AUTO) && e.getMessage().contains("unknown codec");
+      throw new IllegalArgumentException(flag + ": " + e.getMessage()
+          + (auto ? " (or auto: per site, the fastest that passes --auto-max-error)" : ""));
     }
   }
 

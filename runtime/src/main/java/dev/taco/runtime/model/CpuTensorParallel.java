@@ -16,11 +16,6 @@ public final class CpuTensorParallel implements TensorParallel<float[]> {
     this.sites = java.util.Objects.requireNonNull(sites, "sites");
   }
 
-  /** The collective sites (plans, bytes, sampled errors). */
-  public CollectiveSites sites() {
-    return sites;
-  }
-
   @Override
   public void allReduce(Site site, View<float[]> x, int rows, int cols) {
     int n = rows * cols;

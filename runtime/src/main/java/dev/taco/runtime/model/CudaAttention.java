@@ -39,7 +39,8 @@ final class CudaAttention {
    * switched off ({@link #flash(boolean)}).
    */
   boolean flash(int HS) {
-    return flash && bf16 && FlashAttention.supports(HS) && device.context().computeCapabilityMajor() >= 8;
+    return flash && CudaOps.flashAttention(bf16 ? CudaOps.Precision.BF16 : CudaOps.Precision.FP32, HS,
+        device.context().computeCapabilityMajor());
   }
 
   void flash(boolean on) {

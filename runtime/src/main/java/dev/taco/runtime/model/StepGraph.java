@@ -1,6 +1,5 @@
 package dev.taco.runtime.model;
 
-import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DataTransferMode;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.ExecutionPlan;
@@ -80,27 +79,14 @@ final class StepGraph implements AutoCloseable {
   private ExecutionPlan build() {
     TaskGraph g = new TaskGraph("training step");
     for (Upload u : uploads) g.transferToDevice(DataTransferMode.EVERY_EXECUTION, u.ids, u.device);
-    g.step(new TaskGraph.Step() {
-      @Override
-      public String name() {
-        return "step";
+    g.step(TaskGraph.Step.of("step", true, stream -> {
+      device.setCapturing(true);
+      try {
+        capturing.run();
+      } finally {
+        device.setCapturing(false);
       }
-
-      @Override
-      public boolean capturable() {
-        return true;
-      }
-
-      @Override
-      public void enqueue(CudaStream stream, boolean first) {
-        device.setCapturing(true);
-        try {
-          capturing.run();
-        } finally {
-          device.setCapturing(false);
-        }
-      }
-    });
+    }));
     return new ExecutionPlan(device.context(), g.snapshot(), device.stream()).withCudaGraph();
   }
 

@@ -294,6 +294,63 @@ public final class Checkpoint {
    *     truncated, corrupt or malformed file, or a checkpoint that does not fit this run
    */
   public static State load(Path dir, GptConfig cfg, String compression) {
+    Described d = described(dir, cfg, compression);
+    if (d == null) return null;
+    Path ck = d.dir(), metaFile = ck.resolve(META);
+    JsonObject meta = d.meta();
+    int step = d.step(), tp = d.tp();
+    try {
+      ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
+      float[] params = new float[full.fullSize()], m = new float[full.fullSize()], v = new float[full.fullSize()];
+      Map<String, NamedTensor> w = byName(ck.resolve(MODEL)), o = byName(ck.resolve(OPTIMIZER));
+      for (ParameterTensors.Tensor t : full.tensors()) {
+        copy(ck.resolve(MODEL), w, t.name(), t, params);
+        copy(ck.resolve(OPTIMIZER), o, "exp_avg." + t.name(), t, m);
+        copy(ck.resolve(OPTIMIZER), o, "exp_avg_sq." + t.name(), t, v);
+      }
+      List<Map<String, CollectiveSites.SiteState>> sites = sitesFromJson(field(metaFile, meta, "sites"));
+      if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
+      String dpCompression = null;
+      List<Map<String, CollectiveSites.SiteState>> dpSites = List.of();
+      if (meta.has("data_parallel_sites")) {
+        JsonObject dp = meta.getAsJsonObject("data_parallel_sites");
+        dpCompression = field(metaFile, dp, "compression").getAsString();
+        dpSites = sitesFromJson(field(metaFile, dp, "by_tensor_parallel_rank"));
+        if (dpSites.size() != tp) {
+          throw new IllegalArgumentException("checkpoint " + metaFile + " holds the data-parallel sites of "
+              + dpSites.size() + " TP ranks, written at TP=" + tp);
+        }
+      }
+      Map<String, String> options = new LinkedHashMap<>();
+      field(metaFile, meta, "options").getAsJsonObject().entrySet()
+          .forEach(e -> options.put(e.getKey(), e.getValue().toString()));
+      long drawn = integer(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn", 0,
+          Long.MAX_VALUE);
+      if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
+      log.info("loaded checkpoint {} (step {})", ck, step);
+      return new State(ck, step, params, m, v, sites, dpCompression, dpSites, drawn, tp, options);
+    } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException
+        | NumberFormatException e) {
+      throw lacksField(metaFile, e);
+    }
+  }
+
+  /** A checkpoint's folder and description, checked against a run, with its step and TP size. */
+  private record Described(Path dir, JsonObject meta, int step, int tp) {}
+
+  /**
+   * The step of the newest checkpoint in {@code dir}, its description (meta.json, the files' sizes) checked against
+   * this run as {@link #load} checks it, without reading its tensors: what telling a finished run from one to resume
+   * needs. -1 when {@code dir} holds none.
+   *
+   * @throws IllegalArgumentException as {@link #load} does
+   */
+  public static int checkedStep(Path dir, GptConfig cfg, String compression) {
+    Described d = described(dir, cfg, compression);
+    return d == null ? -1 : d.step();
+  }
+
+  private static Described described(Path dir, GptConfig cfg, String compression) {
     if (!Files.isDirectory(dir)) throw new IllegalArgumentException("--load " + dir + ": no such folder");
     Path latest = dir.resolve(LATEST);
     int step = latestStep(dir);
@@ -354,39 +411,15 @@ public final class Checkpoint {
       for (String f : List.of(MODEL, OPTIMIZER)) {
         checkFile(metaFile, ck.resolve(f), field(metaFile, files, f).getAsJsonObject());
       }
-      ParameterTensors full = new ParameterTensors(cfg.withTp(1), 0);
-      float[] params = new float[full.fullSize()], m = new float[full.fullSize()], v = new float[full.fullSize()];
-      Map<String, NamedTensor> w = byName(ck.resolve(MODEL)), o = byName(ck.resolve(OPTIMIZER));
-      for (ParameterTensors.Tensor t : full.tensors()) {
-        copy(ck.resolve(MODEL), w, t.name(), t, params);
-        copy(ck.resolve(OPTIMIZER), o, "exp_avg." + t.name(), t, m);
-        copy(ck.resolve(OPTIMIZER), o, "exp_avg_sq." + t.name(), t, v);
-      }
-      List<Map<String, CollectiveSites.SiteState>> sites = sitesFromJson(field(metaFile, meta, "sites"));
-      if (sites.isEmpty()) throw new IllegalArgumentException("checkpoint " + metaFile + " holds no sites' state");
-      String dpCompression = null;
-      List<Map<String, CollectiveSites.SiteState>> dpSites = List.of();
-      if (meta.has("data_parallel_sites")) {
-        JsonObject dp = meta.getAsJsonObject("data_parallel_sites");
-        dpCompression = field(metaFile, dp, "compression").getAsString();
-        dpSites = sitesFromJson(field(metaFile, dp, "by_tensor_parallel_rank"));
-        if (dpSites.size() != tp) {
-          throw new IllegalArgumentException("checkpoint " + metaFile + " holds the data-parallel sites of "
-              + dpSites.size() + " TP ranks, written at TP=" + tp);
-        }
-      }
-      Map<String, String> options = new LinkedHashMap<>();
-      field(metaFile, meta, "options").getAsJsonObject().entrySet()
-          .forEach(e -> options.put(e.getKey(), e.getValue().toString()));
-      long drawn = integer(metaFile, field(metaFile, meta, "data").getAsJsonObject(), "batches_drawn", 0,
-          Long.MAX_VALUE);
-      if (tp != cfg.tp()) log.info("checkpoint {} was written at TP={}; resharding it for TP={}", ck, tp, cfg.tp());
-      log.info("loaded checkpoint {} (step {})", ck, step);
-      return new State(ck, step, params, m, v, sites, dpCompression, dpSites, drawn, tp, options);
+      return new Described(ck, meta, step, tp);
     } catch (NullPointerException | ClassCastException | IllegalStateException | UnsupportedOperationException
         | NumberFormatException e) {
-      throw new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
+      throw lacksField(metaFile, e);
     }
+  }
+
+  private static IllegalArgumentException lacksField(Path metaFile, RuntimeException e) {
+    return new IllegalArgumentException("checkpoint " + metaFile + " lacks a field or holds one of the wrong type", e);
   }
 
   /**

@@ -159,8 +159,7 @@ public final class Trainer {
         throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
       if (recalibrateInterval < 0)
         throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
-      if (!(autoMaxError > 0 && autoMaxError <= 1))
-        throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + autoMaxError);
+      CollectiveSites.requireMaxError(autoMaxError);
       if (codecErrorInterval < 0) {
         throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
       }
@@ -530,6 +529,22 @@ public final class Trainer {
     return priced == null ? null : "auto priced the wire on " + priced.name() + " (" + priced.source() + ")";
   }
 
+  /**
+   * Refuses what an emulated rank cannot stand for: a TP group of one, data parallelism (the one process is one rank of
+   * one TP group), or no link model to time its exchanges by.
+   *
+   * @throws IllegalArgumentException naming the option
+   */
+  public static void requireEmulatable(int tp, int dataParallel, LinkProfile link) {
+    if (tp < 2) throw new IllegalArgumentException("--tp-transport emulated needs --tp of 2 or more, got " + tp);
+    if (dataParallel > 1) {
+      throw new IllegalArgumentException("--tp-transport emulated runs one TP rank: --data-parallel-size must be 1");
+    }
+    if (link == null) {
+      throw new IllegalArgumentException("--tp-transport emulated needs --link PROFILE or --link-table FILE");
+    }
+  }
+
   /** @throws IllegalArgumentException if {@code compression} names no codec ({@code fp32} = exact, no codec) */
   public static void requireKnownCompression(String compression) {
     if (!compression.equals("fp32") && !compression.equals(CollectiveSites.AUTO)) Codecs.byName(compression);
@@ -568,17 +583,17 @@ public final class Trainer {
   public static RunResult run(Corpus corpus, String compression, Options opt, Gpu gpu, LinkProfile link,
       Checkpointing ck, StepMetrics metrics) {
     GptConfig cfg = opt.model();
-    if (gpu != null && gpu.emulated() && link == null) {
-      throw new IllegalArgumentException("--tp-transport emulated needs --link PROFILE or --link-table FILE");
-    }
+    if (gpu != null && gpu.emulated()) requireEmulatable(cfg.tp(), opt.dataParallelSize(), link);
     boolean auto = compression.equals(CollectiveSites.AUTO);
     if (auto && opt.calibrationSteps() == 0 && cfg.tp() > 1) {
       throw new IllegalArgumentException("--compression auto needs --calibration-steps of 1 or more: it chooses each"
           + " site's codec on the site's own tensors");
     }
     // the link auto prices the wire on: the given one; on the CPU this machine's memory, on a GPU autoLink's
-    LinkProfile priced = !auto || cfg.tp() == 1 ? link : gpu == null ? (link != null ? link : HostPricing.memoryLink())
+    LinkProfile priced = !auto || cfg.tp() == 1 ? null : gpu == null ? (link != null ? link : HostPricing.memoryLink())
         : autoLink(gpu, link);
+    // one for all CPU ranks: the ranks time the same codecs on the same shapes, one at a time, not R times at once
+    HostPricing hostPricing = priced != null && gpu == null ? new HostPricing(priced, cfg.tp()) : null;
     requireKnownCompression(compression);
     corpus.requireWindow(cfg.seqLength());
     int r = cfg.tp();
@@ -613,9 +628,6 @@ public final class Trainer {
     List<WireBytes> wireBytes;
     java.time.Duration timeout = java.time.Duration.ofMinutes(opt.distributedTimeoutMinutes());
     boolean emulated = gpu != null && gpu.emulated();
-    if (emulated && opt.dataParallelSize() > 1) {
-      throw new IllegalArgumentException("--tp-transport emulated runs one TP rank: --data-parallel-size must be 1");
-    }
     int dpSize = opt.dataParallelSize(), world = emulated ? 1 : r * dpSize;
     List<CudaContext> devices = new ArrayList<>();
     List<NcclCommunicator> nccl = new ArrayList<>(), ncclDp = new ArrayList<>();
@@ -646,7 +658,7 @@ public final class Trainer {
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
           if (sites.auto()) {
             sites.maxError(opt.autoMaxError());
-            if (gpu == null) sites.pricing(new HostPricing(priced, r));
+            if (hostPricing != null) sites.pricing(hostPricing);
           }
           WireBytes wire = gpu != null
               ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, link, nccl.isEmpty() ? null : nccl.get(g),
@@ -824,7 +836,7 @@ public final class Trainer {
     ctx.makeCurrent();
     boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallelSize() > 1;
     if (sites.auto() && !alone) {
-      sites.pricing(new DevicePricing(ctx, cfg.tp(), gpu.emulated() ? linkModel : autoLink(gpu, linkModel)));
+      sites.pricing(new DevicePricing(ctx, cfg.tp(), autoLink(gpu, linkModel))); // an emulated rank's link given
     }
     try (DeviceTransport link = alone ? null : gpu.emulated() ? new EmulatedTransport(ctx, cfg.tp(), linkModel)
         : nccl != null ? new NcclTransport(nccl) : new DeviceLocalTransport(ctx, place.tp());

@@ -76,4 +76,17 @@ class OptionsTest {
           .hasMessageContaining(bad[i]);
     }
   }
+
+  @Test
+  void anEmulatedRankRefusesWhatOneRankCannotStandFor() {
+    var link = dev.taco.collective.link.LinkProfiles.byName("ib-ndr");
+    Trainer.requireEmulatable(2, 1, link); // a TP group of 2, no DP, a link: accepted
+    assertThatThrownBy(() -> Trainer.requireEmulatable(1, 1, link)).hasMessage(
+        "--tp-transport emulated needs --tp of 2 or more, got 1");
+    assertThatThrownBy(() -> Trainer.requireEmulatable(1, 2, link)).as("DP ranks are not TP ranks")
+        .hasMessageContaining("--tp of 2 or more");
+    assertThatThrownBy(() -> Trainer.requireEmulatable(2, 2, link)).hasMessageContaining(
+        "--data-parallel-size must be 1");
+    assertThatThrownBy(() -> Trainer.requireEmulatable(2, 1, null)).hasMessageContaining("needs --link PROFILE");
+  }
 }

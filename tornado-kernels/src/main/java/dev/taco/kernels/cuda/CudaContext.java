@@ -15,8 +15,8 @@ import org.slf4j.LoggerFactory;
  * current on the calling thread; {@link #close()} releases that retain. Objects made from a context
  * call {@link #makeCurrent()} before driver calls, so they may be used from any thread (the current
  * context is per thread in CUDA). Closing the context does not close objects made from it: close them
- * first (try-with-resources in reverse order does that). The exception: the modules of Java kernels loaded by
- * {@link #kernel(KernelRequest)}, which the context caches and unloads at close.
+ * first (try-with-resources in reverse order does that). The exception: the modules loaded by
+ * {@link #kernel(KernelRequest)} and {@link #function}, which the context caches and unloads at close.
  *
  * <p>Reference: CUDA Driver API, "Primary Context Management", "Context Management",
  * "Device Management" ({@code cuDeviceGetAttribute}).
@@ -202,17 +202,35 @@ public final class CudaContext implements AutoCloseable {
    */
   public CudaFunction kernel(KernelRequest request) {
     KernelSources sources = KernelSources.defaults();
-    String key = sources.key(request);
-    CudaModule m;
+    return cached(sources.key(request), () -> sources.cudaSource(request), sources.file(request).getFileName()
+        .toString()).function(request.methodName());
+  }
+
+  /**
+   * A CUDA C entry point on this device, its module loaded once per context and cached by its source text until
+   * {@link #close()}, as {@link #kernel} caches Java kernels: a helper kernel that every instance of a class uses (a
+   * link's wire kernel, a spin) loads one module, however many instances come and go.
+   *
+   * @param source CUDA C, its entry point {@code extern "C"}
+   * @param programName a name for logs, e.g. {@code "wire.cu"}
+   * @param entry the entry point's name
+   * @throws NvrtcException with the compile log if compilation fails
+   * @throws CudaException if loading fails or there is no such entry point
+   */
+  public CudaFunction function(String source, String programName, String entry) {
+    return cached("cuda-c " + programName + "\n" + source, () -> source, programName).function(entry);
+  }
+
+  private CudaModule cached(String key, java.util.function.Supplier<String> source, String programName) {
     synchronized (kernels) {
       makeCurrent();
-      m = kernels.get(key);
+      CudaModule m = kernels.get(key);
       if (m == null) {
-        m = compileModule(sources.cudaSource(request), sources.file(request).getFileName().toString());
+        m = compileModule(source.get(), programName);
         kernels.put(key, m);
       }
+      return m;
     }
-    return m.function(request.methodName());
   }
 
   /** @return the driver binding this context uses */

@@ -20,12 +20,12 @@ public final class SpinKernel {
   private final CudaFunction function;
 
   /**
-   * Compiles the kernel for {@code ctx} (NVRTC, through the PTX cache).
+   * The kernel on {@code ctx}: compiled (NVRTC, through the PTX cache) and loaded once per context.
    *
    * @throws NvrtcException or {@link CudaException} if it cannot be compiled or loaded
    */
   public SpinKernel(CudaContext ctx) {
-    this.function = ctx.compileModule(SOURCE, "spin.cu").function("spin");
+    this.function = ctx.function(SOURCE, "spin.cu", "spin");
   }
 
   /**

@@ -142,6 +142,32 @@ public final class TaskGraph implements KernelTasks<TaskGraph> {
      * @param first  whether this is the plan's first execution (true during a capture)
      */
     void enqueue(CudaStream stream, boolean first);
+
+    /**
+     * A step that enqueues {@code work} on its lane's stream, the same work at every execution.
+     *
+     * @param name unique in the graph
+     * @param capturable as {@link #capturable()}
+     */
+    static Step of(String name, boolean capturable, java.util.function.Consumer<CudaStream> work) {
+      Objects.requireNonNull(work, "work");
+      return new Step() {
+        @Override
+        public String name() {
+          return name;
+        }
+
+        @Override
+        public boolean capturable() {
+          return capturable;
+        }
+
+        @Override
+        public void enqueue(CudaStream stream, boolean first) {
+          work.accept(stream);
+        }
+      };
+    }
   }
 
   private final String name;

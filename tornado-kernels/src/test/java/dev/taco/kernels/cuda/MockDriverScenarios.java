@@ -303,22 +303,9 @@ final class MockDriverScenarios {
   static void failedCapture(CudaContext ctx) {
     try (Buffers b = new Buffers(ctx); ExecutionPlan plan = new ExecutionPlan(ctx, new TaskGraph("fails")
         .task("scale", LaneKernels::scale, KERNEL_CONTEXT, b.x, b.y, 3f, N).grid(GRID)
-        .step(new TaskGraph.Step() {
-          @Override
-          public String name() {
-            return "broken";
-          }
-
-          @Override
-          public boolean capturable() {
-            return true;
-          }
-
-          @Override
-          public void enqueue(CudaStream stream, boolean first) {
-            throw new IllegalStateException("collective failed");
-          }
-        }).onLane(COMMUNICATION_LANE).after("scale")
+        .step(TaskGraph.Step.of("broken", true, stream -> {
+          throw new IllegalStateException("collective failed");
+        })).onLane(COMMUNICATION_LANE).after("scale")
         .snapshot()).withCudaGraph()) {
       assertThatThrownBy(plan::execute).isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("collective failed");
@@ -440,6 +427,11 @@ final class MockDriverScenarios {
       }
       assertThat(log().lines().filter(l -> l.startsWith("module-load"))).hasSizeLessThanOrEqualTo(1);
       assertThat(ctx.kernel(g.kernelRequest("scale"))).isSameAs(ctx.kernel(g.kernelRequest("scale")));
+      clearLog();
+      String spin = "extern \"C\" __global__ void spin(long long ns) {}";
+      CudaFunction f = ctx.function(spin, "spin.cu", "spin");
+      assertThat(ctx.function(spin, "spin.cu", "spin")).isSameAs(f);
+      assertThat(log().lines().filter(l -> l.startsWith("module-load"))).hasSize(1);
     }
   }
 
