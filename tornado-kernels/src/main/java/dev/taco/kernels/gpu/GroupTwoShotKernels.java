@@ -81,7 +81,8 @@ public final class GroupTwoShotKernels {
       int c0 = (t - r * ng) * groupSize;
       int len = Math.min(groupSize, cols - c0);
       if (r < realRows) {
-        GroupKernels.encodeGroup(x, (row0 + r) * cols + c0, len, qm, kind, body, 4 * t, codeOff, r * cols + c0);
+        GroupKernels.encodeGroup(x, (row0 + r) * cols + c0, len, qm, kind, 0f, body, 4 * t, codeOff,
+            r * cols + c0);
       } else {
         Bytes.putFloat(body, 4 * t, 0f);
         for (int i = 0; i < len; i++) {
