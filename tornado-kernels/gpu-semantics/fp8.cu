@@ -40,7 +40,7 @@ static __device__ __forceinline__ int Fp8_encode4(float a, float b, float c, flo
   return (format == 1 ? j_fp8x4_e4m3(a, b, c, d) : j_fp8x4_e5m2(a, b, c, d));
 }
 
-// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:176)
+// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:177)
 static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias) {
   int ef = j_ushr(((int)(c) & 0x7F), m);
   int mf = ((int)(c) & j_sub(j_shl(1, m), 1));
@@ -61,7 +61,7 @@ static __device__ __forceinline__ float Fp8_decodeE5M2(signed char c) {
   return Fp8_decode(c, 2, 15);
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.fp8 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:103)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.fp8 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:105)
 extern "C" __global__ void fp8(float* x, int* c, signed char* e4, signed char* e5, float* d4, float* d5, int* p4, int* p5, float* q4, float* q5, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

@@ -150,29 +150,26 @@ public final class GroupKernels {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
     int stride = (int) codeStride(cols, groupSize, kind, hadamard); // the body fits an array: so does a row
     float qm = qmax(kind);
+    int scales = scaleAt(scaleOff, rows, 0, kind); // group t's scale at scales + width * t
+    int width = fp4(kind) ? 1 : 4;
     for (@Parallel int t = 0; t < rows * ng; t++) {
       int r = t / ng;
       int c0 = (t - r * ng) * groupSize;
       int len = Math.min(groupSize, cols - c0);
       int src = xOff + r * cols + c0;
       int code = r * stride + c0;
-      int at = scaleAt(scaleOff, rows, t, kind);
       float rowMax = kind == NVFP4 ? Bytes.getFloat(out, scaleOff + 4 * r) : 0f;
       if (!hadamard) {
-        clipped[t] = encodeGroup(x, src, len, qm, kind, rowMax, out, at, codeOff, code);
+        int n = encodeGroup(x, src, len, qm, kind, rowMax, out, scales + width * t, codeOff, code);
+        clipped[t] = n;
         continue;
       }
       int w = t * groupSize;
       boolean special = transform(x, src, len, groupSize, work, w);
       float m = groupMax(work, w, groupSize, special);
-      float a;
-      if (fp4(kind)) {
-        a = putScale(out, at, m, rowMax, kind);
-      } else {
-        Bytes.putFloat(out, at, special ? -m : m);
-        a = m;
-      }
-      clipped[t] = writeCodes(work, w, groupSize, a, qm, kind, out, codeOff, code);
+      float a = putScale(out, scales + width * t, special && !fp4(kind) ? -m : m, rowMax, kind);
+      int n = writeCodes(work, w, groupSize, Math.abs(a), qm, kind, out, codeOff, code);
+      clipped[t] = n;
     }
   }
 
