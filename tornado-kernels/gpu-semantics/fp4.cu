@@ -17,35 +17,40 @@ static __device__ __forceinline__ int GroupKernels_quantise(float x, float a, fl
 static __device__ __forceinline__ float GroupKernels_nvScale(int s, float rowMax);
 static __device__ __forceinline__ float GroupKernels_dequantise(int q, int kind);
 static __device__ __forceinline__ float GroupKernels_putScale(signed char* out, int at, float m, float rowMax, int kind);
-static __device__ __forceinline__ signed char Fp8_encode(float v, int m, int bias, int maxBits, int maxCode);
-static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias);
+static __device__ __forceinline__ int Fp4_above(int a, int t);
 static __device__ __forceinline__ bool GroupKernels_fp4(int kind);
 static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c);
 static __device__ __forceinline__ void Bytes_putFloat(signed char* b, int off, float v);
+static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias);
 static __device__ __forceinline__ void Bytes_putInt(signed char* b, int off, int v);
 
-// Java: dev.taco.kernels.Fp4.encodeE2M1 (src/main/java/dev/taco/kernels/Fp4.java:36)
+// Java: dev.taco.kernels.Fp4.encodeE2M1 (src/main/java/dev/taco/kernels/Fp4.java:38)
 static __device__ __forceinline__ int Fp4_encodeE2M1(float v) {
-  int b = (int)(Fp8_encode(v, 1, 1, 0x40C00000, 0x07));
-  return ((j_ushr(b, 4) & 8) | (b & 7));
+  int b = __float_as_int(v);
+  int a = (b & 0x7FFFFFFF);
+  int c = j_add(j_add(j_add(j_add(j_add(j_add(Fp4_above(a, 0x3E800000), Fp4_above(a, 0x3F3FFFFF)), Fp4_above(a, 0x3FA00000)), Fp4_above(a, 0x3FDFFFFF)), Fp4_above(a, 0x40200000)), Fp4_above(a, 0x405FFFFF)), Fp4_above(a, 0x40A00000));
+  return ((j_ushr(b, 28) & 8) | c);
 }
 
-// Java: dev.taco.kernels.Fp4.decodeE2M1 (src/main/java/dev/taco/kernels/Fp4.java:42)
+// Java: dev.taco.kernels.Fp4.decodeE2M1 (src/main/java/dev/taco/kernels/Fp4.java:60)
 static __device__ __forceinline__ float Fp4_decodeE2M1(int c) {
-  return Fp8_decode((signed char)((j_shl((c & 8), 4) | (c & 7))), 1, 1);
+  int m = (c & 7);
+  int small = j_shr(j_sub(m, 2), 31);
+  int bits = (((j_shl(j_add(j_shr(m, 1), 126), 23) | j_shl((m & 1), 22)) & (~small)) | (j_mul(m, j_shl(126, 23)) & small));
+  return __int_as_float((bits | j_shl((c & 8), 28)));
 }
 
-// Java: dev.taco.kernels.Fp4.mxScaleCode (src/main/java/dev/taco/kernels/Fp4.java:53)
+// Java: dev.taco.kernels.Fp4.mxScaleCode (src/main/java/dev/taco/kernels/Fp4.java:74)
 static __device__ __forceinline__ int Fp4_mxScaleCode(float amax) {
   return j_max(0, j_sub((j_ushr(__float_as_int(amax), 23) & 0xFF), 2));
 }
 
-// Java: dev.taco.kernels.Fp4.decodeE8M0 (src/main/java/dev/taco/kernels/Fp4.java:58)
+// Java: dev.taco.kernels.Fp4.decodeE8M0 (src/main/java/dev/taco/kernels/Fp4.java:79)
 static __device__ __forceinline__ float Fp4_decodeE8M0(int c) {
   return (c == 255 ? __int_as_float(0x7fc00000) : __int_as_float((c == 0 ? 0x00400000 : j_shl(c, 23))));
 }
 
-// Java: dev.taco.kernels.GroupKernels.quantise (src/main/java/dev/taco/kernels/GroupKernels.java:312)
+// Java: dev.taco.kernels.GroupKernels.quantise (src/main/java/dev/taco/kernels/GroupKernels.java:315)
 static __device__ __forceinline__ int GroupKernels_quantise(float x, float a, float qm, int kind) {
   if (!(fabsf(x) <= 0x1.fffffep127f)) {
     return (int)((kind == 0 ? (signed char)(-128) : (kind == 2 ? j_fp8_e4m3(copysignf(__int_as_float(0x7fc00000), x)) : (signed char)(-8))));
@@ -66,7 +71,7 @@ static __device__ __forceinline__ float GroupKernels_nvScale(int s, float rowMax
   return __fmul_rn(Fp8_decodeE4M3((signed char)(s)), (rowMax / 2688.0f));
 }
 
-// Java: dev.taco.kernels.GroupKernels.dequantise (src/main/java/dev/taco/kernels/GroupKernels.java:331)
+// Java: dev.taco.kernels.GroupKernels.dequantise (src/main/java/dev/taco/kernels/GroupKernels.java:334)
 static __device__ __forceinline__ float GroupKernels_dequantise(int q, int kind) {
   if (kind == 2) {
     return Fp8_decodeE4M3((signed char)(q));
@@ -93,48 +98,9 @@ static __device__ __forceinline__ float GroupKernels_putScale(signed char* out, 
   return m;
 }
 
-// Java: dev.taco.kernels.Fp8.encode (src/main/java/dev/taco/kernels/Fp8.java:144)
-static __device__ __forceinline__ signed char Fp8_encode(float v, int m, int bias, int maxBits, int maxCode) {
-  int bits = __float_as_int(v);
-  int sign = (j_ushr(bits, 24) & 0x80);
-  int abs = (bits & 0x7FFFFFFF);
-  if (abs > 0x7F800000) {
-    return (signed char)((sign | 0x7F));
-  }
-  if (abs >= maxBits) {
-    return (signed char)((sign | maxCode));
-  }
-  int expField = j_ushr(abs, 23);
-  int e = j_sub(expField, 127);
-  int code;
-  if (e >= j_sub(1, bias)) {
-    int shift = j_sub(23, m);
-    int r = j_add(j_add(abs, j_sub(j_shl(1, j_sub(shift, 1)), 1)), (j_ushr(abs, shift) & 1));
-    code = j_sub(j_ushr(r, shift), j_shl(j_sub(127, bias), m));
-  } else {
-    int mant = ((abs & 0x7FFFFF) | (expField != 0 ? 0x800000 : 0));
-    int eEff = (expField != 0 ? e : -126);
-    int shift = j_sub(j_sub(j_sub(24, bias), m), eEff);
-    if (shift > 25) {
-      code = 0;
-    } else {
-      code = j_ushr(j_add(j_add(mant, j_sub(j_shl(1, j_sub(shift, 1)), 1)), (j_ushr(mant, shift) & 1)), shift);
-    }
-  }
-  return (signed char)((sign | code));
-}
-
-// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:177)
-static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias) {
-  int ef = j_ushr(((int)(c) & 0x7F), m);
-  int mf = ((int)(c) & j_sub(j_shl(1, m), 1));
-  float mag;
-  if (ef == 0) {
-    mag = __fmul_rn((float)(mf), __int_as_float(j_shl(j_sub(j_sub(j_add(127, 1), bias), m), 23)));
-  } else {
-    mag = __int_as_float((j_shl(j_add(j_sub(ef, bias), 127), 23) | j_shl(mf, j_sub(23, m))));
-  }
-  return ((int)(c) < 0 ? (-mag) : mag);
+// Java: dev.taco.kernels.Fp4.above (src/main/java/dev/taco/kernels/Fp4.java:52)
+static __device__ __forceinline__ int Fp4_above(int a, int t) {
+  return j_ushr(j_sub(t, a), 31);
 }
 
 // Java: dev.taco.kernels.GroupKernels.fp4 (src/main/java/dev/taco/kernels/GroupKernels.java:95)
@@ -150,6 +116,19 @@ static __device__ __forceinline__ float Fp8_decodeE4M3(signed char c) {
 // Java: dev.taco.kernels.Bytes.putFloat (src/main/java/dev/taco/kernels/Bytes.java:32)
 static __device__ __forceinline__ void Bytes_putFloat(signed char* b, int off, float v) {
   Bytes_putInt(b, off, __float_as_int(v));
+}
+
+// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:176)
+static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias) {
+  int ef = j_ushr(((int)(c) & 0x7F), m);
+  int mf = ((int)(c) & j_sub(j_shl(1, m), 1));
+  float mag;
+  if (ef == 0) {
+    mag = __fmul_rn((float)(mf), __int_as_float(j_shl(j_sub(j_sub(j_add(127, 1), bias), m), 23)));
+  } else {
+    mag = __int_as_float((j_shl(j_add(j_sub(ef, bias), 127), 23) | j_shl(mf, j_sub(23, m))));
+  }
+  return ((int)(c) < 0 ? (-mag) : mag);
 }
 
 // Java: dev.taco.kernels.Bytes.putInt (src/main/java/dev/taco/kernels/Bytes.java:19)

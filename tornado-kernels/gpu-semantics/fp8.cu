@@ -40,7 +40,7 @@ static __device__ __forceinline__ int Fp8_encode4(float a, float b, float c, flo
   return (format == 1 ? j_fp8x4_e4m3(a, b, c, d) : j_fp8x4_e5m2(a, b, c, d));
 }
 
-// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:177)
+// Java: dev.taco.kernels.Fp8.decode (src/main/java/dev/taco/kernels/Fp8.java:176)
 static __device__ __forceinline__ float Fp8_decode(signed char c, int m, int bias) {
   int ef = j_ushr(((int)(c) & 0x7F), m);
   int mf = ((int)(c) & j_sub(j_shl(1, m), 1));

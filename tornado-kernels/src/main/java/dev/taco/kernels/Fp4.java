@@ -13,7 +13,8 @@ package dev.taco.kernels;
  *       {@code 0xFF} is NaN; no zero, no sign.
  * </ul>
  *
- * <p>Kernel style (docs/design.md §5): static methods on primitives; the GPU translation is this integer code.
+ * <p>Kernel style (docs/design.md §5): static methods on primitives; the GPU translation is this code (comparisons and
+ * integer bits, so the same results there).
  */
 public final class Fp4 {
   private Fp4() {}
@@ -28,19 +29,39 @@ public final class Fp4 {
   public static final int E2M1_EMAX = 2;
 
   /**
-   * Encodes {@code v} to an E2M1 nibble: round to nearest, ties to even (one rounding of the exact float, by
-   * {@link Fp8}'s integer algorithm), saturating to {@code +-6} for magnitudes above 6 (the MX spec's clamp to the
-   * element format's largest normal); signed zeros keep their sign. NaN is no E2M1 value: it gives {@code +-6} here
-   * (callers mark NaN themselves).
+   * Encodes {@code v} to an E2M1 nibble: round to nearest, ties to even, saturating to {@code +-6} for magnitudes above
+   * 6 (the MX spec's clamp to the element format's largest normal); signed zeros keep their sign. The code of
+   * {@code |v|} is the number of rounding thresholds it passes, the midpoints between neighbouring values, each
+   * compared on the float bits (which order non-negative floats as their values) without a branch. NaN is no E2M1
+   * value: it gives {@code +-6} here (callers mark NaN themselves).
    */
   public static int encodeE2M1(float v) {
-    int b = Fp8.encode(v, 1, 1, 0x40C00000 /* 6f */, 0x07);
-    return (b >>> 4) & 8 | b & 7;
+    int b = Float.floatToRawIntBits(v);
+    int a = b & 0x7FFFFFFF;
+    int c = above(a, 0x3E800000) // 0.25: a tie goes down to 0 (code 0)
+        + above(a, 0x3F3FFFFF) // just below 0.75: a tie goes up to 1 (code 2)
+        + above(a, 0x3FA00000) // 1.25: down to 1
+        + above(a, 0x3FDFFFFF) // just below 1.75: up to 2 (code 4)
+        + above(a, 0x40200000) // 2.5: down to 2
+        + above(a, 0x405FFFFF) // just below 3.5: up to 4 (code 6)
+        + above(a, 0x40A00000); // 5: down to 4
+    return (b >>> 28) & 8 | c;
   }
 
-  /** The exact float value of the E2M1 nibble {@code c & 0xF} (code 8 is -0). */
+  /** 1 if the bits {@code a} of a non-negative float are above {@code t}'s, else 0. */
+  private static int above(int a, int t) {
+    return (t - a) >>> 31;
+  }
+
+  /**
+   * The exact float value of the E2M1 nibble {@code c & 0xF} (code 8 is -0), built from bits without branches: for
+   * codes 2..7 exponent {@code (m >> 1) - 1} and mantissa bit {@code m & 1}, for 0 and 1 the multiples 0 and 0.5.
+   */
   public static float decodeE2M1(int c) {
-    return Fp8.decode((byte) ((c & 8) << 4 | c & 7), 1, 1);
+    int m = c & 7;
+    int small = (m - 2) >> 31; // all ones for the subnormal codes 0 and 1
+    int bits = (((m >> 1) + 126) << 23 | (m & 1) << 22) & ~small | m * (126 << 23) & small;
+    return Float.intBitsToFloat(bits | (c & 8) << 28);
   }
 
   /**

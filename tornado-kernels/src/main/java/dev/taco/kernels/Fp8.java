@@ -138,10 +138,9 @@ public final class Fp8 {
 
   /**
    * Generic RNE saturating encoder for a format with {@code m} mantissa bits and exponent bias {@code bias};
-   * {@code maxBits} are the float32 bits of the largest finite value, {@code maxCode} its code (sign in bit 7; also
-   * {@link Fp4}'s E2M1).
+   * {@code maxBits} are the float32 bits of the largest finite value, {@code maxCode} its code.
    */
-  static byte encode(float v, int m, int bias, int maxBits, int maxCode) {
+  private static byte encode(float v, int m, int bias, int maxBits, int maxCode) {
     int bits = Float.floatToRawIntBits(v);
     int sign = (bits >>> 24) & 0x80;
     int abs = bits & 0x7FFFFFFF;
@@ -173,8 +172,8 @@ public final class Fp8 {
     return (byte) (sign | code);
   }
 
-  /** Decodes a finite code of a format with {@code m} mantissa bits and bias {@code bias} (sign in bit 7). */
-  static float decode(byte c, int m, int bias) {
+  /** Decodes a finite code of a format with {@code m} mantissa bits and bias {@code bias}. */
+  private static float decode(byte c, int m, int bias) {
     int ef = (c & 0x7F) >>> m;
     int mf = c & ((1 << m) - 1);
     float mag;

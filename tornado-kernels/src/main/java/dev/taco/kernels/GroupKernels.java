@@ -287,7 +287,7 @@ public final class GroupKernels {
     for (int i = 0; i < m; i += 2) {
       int q0 = quantise(v[vOff + i], a, qm, kind);
       int q1 = i + 1 < m ? quantise(v[vOff + i + 1], a, qm, kind) : 0;
-      clipped += clips(v[vOff + i], a, kind) + (i + 1 < m ? clips(v[vOff + i + 1], a, kind) : 0);
+      clipped += clips(q0, v[vOff + i], a, kind) + (i + 1 < m ? clips(q1, v[vOff + i + 1], a, kind) : 0);
       if (nibbles(kind)) {
         out[codeOff + ((code + i) >> 1)] = (byte) ((q0 & 0xF) | (q1 << 4));
       } else {
@@ -300,9 +300,12 @@ public final class GroupKernels {
     return clipped;
   }
 
-  /** 1 if {@code x} is clipped to E2M1's largest value, {@code |x / a| > 6} (E2M1 kinds), else 0. */
-  public static int clips(float x, float a, int kind) {
-    return fp4(kind) && a != 0f && Math.abs(x / a) > Fp4.E2M1_MAX ? 1 : 0;
+  /**
+   * 1 if {@code x}, coded as {@code q}, was clipped to E2M1's largest value: {@code |x / a| > 6} (E2M1 kinds; only a
+   * code of magnitude 6 can be one), else 0.
+   */
+  static int clips(int q, float x, float a, int kind) {
+    return fp4(kind) && (q & 7) == 7 && Math.abs(x / a) > Fp4.E2M1_MAX ? 1 : 0;
   }
 
   /**
@@ -386,6 +389,11 @@ public final class GroupKernels {
     }
   }
 
+  /** Whether code {@code q} (as {@link #codeAt} reads it) is the NaN marker: {@link #dequantise} gives NaN. */
+  private static boolean isMarker(int q, int kind) {
+    return kind == INT8 ? q == -128 : kind == E4M3 ? (q & 0x7F) == 0x7F : (q & 0xF) == 8;
+  }
+
   private static boolean holdsNaN(float[] v, int off, int n) {
     boolean nan = false;
     for (int i = 0; i < n; i++) {
@@ -413,7 +421,7 @@ public final class GroupKernels {
     }
     if (!nonFinite) {
       for (long j = 0; j < nCodes; j++) {
-        if (Float.isNaN(dequantise(codeAt(in, codeOff, j, kind), kind))) {
+        if (isMarker(codeAt(in, codeOff, j, kind), kind)) {
           return nScales + j;
         }
       }
