@@ -5,8 +5,9 @@
 # then on the GPU machine, from the project root:     bash bench/gpu-codec.sh [OUT_DIR]
 #
 # Prints PASS/FAIL lines (GPU body == CPU TacoCodec body byte for byte, decode bit for bit), then a timing table
-# (1/16/64/256 MiB bf16, median of 20, CUDA events) and writes OUT_DIR/gpu-codec.json (OUT_DIR defaults to $OUT,
-# else bench/results). Exits non-zero if a check failed. About 1-2 minutes.
+# (1/16/64/256 MiB bf16, median of 20, CUDA events), then the same check and a 64 MiB timing of the mxfp4/nvfp4 fused
+# compress (fp32 and bf16 input, as a fraction of a copy: "fp4" in the JSON), and writes OUT_DIR/gpu-codec.json
+# (OUT_DIR defaults to $OUT, else bench/results). Exits non-zero if a check failed. About 1-2 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ls .device/cuda/*.cu >/dev/null 2>&1 || { echo "FAIL bundle: no .device/cuda/*.cu; run bash bench/gpu-prepare.sh on the CPU machine" >&2; exit 2; }

@@ -36,7 +36,7 @@ static __device__ __forceinline__ float Bf16_decode(short c) {
   return __int_as_float(j_shl((int)(c), 16));
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.bf16 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:126)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.bf16 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:128)
 extern "C" __global__ void bf16(float* x, int* c, short* enc, short* sat, float* dec, int* pair, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

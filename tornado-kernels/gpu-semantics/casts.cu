@@ -8,7 +8,7 @@
 
 #include "java_semantics.cuh"
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.casts (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:55)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.casts (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:57)
 extern "C" __global__ void casts(float* f, double* d, int* fi, long long* fl, int* di, long long* dl, signed char* fb, short* fs, int* ib, float* lf, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

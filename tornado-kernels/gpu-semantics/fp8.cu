@@ -61,7 +61,7 @@ static __device__ __forceinline__ float Fp8_decodeE5M2(signed char c) {
   return Fp8_decode(c, 2, 15);
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.fp8 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:103)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.fp8 (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:105)
 extern "C" __global__ void fp8(float* x, int* c, signed char* e4, signed char* e5, float* d4, float* d5, int* p4, int* p5, float* q4, float* q5, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

@@ -13,22 +13,22 @@ static __device__ __forceinline__ int SemanticsCorpus_pick(signed char v);
 static __device__ __forceinline__ int SemanticsCorpus_pick(short v);
 static __device__ __forceinline__ int SemanticsCorpus_pick(int v);
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:154)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:156)
 static __device__ __forceinline__ int SemanticsCorpus_pick(signed char v) {
   return j_add(j_mul((int)(v), 3), 1);
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:158)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:160)
 static __device__ __forceinline__ int SemanticsCorpus_pick(short v) {
   return j_add(j_mul((int)(v), 7), 3);
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:162)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.pick (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:164)
 static __device__ __forceinline__ int SemanticsCorpus_pick(int v) {
   return j_add(j_mul(v, 5), 2);
 }
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.grouping (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:172)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.grouping (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:174)
 extern "C" __global__ void grouping(int* a, int* b, float* f, int* cond, int* over, float* neg, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

@@ -8,7 +8,7 @@
 
 #include "java_semantics.cuh"
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.intArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:17)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.intArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:19)
 extern "C" __global__ void intArith(int* a, int* b, int* add, int* sub, int* mul, int* div, int* rem, int* neg, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

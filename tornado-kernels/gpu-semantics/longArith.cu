@@ -8,7 +8,7 @@
 
 #include "java_semantics.cuh"
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.longArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:44)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.longArith (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:46)
 extern "C" __global__ void longArith(long long* a, long long* b, int* c, long long* add, long long* mul, long long* div, long long* mix, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

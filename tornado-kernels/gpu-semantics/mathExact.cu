@@ -8,7 +8,7 @@
 
 #include "java_semantics.cuh"
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.mathExact (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:71)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.mathExact (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:73)
 extern "C" __global__ void mathExact(float* a, float* b, float* max, float* min, float* abs, float* sqrt, float* fma, int* round, float* floor_, int* bits, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

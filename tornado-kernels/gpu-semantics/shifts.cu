@@ -8,7 +8,7 @@
 
 #include "java_semantics.cuh"
 
-// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.shifts (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:31)
+// Java: dev.taco.kernels.compiler.corpus.SemanticsCorpus.shifts (src/test/java/dev/taco/kernels/compiler/corpus/SemanticsCorpus.java:33)
 extern "C" __global__ void shifts(int* a, int* s, int* shl, int* shr, int* ushr, long long* lshl, long long* lushr, int n) {
   // @Parallel loop: one iteration per GPU thread, grid-stride (64-bit counter: no wrap-around)
   for (long long j_i_it = (long long)(0) + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_i_it < (long long)(n); j_i_it += (long long)gridDim.x * blockDim.x) {

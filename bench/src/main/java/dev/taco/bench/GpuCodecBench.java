@@ -1,15 +1,23 @@
 package dev.taco.bench;
 
+import static dev.taco.kernels.cuda.TaskGraph.KERNEL_CONTEXT;
+
+import dev.taco.codec.AbstractCodec;
+import dev.taco.codec.Codecs;
 import dev.taco.codec.Fp8Format;
 import dev.taco.codec.PayloadHeader;
 import dev.taco.codec.TacoCodec;
 import dev.taco.kernels.Bf16;
 import dev.taco.kernels.Fp8;
+import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaEvent;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
+import dev.taco.kernels.cuda.Dim3;
+import dev.taco.kernels.cuda.Launcher;
 import dev.taco.kernels.gpu.GpuTacoCodec;
+import dev.taco.kernels.gpu.GroupTwoShotKernels;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -35,6 +43,10 @@ import java.util.function.IntConsumer;
  *       rotate over at least 2 buffers and 128 MiB, so L2 (50 MiB) does not hold them; for sizes below 64 MiB a
  *       sample times {@code 64/MiB} (at most 16) back-to-back launches and divides, so launch gaps do not count.
  *       Effective bandwidth = (bytes read + bytes written) / time; its fraction of {@code copy_gbps}.
+ *   <li>The 4-bit codecs' fused compress ({@code GroupTwoShotKernels.compressFp4}, one launch: {@code mxfp4} and
+ *       {@code nvfp4}, Hadamard on and off, fp32 and bf16 input of 64 MiB, {@code rows x 4096}), checked first against
+ *       the CPU codec's body on 64 x 4096 and 8 x 100 ({@code PASS}/{@code FAIL}), then timed as above beside a copy of
+ *       the same input bytes: {@code fp4} in the JSON, target fraction of a copy >= 0.70.
  * </ol>
  * Prints a table, writes bench/results/gpu-codec.json ({@code {"device", "command", "sizes": [...]}}), exits 1 if a
  * check failed.
@@ -66,13 +78,29 @@ public final class GpuCodecBench {
       for (int[] s : shapes) {
         failed += check(ctx, stream, s[0], s[1], s[2], s[3] == 1, s[4]);
       }
+      List<String> fp4 = new ArrayList<>();
+      for (int kind : new int[] {GroupKernels.MXFP4, GroupKernels.NVFP4}) {
+        for (boolean h : new boolean[] {true, false}) {
+          for (boolean bf16 : new boolean[] {false, true}) {
+            failed += checkFp4(ctx, stream, 64, COLS, kind, h, bf16) + checkFp4(ctx, stream, 8, 100, kind, h, bf16);
+          }
+        }
+      }
       List<String> rows = new ArrayList<>();
       for (int mib : new int[] {1, 16, 64, 256}) {
         rows.add(time(ctx, stream, mib));
       }
+      for (int kind : new int[] {GroupKernels.MXFP4, GroupKernels.NVFP4}) {
+        for (boolean h : new boolean[] {true, false}) {
+          for (boolean bf16 : new boolean[] {false, true}) {
+            fp4.add(timeFp4(ctx, stream, kind, h, bf16));
+          }
+        }
+      }
       String json = "{\"device\": \"" + ctx.name() + "\", \"command\": \"" + command.replace("\"", "'")
           + "\", \"config\": \"bf16 rows x 4096, G=64, Hadamard, E4M3 (g256_plain: G=256, no Hadamard)\", "
-          + "\"checks_failed\": " + failed + ", \"sizes\": [\n  " + String.join(",\n  ", rows) + "\n]}\n";
+          + "\"checks_failed\": " + failed + ", \"sizes\": [\n  " + String.join(",\n  ", rows) + "\n], \"fp4\": [\n  "
+          + String.join(",\n  ", fp4) + "\n]}\n";
       if (out != null) {
         Path p = Path.of(out);
         if (p.getParent() != null) {
@@ -247,6 +275,93 @@ public final class GpuCodecBench {
     } finally {
       all.forEach(DeviceBuffer::close);
     }
+  }
+
+  /** The CPU codec of an E2M1 kind ({@code mxfp4}, {@code nvfp4}) with the rotation on or off. */
+  static AbstractCodec fp4Codec(int kind, boolean hadamard) {
+    return Codecs.byName((kind == GroupKernels.MXFP4 ? "mxfp4" : "nvfp4") + ":hadamard=" + (hadamard ? "on" : "off"));
+  }
+
+  /** One launch of the E2M1 fused compress of a whole {@code rows x cols} tensor. */
+  static void compressFp4(Launcher k, DeviceBuffer x, DeviceBuffer body, int rows, int cols, int kind, boolean h,
+      boolean bf16, CudaStream stream) {
+    k.on(Dim3.of(rows), Dim3.of(GroupTwoShotKernels.fp4Threads(cols, kind)), stream).task("compressFp4",
+        GroupTwoShotKernels::compressFp4, KERNEL_CONTEXT, x, x, body, 0, rows, rows, cols, kind, h, bf16);
+  }
+
+  /** The GPU body of {@link #compressFp4} against the CPU codec's, byte for byte; 1 if it differs. */
+  static int checkFp4(CudaContext ctx, CudaStream stream, int rows, int cols, int kind, boolean h, boolean bf16) {
+    AbstractCodec cpu = fp4Codec(kind, h);
+    String name = cpu + " " + rows + "x" + cols + (bf16 ? " bf16" : " fp32");
+    short[] xb = input(rows, cols, 32, rows * 17L + cols + kind);
+    float[] x = widen(xb);
+    byte[] payload = new byte[cpu.encodedSize(rows, cols)];
+    cpu.encode(x, 0, rows, cols, payload, 0);
+    byte[] expected = Arrays.copyOfRange(payload, PayloadHeader.SIZE, payload.length);
+    try (DeviceBuffer dx = ctx.alloc((bf16 ? 2L : 4L) * x.length); DeviceBuffer body = ctx.alloc(expected.length)) {
+      if (bf16) {
+        dx.copyFrom(xb);
+      } else {
+        dx.copyFrom(x);
+      }
+      compressFp4(new Launcher(ctx), dx, body, rows, cols, kind, h, bf16, stream);
+      stream.synchronize();
+      byte[] got = new byte[expected.length];
+      body.copyTo(got);
+      return report("fused compress body == CPU " + name + " body", mismatches(got, expected), expected.length);
+    } catch (RuntimeException e) {
+      System.out.println("FAIL " + name + ": " + e);
+      return 1;
+    }
+  }
+
+  /** Times the E2M1 fused compress of 64 MiB of {@code rows x 4096}; prints a line and returns its JSON object. */
+  static String timeFp4(CudaContext ctx, CudaStream stream, int kind, boolean h, boolean bf16) {
+    long inBytes = 64L << 20;
+    int rows = (int) (inBytes / ((bf16 ? 2 : 4) * COLS));
+    long body = GroupTwoShotKernels.fp4BodyBytes(rows, COLS, kind, h);
+    String codec = fp4Codec(kind, h).toString();
+    List<DeviceBuffer> all = new ArrayList<>();
+    Launcher k = new Launcher(ctx);
+    try (CudaEvent start = ctx.createEvent(); CudaEvent end = ctx.createEvent()) {
+      DeviceBuffer[] in = new DeviceBuffer[2];
+      DeviceBuffer[] out = new DeviceBuffer[2];
+      DeviceBuffer[] bodies = new DeviceBuffer[2];
+      short[] host = input(rows, COLS, 32, 64);
+      float[] wide = bf16 ? null : widen(host);
+      for (int i = 0; i < 2; i++) {
+        in[i] = track(all, ctx.alloc(inBytes));
+        out[i] = track(all, ctx.alloc(inBytes));
+        bodies[i] = track(all, ctx.alloc(body));
+        if (bf16) {
+          in[i].copyFrom(host);
+        } else {
+          in[i].copyFrom(wide);
+        }
+      }
+      Timer t = new Timer(stream, start, end, 2, 1);
+      double copy = t.median(i -> out[i].copyFromAsync(in[i], inBytes, stream));
+      double comp = t.median(i -> compressFp4(k, in[i], bodies[i], rows, COLS, kind, h, bf16, stream));
+      double copyGbps = 2.0 * inBytes / (copy * 1e6);
+      double frac = (inBytes + body) / (comp * 1e6) / copyGbps;
+      System.out.printf(Locale.ROOT, "64 MiB %-26s %s: copy %7.4f ms | fused compress %7.4f ms, %.2f of a copy"
+          + " (target >= 0.70)%n", codec, bf16 ? "bf16" : "fp32", copy, comp, frac);
+      return String.format(Locale.ROOT, "{\"codec\": \"%s\", \"input\": \"%s\", \"mib\": 64, \"rows\": %d, "
+          + "\"cols\": %d, \"compress_ms\": %.5f, \"copy_ms\": %.5f, \"copy_gbps\": %.1f, \"body_bytes\": %d, "
+          + "\"compress_fraction_of_copy\": %.3f}", codec, bf16 ? "bf16" : "fp32", rows, COLS, comp, copy, copyGbps,
+          body, frac);
+    } finally {
+      all.forEach(DeviceBuffer::close);
+    }
+  }
+
+  /** The fp32 values of bf16 values. */
+  private static float[] widen(short[] b) {
+    float[] f = new float[b.length];
+    for (int i = 0; i < f.length; i++) {
+      f[i] = Bf16.decode(b[i]);
+    }
+    return f;
   }
 
   private static DeviceBuffer track(List<DeviceBuffer> all, DeviceBuffer b) {

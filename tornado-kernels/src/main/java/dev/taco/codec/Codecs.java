@@ -10,8 +10,9 @@ import java.util.Locale;
  * <p>A spec is a base name, then optional parameters after a colon (or a comma), comma-separated:
  * {@code int8-group:g=64}, {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off},
  * {@code taco,nonfinite=propagate}. Every codec takes {@code nonfinite=refuse|propagate} (the NaN/Inf policy of
- * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256); the taco family takes
- * {@code e4m3|e5m2} and {@code alpha=A} (ASH strength in [0, 1]), {@code taco} and {@code taco-no-ds} also
+ * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256), except {@code mxfp4} and
+ * {@code nvfp4}, whose formats fix it (32, 16); the taco family takes {@code e4m3|e5m2} and {@code alpha=A} (ASH
+ * strength in [0, 1]); {@code taco}, {@code taco-no-ds}, {@code mxfp4} and {@code nvfp4} take
  * {@code hadamard=on|off}.
  */
 public final class Codecs {
@@ -19,16 +20,18 @@ public final class Codecs {
 
   /** The valid base names and their parameters, for messages. */
   public static final String NAMES = "fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, "
-      + "taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N for the "
-      + "grouped ones; taco*: e4m3|e5m2, alpha=A, and for taco and taco-no-ds hadamard=on|off)";
+      + "mxfp4, nvfp4, taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N "
+      + "for the grouped ones but mxfp4 and nvfp4; hadamard=on|off for taco, taco-no-ds, mxfp4 and nvfp4; taco*: "
+      + "e4m3|e5m2, alpha=A)";
 
   private static final List<String> ALL = List.of("fp32", "none", "fp8-tensor", "fp8-group", "int8-group",
-      "int4-group", "hadamard-int8", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard");
+      "int4-group", "hadamard-int8", "mxfp4", "nvfp4", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds",
+      "taco-no-hadamard");
 
   /**
    * Every codec spec worth comparing, in a stable order (baselines first, then taco, its E5M2 variant and the
-   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, taco, taco:e5m2,
-   * taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
+   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, mxfp4, nvfp4, taco,
+   * taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
    *
    * @return an immutable list
    */
@@ -85,13 +88,18 @@ public final class Codecs {
      */
     public AbstractCodec codec() {
       boolean taco = base.startsWith("taco");
-      if (!taco && (format != null || alpha != null || hadamard != null)) {
-        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
-            + "valid: " + NAMES);
+      boolean fp4 = base.equals("mxfp4") || base.equals("nvfp4");
+      if (!taco && (format != null || alpha != null || hadamard != null && !fp4)) {
+        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters "
+            + "(hadamard also mxfp4's and nvfp4's); valid: " + NAMES);
       }
       boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
       if (!grouped && groupSize != null) {
         throw new IllegalArgumentException("codec '" + text + "': " + base + " has no group size; valid: " + NAMES);
+      }
+      if (fp4 && groupSize != null) {
+        throw new IllegalArgumentException("codec '" + text + "': " + base + "'s format fixes its block size at "
+            + (base.equals("mxfp4") ? 32 : 16) + ", so it takes no g=; valid: " + NAMES);
       }
       return switch (base) {
         case "fp32" -> new Fp32Codec(nonFinite);
@@ -101,6 +109,8 @@ public final class Codecs {
         case "int8-group" -> new Int8GroupCodec(groupOr(Int8GroupCodec.DEFAULT_GROUP), nonFinite);
         case "int4-group" -> new Int4GroupCodec(groupOr(Int4GroupCodec.DEFAULT_GROUP), nonFinite);
         case "hadamard-int8" -> new HadamardInt8Codec(groupOr(HadamardInt8Codec.DEFAULT_GROUP), nonFinite);
+        case "mxfp4" -> new MxFp4Codec(hadamard == null ? MxFp4Codec.DEFAULT_HADAMARD : hadamard, nonFinite);
+        case "nvfp4" -> new NvFp4Codec(hadamard == null ? NvFp4Codec.DEFAULT_HADAMARD : hadamard, nonFinite);
         case "taco", "taco-no-ds" -> new TacoCodec(base, groupOr(TacoCodec.DEFAULT_GROUP),
             format == null ? Fp8Format.E4M3 : format, alpha == null ? 1f : alpha, hadamard == null || hadamard,
             !base.equals("taco-no-ds"), nonFinite);

@@ -1,21 +1,25 @@
 package dev.taco.codec;
 
 import dev.taco.kernels.Bytes;
+import dev.taco.kernels.Fp4;
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.simd.GroupLanes;
+import dev.taco.kernels.simd.Lanes;
 import dev.taco.kernels.simd.RowSplit;
 import dev.taco.kernels.simd.Simd;
 
 /**
  * The shared body of the absmax-per-group baselines ({@code int8-group}, {@code int4-group}, {@code fp8-group},
- * {@code hadamard-int8}, {@code fp8-tensor}): one float32 absmax per group and one code per value, by
- * {@link GroupKernels} (which documents numerics, layout and the non-finite markers). A subclass fixes the name,
- * codec id, code kind, transform and G; this class validates, sizes and calls the kernels.
+ * {@code hadamard-int8}, {@code fp8-tensor}, {@code mxfp4}, {@code nvfp4}): one scale per group from its absmax and
+ * one code per value, by {@link GroupKernels} (which documents numerics, layout and the non-finite markers). A
+ * subclass fixes the name, codec id, code kind, transform and G; this class validates, sizes and calls the kernels.
  *
  * <p>Wire format: {@link PayloadHeader} (format 1 for the E4M3 codecs, else 0; flags bit0 for Hadamard; G, or 0
- * for {@code fp8-tensor}), then the body: {@code nScales} float32 LE absmaxes, then the codes
- * ({@link GroupKernels#codeBytes}).
+ * for {@code fp8-tensor}), then the body: the scales ({@link GroupKernels#scaleBytes}: {@code nScales} float32 LE
+ * absmaxes, or the E2M1 kinds' scale bytes), then the codes ({@link GroupKernels#codeBytes}). The E2M1 kinds run the
+ * scalar kernels whatever {@link Simd} says (they have no Vector API form) and count the values they clip as
+ * saturated.
  */
 public abstract class GroupQuantCodec extends AbstractCodec {
 
@@ -28,8 +32,10 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   /**
    * @param name the codec's name
    * @param codecId its {@link PayloadHeader} codec id
-   * @param groupSize G, a power of two in 32..256; 0 (one group spanning the whole tensor) for fp8-tensor only
-   * @param kind {@link GroupKernels#INT8}, {@link GroupKernels#INT4} or {@link GroupKernels#E4M3}
+   * @param groupSize G, a power of two in 32..256; 0 (one group spanning the whole tensor) for fp8-tensor only; the
+   *     format's block size for the E2M1 kinds ({@link GroupKernels#blockSize})
+   * @param kind {@link GroupKernels#INT8}, {@link GroupKernels#INT4}, {@link GroupKernels#E4M3},
+   *     {@link GroupKernels#MXFP4} or {@link GroupKernels#NVFP4}
    * @param hadamard WHT each group before quantising
    * @param nonFinite NaN/Inf policy
    * @throws IllegalArgumentException for a bad G
@@ -38,8 +44,13 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     super(nonFinite);
     this.name = name;
     this.codecId = codecId;
+    if (GroupKernels.fp4(kind) && groupSize != GroupKernels.blockSize(kind)) {
+      throw new IllegalArgumentException(name() + ": the format fixes the block size at "
+          + GroupKernels.blockSize(kind) + ", got " + groupSize);
+    }
     // 0 (one group spanning the tensor) is fp8-tensor's alone: for the grouped codecs g=0 is a user's mistake
-    if (codecId == PayloadHeader.FP8_TENSOR ? groupSize != 0 : !PayloadHeader.validGroupSize(groupSize)) {
+    if (codecId == PayloadHeader.FP8_TENSOR ? groupSize != 0
+        : !GroupKernels.fp4(kind) && !PayloadHeader.validGroupSize(groupSize)) {
       throw new IllegalArgumentException(name() + ": group size must be a power of two in 32..256, got "
           + groupSize);
     }
@@ -64,6 +75,16 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     return groupSize;
   }
 
+  /** The code kind ({@link GroupKernels#INT8} ... {@link GroupKernels#NVFP4}). */
+  public int kind() {
+    return kind;
+  }
+
+  /** Whether each group is Walsh-Hadamard transformed before quantising. */
+  public boolean hadamard() {
+    return hadamard;
+  }
+
   private int format() {
     return kind == GroupKernels.E4M3 ? Fp8Format.E4M3.code() : 0;
   }
@@ -75,6 +96,10 @@ public abstract class GroupQuantCodec extends AbstractCodec {
 
   @Override
   protected void checkHeader(PayloadHeader h) {
+    if (GroupKernels.fp4(kind)) {
+      expectFields(h, format(), hadamard ? PayloadHeader.FLAG_HADAMARD : 0, groupSize);
+      return;
+    }
     if (groupSize != 0 && !PayloadHeader.validGroupSize(h.groupSize())) {
       throw PayloadHeader.bad(name(), "group size " + h.groupSize() + " is not a power of two in 32..256");
     }
@@ -93,7 +118,11 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected long bodyLength(PayloadHeader h) {
     int[] v = view(h);
-    return 4 * scales(v) + GroupKernels.codeBytes(v[0], v[1], v[2], kind, hadamard);
+    return scaleBytes(v) + GroupKernels.codeBytes(v[0], v[1], v[2], kind, hadamard);
+  }
+
+  private long scaleBytes(int[] v) {
+    return GroupKernels.scaleBytes(v[0], v[1], v[2], kind);
   }
 
   private static int groupsPerRow(int[] v) {
@@ -113,18 +142,60 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int[] v = view(h);
-    int codeOff = bodyOff + (int) (4 * scales(v));
+    int codeOff = bodyOff + (int) scaleBytes(v);
+    if (GroupKernels.fp4(kind)) {
+      return encodeFp4(x, off, v, out, bodyOff, codeOff);
+    }
     long flags = 0; // 0, or Lanes.NON_FINITE; |x/absmax| <= 1: no finite value can exceed the code range
     if (Simd.enabled()) {
       flags = RowSplit.run(v[0], v[1], (r0, r1) -> GroupLanes.encode(x, off + r0 * v[1], r1 - r0, v[1], v[2], kind,
           hadamard, out, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0)));
     } else {
-      GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff);
+      GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work(v), out, bodyOff, codeOff,
+          new int[(int) scales(v)]);
     }
     if (hadamard) {
       refuseOverflow(x, off, v, out, bodyOff);
     }
     return flags;
+  }
+
+  /**
+   * The E2M1 kinds' body, by the scalar kernels: NVFP4's row absmaxes, then scales and codes. Returns the count of
+   * clipped values, with {@link Lanes#NON_FINITE} under {@link Simd} (whose callers did not scan the input first).
+   *
+   * @throws IllegalArgumentException for a finite magnitude above {@link GroupKernels#FP4_MAX_INPUT}, naming the
+   *     first one's index, row and column
+   */
+  private long encodeFp4(float[] x, int off, int[] v, byte[] out, int bodyOff, int codeOff) {
+    long nonFinite = 0;
+    int huge = -1;
+    for (int i = 0; i < v[0] * v[1]; i++) {
+      float e = Math.abs(x[off + i]);
+      if (!(e <= Float.MAX_VALUE)) {
+        nonFinite = Lanes.NON_FINITE;
+      } else if (e > GroupKernels.FP4_MAX_INPUT && huge < 0) {
+        huge = i;
+      }
+    }
+    // a NaN/Inf that policy refuse will refuse (under Simd, after this returns) goes first, as without Simd
+    if (huge >= 0 && (nonFinite == 0 || nonFinite() == NonFinite.PROPAGATE)) {
+      throw new IllegalArgumentException(name() + ": |x| = " + Math.abs(x[off + huge]) + " at index " + huge
+          + " (row " + huge / v[1] + ", col " + huge % v[1] + ") is above 2^119 = " + GroupKernels.FP4_MAX_INPUT
+          + ", the largest magnitude " + name() + " takes (its scales and transform must stay inside float32):"
+          + " scale the tensor down");
+    }
+    float[] work = work(v);
+    int[] clipped = new int[(int) scales(v)];
+    if (kind == GroupKernels.NVFP4) {
+      GroupKernels.rowMaxima(x, off, v[0], v[1], v[2], hadamard, work, out, bodyOff);
+    }
+    GroupKernels.encode(x, off, v[0], v[1], v[2], kind, hadamard, work, out, bodyOff, codeOff, clipped);
+    long n = 0;
+    for (int c : clipped) {
+      n += c;
+    }
+    return n | (Simd.enabled() ? nonFinite : 0);
   }
 
   /**
@@ -165,6 +236,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
     int[] v = view(h);
+    if (GroupKernels.fp4(kind)) {
+      return checkFp4Body(h, v, in, bodyOff);
+    }
     int ns = (int) scales(v);
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
     long bad = Simd.enabled()
@@ -185,11 +259,38 @@ public abstract class GroupQuantCodec extends AbstractCodec {
         : "non-finite marker code at code index " + (bad - ns) + " (flag 0x80 not set)";
   }
 
+  /** {@link #checkBody} for the E2M1 kinds: the scale bytes (and NVFP4's row absmaxes), then the codes. */
+  private String checkFp4Body(PayloadHeader h, int[] v, byte[] in, int bodyOff) {
+    int ng = groupsPerRow(v);
+    long bad = GroupKernels.firstInvalidScale(in, bodyOff, v[0], ng, kind);
+    if (bad >= 0 && bad < v[0]) {
+      return "row " + bad + " has row absmax " + Bytes.getFloat(in, bodyOff + 4 * (int) bad)
+          + " (must be finite, >= +0 and at most 2^123 = " + GroupKernels.NV_MAX_ROW + ")";
+    }
+    if (bad >= 0) {
+      int t = (int) (bad - v[0]);
+      int c = in[GroupKernels.scaleAt(bodyOff, v[0], t, kind)] & 0xFF;
+      String where = "group " + t + " (row " + t / ng + ") has ";
+      if (kind == GroupKernels.MXFP4) {
+        return where + String.format("E8M0 scale 0x%02x", c) + (c == Fp4.E8M0_NAN ? ": NaN in the MX format"
+            : " = 2^" + (c - 127) + ", above 2^120 (no tensor the encoder takes gives it: its values could overflow"
+                + " float32)");
+      }
+      return where + String.format("E4M3 block scale 0x%02x: ", c) + ((c & 0x7F) == 0x7F ? "NaN" : "negative");
+    }
+    long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
+    long j = GroupKernels.firstInvalid(in, 0, bodyOff + (int) scaleBytes(v), 0, nCodes, kind, hadamard,
+        h.nonFinite());
+    return j < 0 ? null : "non-finite marker code at code index " + j + " (flag 0x80 not set)";
+  }
+
   @Override
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int[] v = view(h);
-    int codeOff = bodyOff + (int) (4 * scales(v));
-    if (Simd.enabled()) {
+    int codeOff = bodyOff + (int) scaleBytes(v);
+    if (GroupKernels.fp4(kind)) {
+      GroupKernels.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, work(v), out, outOff, accumulate);
+    } else if (Simd.enabled()) {
       RowSplit.run(v[0], v[1], (r0, r1) -> {
         GroupLanes.decode(in, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0), r1 - r0, v[1], v[2],
             kind, hadamard, h.nonFinite(), out, outOff + r0 * v[1], accumulate);
@@ -202,6 +303,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
 
   @Override
   public String toString() {
+    if (GroupKernels.fp4(kind)) {
+      return name() + ":hadamard=" + (hadamard ? "on" : "off") + policySuffix();
+    }
     return name() + (groupSize == 0 ? (policySuffix().isEmpty() ? "" : ":" + policySuffix().substring(1))
         : ":g=" + groupSize + policySuffix());
   }

@@ -11,11 +11,12 @@ import java.util.zip.CRC32;
  *   0   4  magic "TACO" (ASCII)
  *   4   1  version, = 1
  *   5   1  codec id ({@link #FP32} 1, {@link #BF16} 2, {@link #INT8_GROUP} 3, {@link #TACO} 4,
- *          {@link #FP8_TENSOR} 5, {@link #FP8_GROUP} 6, {@link #INT4_GROUP} 7, {@link #HADAMARD_INT8} 8)
+ *          {@link #FP8_TENSOR} 5, {@link #FP8_GROUP} 6, {@link #INT4_GROUP} 7, {@link #HADAMARD_INT8} 8,
+ *          {@link #MXFP4} 9, {@link #NVFP4} 10)
  *   6   1  fp8 format: 0 none, 1 E4M3, 2 E5M2
  *   7   1  flags: bit0 Hadamard on, bit1 ASH pre-scale on, bit2 single scale (taco-no-ds), bit7 the body holds
  *          non-finite values (policy propagate; any codec); other bits must be 0
- *   8   2  group size G (u16; 0 for codecs without groups)
+ *   8   2  group size G (u16; 0 for codecs without groups; the format's own, 32 or 16, for mxfp4 and nvfp4)
  *  10   2  reserved, = 0
  *  12   4  rows (u32, 1 .. 2^31-1)
  *  16   4  cols (u32, 1 .. 2^31-1), rows*cols &lt; 2^31
@@ -53,6 +54,10 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
   public static final int INT4_GROUP = 7;
   /** Codec id of {@link HadamardInt8Codec}. */
   public static final int HADAMARD_INT8 = 8;
+  /** Codec id of {@link MxFp4Codec}. */
+  public static final int MXFP4 = 9;
+  /** Codec id of {@link NvFp4Codec}. */
+  public static final int NVFP4 = 10;
   /** Flag bit: Hadamard transform applied. */
   public static final int FLAG_HADAMARD = 1;
   /** Flag bit: ASH pre-scale on (alpha &gt; 0). */
@@ -185,6 +190,8 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
       case FP8_GROUP -> "fp8-group";
       case INT4_GROUP -> "int4-group";
       case HADAMARD_INT8 -> "hadamard-int8";
+      case MXFP4 -> "mxfp4";
+      case NVFP4 -> "nvfp4";
       default -> "unknown";
     };
   }

@@ -23,6 +23,8 @@ class NonFiniteTest {
       case "none" -> 0x1p-8;
       case "int8-group", "hadamard-int8" -> 0.01;
       case "int4-group" -> 0.12;
+      case "mxfp4" -> 0.13; // E2M1: a quarter of the binade at most, about 11.5 % RMS with MX's clipping
+      case "nvfp4" -> 0.11;
       case "taco:e5m2" -> 0.07;
       default -> 0.035; // the E4M3 codecs: 2^-4 per value at most, about 2.6 % RMS
     };
@@ -55,7 +57,9 @@ class NonFiniteTest {
     assertThat(c.nonFinite()).isEqualTo(AbstractCodec.NonFinite.PROPAGATE);
     byte[] buf = new byte[c.encodedSize(rows, cols)];
     EncodeResult r = c.encodeWithStats(x, 0, rows, cols, buf, 0);
-    assertThat(r.saturated()).isZero();
+    if (!CodecPropertiesTest.clipsByDesign(spec)) {
+      assertThat(r.saturated()).isZero();
+    }
     float[] y = new float[x.length];
     refuse.decode(buf, 0, buf.length, y, 0, false); // the payload describes itself: any decoder accepts it
     double xx = 0;

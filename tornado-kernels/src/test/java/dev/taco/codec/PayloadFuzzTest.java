@@ -98,6 +98,9 @@ class PayloadFuzzTest {
     // a forged group size (valid header CRC) for the grouped codecs
     if (c.groupSize() > 0) {
       for (int g : new int[] {0, 1, 16, 48, 512, 65535}) {
+        if (g == c.groupSize()) { // nvfp4's own
+          continue;
+        }
         byte[] b = CodecTest.withField(good, 8, g, 2);
         assertThatThrownBy(() -> c.decode(b, 0, b.length, new float[128], 0, false)).as("%s G=%d", spec, g)
             .isInstanceOf(MalformedPayloadException.class);

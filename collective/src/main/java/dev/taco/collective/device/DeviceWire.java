@@ -3,6 +3,7 @@ package dev.taco.collective.device;
 import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Bf16Codec;
 import dev.taco.codec.Fp8TensorCodec;
+import dev.taco.codec.GroupQuantCodec;
 import dev.taco.codec.Int8GroupCodec;
 import dev.taco.codec.TacoCodec;
 import dev.taco.collective.Plan;
@@ -71,8 +72,8 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   /**
    * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16), the dual-scale
    * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload),
-   * {@code int8-group} (any G) and {@code fp8-tensor} (both on fp32 tensors: {@link GroupTwoShotKernels}) have kernels,
-   * in every layout.
+   * {@code int8-group} (any G) and {@code fp8-tensor} (both on fp32 tensors), {@code mxfp4} and {@code nvfp4} (Hadamard
+   * on or off, fp32 or bf16 tensors; all {@link GroupTwoShotKernels}) have kernels, in every layout.
    */
   static String unsupported(Plan plan) {
     AbstractCodec c = plan.codec();
@@ -82,8 +83,8 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     if (c instanceof TacoCodec t) {
       return t.dualScale() ? null : t.name() + " (single scale) has no GPU kernels";
     }
-    if (c instanceof Int8GroupCodec || c instanceof Fp8TensorCodec) {
-      return null; // GroupTwoShotKernels, fp32 tensors (bf16 ones are refused when the steps are recorded)
+    if (c instanceof Int8GroupCodec || c instanceof Fp8TensorCodec || fp4Of(plan) != null) {
+      return null; // GroupTwoShotKernels; int8-group and fp8-tensor on fp32 tensors (bf16 ones are refused when recorded)
     }
     return c.name() + " has no GPU kernels";
   }
@@ -110,6 +111,10 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     Baseline base = baselineOf(plan);
     if (base != null) {
       return GroupTwoShotKernels.bodyBytes(pr, cols, base.groupSize());
+    }
+    Fp4 f = fp4Of(plan);
+    if (f != null) {
+      return GroupTwoShotKernels.fp4BodyBytes(pr, cols, f.kind(), f.hadamard());
     }
     return TwoShotGpuKernels.rawBytes(pr, cols, TwoShotGpuKernels.RAW_BF16);
   }
@@ -162,6 +167,10 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     Baseline base = baseline(plan);
     if (base != null) {
       compressBaseline(base, xb, body, row0, realRows, pr, cols, piece);
+    } else if (fp4Of(plan) instanceof Fp4 f) {
+      GroupTwoShotKernels.checkFp4Shape(pr, cols, f.kind(), f.hadamard());
+      kernel("compress", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::compressFp4,
+          TaskGraph.KERNEL_CONTEXT, xb, xb, body, row0, realRows, pr, cols, f.kind(), f.hadamard(), bf16));
     } else if (plan.codec() instanceof TacoCodec t) {
       TwoShotGpuKernels.checkShape(pr, cols, t.groupSize());
       kernel("compress", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
@@ -191,6 +200,10 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       int g = base.groupSize(), k = base.kind();
       kernel("reduce", piece, cover((long) realRows * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups,
           xb, r, slot, me, world, yb, row0, realRows, pr, cols, g, k, yRow0, realRows));
+    } else if (fp4Of(plan) instanceof Fp4 f) {
+      kernel("reduce", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::reduceFp4Rows,
+          TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot, me, world, yb, yb, row0, realRows, pr, cols, yRow0, f.kind(),
+          f.hadamard(), bf16));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot,
@@ -221,6 +234,10 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       kernel("reduce", piece, cover((long) pr * cols), (gr, n) -> gr.task(n, GroupTwoShotKernels::reduceGroups, xb, r,
           slot, me, world, y, row0, realRows, pr, cols, g, k, 0, pr));
       compressBaseline(base, y, body, 0, pr, pr, cols, piece);
+    } else if (fp4Of(plan) instanceof Fp4 f) {
+      kernel("reduce", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::reduceCompressFp4,
+          TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot, me, world, body, row0, realRows, pr, cols, f.kind(), f.hadamard(),
+          bf16));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceCompressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r,
@@ -248,6 +265,10 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       kernel("decompress", piece, cover((long) blocks * cols), (gr, n) -> gr.task(n,
           GroupTwoShotKernels::decompressGroups, b, slot, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, g,
           k, world));
+    } else if (fp4Of(plan) instanceof Fp4 f) {
+      kernel("decompress", piece, f.grid(blocks, cols), (g, n) -> g.task(n, GroupTwoShotKernels::decompressFp4,
+          TaskGraph.KERNEL_CONTEXT, b, slot, ob, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, f.kind(),
+          f.hadamard(), bf16));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("decompress", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::decompressRows, TaskGraph.KERNEL_CONTEXT, b, slot,
@@ -330,6 +351,20 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   private static Baseline baselineOf(Plan plan) {
     return plan.codec() instanceof Int8GroupCodec c ? new Baseline(c.groupSize(), GroupKernels.INT8)
         : plan.codec() instanceof Fp8TensorCodec ? new Baseline(0, GroupKernels.E4M3) : null;
+  }
+
+  /** An E2M1 plan's kernel parameters ({@code mxfp4}, {@code nvfp4}): the code kind and the rotation. */
+  private record Fp4(int kind, boolean hadamard) {
+    /** {@code blocks} blocks of the E2M1 kernels' threads for rows of {@code cols}. */
+    WorkerGrid grid(int blocks, int cols) {
+      return WorkerGrid.of(blocks, GroupTwoShotKernels.fp4Threads(cols, kind));
+    }
+  }
+
+  /** The kernel parameters of an {@code mxfp4} or {@code nvfp4} plan, null for any other. */
+  private static Fp4 fp4Of(Plan plan) {
+    return plan.codec() instanceof GroupQuantCodec q && GroupKernels.fp4(q.kind()) ? new Fp4(q.kind(), q.hadamard())
+        : null;
   }
 
   /** Compresses a chunk for a baseline plan: one kernel per group, or three for the per-payload scale. */

@@ -43,7 +43,9 @@ class DeviceCollectivesGpuTest {
   static final List<Plan> PLANS = List.of(Plan.EXACT, Plan.of(Codecs.byName("none")), Plan.of(Codecs.byName("taco")),
       Plan.of(Codecs.byName("taco:e5m2,g=128")), Plan.of(Codecs.byName("taco:g=256,hadamard=off")),
       Plan.of(Codecs.byName("taco:g=32")), Plan.of(Codecs.byName("int8-group")),
-      Plan.of(Codecs.byName("int8-group:g=64")), Plan.of(Codecs.byName("fp8-tensor")));
+      Plan.of(Codecs.byName("int8-group:g=64")), Plan.of(Codecs.byName("fp8-tensor")), Plan.of(Codecs.byName("mxfp4")),
+      Plan.of(Codecs.byName("mxfp4:hadamard=off")), Plan.of(Codecs.byName("nvfp4")),
+      Plan.of(Codecs.byName("nvfp4:hadamard=on")));
 
   /** rows x cols: one element, rows not divisible by R, cols not a multiple of G / 8 / 32, several warps. */
   static final int[][] SHAPES = {{1, 1}, {3, 100}, {13, 333}, {40, 1000}, {64, 4096}};

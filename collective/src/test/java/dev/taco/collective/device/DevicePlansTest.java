@@ -13,7 +13,8 @@ class DevicePlansTest {
   void everyTacoPlanCalibrationCanChooseRunsOnTheGpuAsIs() {
     int[] perm = {2, 0, 1, 3};
     for (String spec : new String[] {"taco", "taco:e5m2", "taco:g=32", "taco:g=256,hadamard=off", "taco-no-hadamard",
-        "taco-no-ash", "none", "fp32", "int8-group", "int8-group:g=32", "fp8-tensor"}) {
+        "taco-no-ash", "none", "fp32", "int8-group", "int8-group:g=32", "fp8-tensor", "mxfp4", "mxfp4:hadamard=off",
+        "nvfp4", "nvfp4:hadamard=on"}) {
       Plan p = spec.equals("fp32") ? Plan.EXACT : Plan.of(Codecs.byName(spec));
       for (Plan q : new Plan[] {p, p.permuted(perm), p.tokenAxis()}) {
         DeviceCollectives.Resolved r = DeviceCollectives.resolve(q);

@@ -605,6 +605,21 @@ public class TacoCliTest {
   }
 
   @Test
+  void theFourBitFloatsTrainOnTheCpuAndAnalyze() throws Exception {
+    Result r = run(tiny(tmp.resolve("fp4"), "--compression", "none,mxfp4,nvfp4:hadamard=on"));
+    assertThat(r.status()).as(r.err()).isZero();
+    for (String codec : new String[] {"mxfp4", "nvfp4:hadamard=on"}) { // fewer bytes than bf16, headers included
+      assertThat(r.out()).as(codec)
+          .containsPattern("(?m)^" + codec + " +2 +[0-9.]+ +[0-9.]+ +[0-9.]+% +\\d+ +0\\.[0-5]");
+    }
+    Result a = run("analyze", "--codec", "mxfp4,nvfp4", TestFiles.fixtures().resolve("f4_2d.npy").toString());
+    assertThat(a.status()).as(a.err()).isZero();
+    assertThat(a.out()).contains(" mxfp4 ").contains(" nvfp4 ");
+    assertOneLineError(run(tiny(tmp.resolve("g"), "--compression", "mxfp4:g=64")),
+        "mxfp4's format fixes its block size at 32");
+  }
+
+  @Test
   void analyzeTakesCodecsWithSeveralParametersAndRefusesBadListsAndOutputs() throws Exception {
     Path npy = TestFiles.fixtures().resolve("f4_2d.npy");
     Result r = run("analyze", "--codec", "taco:e5m2,g=128,hadamard=off,none", npy.toString());

@@ -233,7 +233,22 @@ public final class TacoGpuKernels {
    */
   static float rowScale(KernelContext ctx, int[] warpMax, int a, int lanes, byte[] body, int groupSize, int format,
       boolean hadamard) {
-    int w = maxOverLanes(ctx, a, lanes, KernelContext.WARP_SIZE);
+    int r = blockMax(ctx, warpMax, a, lanes);
+    float c = r >= 0x7F800000 ? Float.NaN
+        : r > 0 ? TacoKernels.coarseScale(Float.intBitsToFloat(r), groupSize, format, hadamard) : 0f;
+    if (ctx.localIdx == 0) {
+      Bytes.putFloat(body, 4 * ctx.groupIdx, c);
+    }
+    return c;
+  }
+
+  /**
+   * The block's maximum of {@code a} (non-negative ints; every thread calls, barrier inside): the maximum over lane
+   * masks {@code from .. 16} ({@code from}: the lanes already reduced), one shared value per warp in {@code warpMax}
+   * (32 ints), then a reduction over those; every thread gets it.
+   */
+  static int blockMax(KernelContext ctx, int[] warpMax, int a, int from) {
+    int w = maxOverLanes(ctx, a, from, KernelContext.WARP_SIZE);
     if (ctx.laneId() == 0) {
       warpMax[ctx.localIdx >> 5] = w;
     }
@@ -244,13 +259,7 @@ public final class TacoGpuKernels {
       span <<= 1;
     }
     int i = ctx.laneId() & (span - 1); // every aligned block of span lanes holds all the warps' values
-    int r = maxOverLanes(ctx, i < warps ? warpMax[i] : 0, 1, span);
-    float c = r >= 0x7F800000 ? Float.NaN
-        : r > 0 ? TacoKernels.coarseScale(Float.intBitsToFloat(r), groupSize, format, hadamard) : 0f;
-    if (ctx.localIdx == 0) {
-      Bytes.putFloat(body, 4 * ctx.groupIdx, c);
-    }
-    return c;
+    return maxOverLanes(ctx, i < warps ? warpMax[i] : 0, 1, span);
   }
 
   /**

@@ -204,6 +204,18 @@ public final class TwoShotGpuKernels {
   }
 
   /**
+   * The output row of block {@code ctx.groupIdx} of a gathered decompress (grid {@code world * rows}): payload row
+   * {@code r = b % rows} of slot {@code q = b / rows} goes to {@code o = q * rowsPerRank + pieceRow0 + r}; -1 where
+   * nothing is written ({@code r >= pieceRows} or {@code o >= rowsTotal}).
+   */
+  static int gatheredRow(KernelContext ctx, int rowsTotal, int rowsPerRank, int pieceRow0, int pieceRows, int rows) {
+    int q = ctx.groupIdx / rows;
+    int r = ctx.groupIdx - q * rows;
+    int o = q * rowsPerRank + pieceRow0 + r;
+    return r >= pieceRows || o >= rowsTotal ? -1 : o;
+  }
+
+  /**
    * The reduced value {@code y} of this lane's columns of row {@code ctx.groupIdx}, into {@code v}, as the CPU
    * reference computes it ({@code TacoCodec.reduceBodies}, then {@code AbstractCodec.decodeReduce}'s {@code + own}):
    * {@code acc = +0}; for each peer {@code q != me} in ascending order whose row has a non-zero coarse scale,

@@ -112,7 +112,7 @@ public final class GroupLanes {
     int ng = TacoKernels.groupsPerRow(cols, groupSize);
     if (kind == GroupKernels.INT4 && HALF == null) {
       GroupKernels.encode(x, xOff, rows, cols, groupSize, kind, hadamard,
-          new float[hadamard ? rows * ng * groupSize : 0], out, scaleOff, codeOff);
+          new float[hadamard ? rows * ng * groupSize : 0], out, scaleOff, codeOff, new int[rows * ng]);
       return Lanes.firstNonFinite(x, xOff, rows * cols) < 0 ? 0 : Lanes.NON_FINITE;
     }
     int stride = (int) GroupKernels.codeStride(cols, groupSize, kind, hadamard); // a row of a body that fits

@@ -17,14 +17,16 @@ final class Corpus {
 
   static List<Path> sources() {
     return List.of(MAIN.resolve("Parallel.java"), MAIN.resolve("Kernel.java"), MAIN.resolve("Constant.java"),
-        MAIN.resolve("KernelContext.java"), MAIN.resolve("Fp8.java"), MAIN.resolve("Bf16.java"),
+        MAIN.resolve("KernelContext.java"), MAIN.resolve("Fp8.java"), MAIN.resolve("Fp4.java"),
+        MAIN.resolve("Bf16.java"),
         MAIN.resolve("Bytes.java"), MAIN.resolve("Hadamard.java"), MAIN.resolve("TacoKernels.java"),
         MAIN.resolve("GroupKernels.java"), TEST.resolve("SemanticsCorpus.java"), TEST.resolve("SimtCorpus.java"));
   }
 
   /** Semantics kernels (harness convention of SemanticsCorpus), with their ulp tolerance for float outputs. */
-  static final Map<String, Integer> SEMANTICS = Map.of("intArith", 0, "shifts", 0, "longArith", 0, "casts", 0,
-      "mathExact", 0, "transcendental", 4, "fp8", 0, "bf16", 0, "bytes", 0, "grouping", 0);
+  static final Map<String, Integer> SEMANTICS = Map.ofEntries(Map.entry("intArith", 0), Map.entry("shifts", 0),
+      Map.entry("longArith", 0), Map.entry("casts", 0), Map.entry("mathExact", 0), Map.entry("transcendental", 4),
+      Map.entry("fp8", 0), Map.entry("fp4", 0), Map.entry("bf16", 0), Map.entry("bytes", 0), Map.entry("grouping", 0));
 
   /**
    * Kernels whose float outputs come from floating-point arithmetic on NaN inputs: the NaN's payload and sign are not

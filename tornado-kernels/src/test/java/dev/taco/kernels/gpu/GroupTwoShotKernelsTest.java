@@ -33,9 +33,11 @@ class GroupTwoShotKernelsTest {
 
   @Test
   void theKernelsTranslateAndCompileWithNvcc() throws Exception {
-    List<Path> files = new KernelSources(dir, List.of(Path.of("src/main/java"))).pretranslate(
-        GroupTwoShotKernels.kernels());
-    assertThat(files).hasSize(GroupTwoShotKernels.kernels().size());
+    // the absmax kernels (the E2M1 ones, specialised, are TwoShotGpuCudaTest's)
+    List<dev.taco.kernels.compiler.KernelRequest> absmax = GroupTwoShotKernels.kernels().stream()
+        .filter(r -> r.constants().isEmpty()).toList();
+    List<Path> files = new KernelSources(dir, List.of(Path.of("src/main/java"))).pretranslate(absmax);
+    assertThat(files).hasSize(6);
     Path nvcc = null;
     for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
       if (Files.isExecutable(Path.of(d, "nvcc"))) nvcc = Path.of(d, "nvcc");

@@ -22,11 +22,12 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Every unit of {@link TwoShotGpuKernels#units()} translates, and compiles with {@code nvcc --ptx -arch=sm_90} and
- * {@code ptxas -v} (skipped with the reason when nvcc is not on PATH): no local memory in the PTX and no stack frame
- * or spills after ptxas (the register arrays stay in registers), at most 128 registers a thread in the row kernels
- * (512-thread blocks at cols = 16384 must fit the 64 K registers of an SM), 16-byte global loads and stores in the
- * row kernels. The .cu files are kept in {@code target/generated-cuda/twoshot}.
+ * Every unit of {@link TwoShotGpuKernels#units()} and of {@link GroupTwoShotKernels#fp4Units()} (the E2M1 kernels)
+ * translates, and compiles with {@code nvcc --ptx -arch=sm_90} and {@code ptxas -v} (skipped with the reason when nvcc
+ * is not on PATH): no local memory in the PTX and no stack frame or spills after ptxas (the register arrays stay in
+ * registers), at most 128 registers a thread in the row kernels (512-thread blocks at cols = 16384 must fit the 64 K
+ * registers of an SM), 16-byte global loads and stores in the row kernels. The .cu files are kept in
+ * {@code target/generated-cuda/twoshot}.
  */
 class TwoShotGpuCudaTest {
   static final Path OUT = Path.of("target/generated-cuda/twoshot");
@@ -36,13 +37,14 @@ class TwoShotGpuCudaTest {
   static void translator() {
     Path root = Path.of("src/main/java");
     Path k = root.resolve("dev/taco/kernels");
-    translator = new KernelTranslator(java.util.stream.Stream.of("gpu/TacoGpuKernels", "gpu/TwoShotGpuKernels", "Fp8",
-        "Bf16", "Bytes", "Hadamard", "TacoKernels", "Vec16", "KernelContext").map(f -> k.resolve(f + ".java"))
-        .toList());
+    translator = new KernelTranslator(java.util.stream.Stream.of("gpu/TacoGpuKernels", "gpu/TwoShotGpuKernels",
+        "gpu/GroupTwoShotKernels", "Fp8", "Fp4", "Bf16", "Bytes", "Hadamard", "TacoKernels", "GroupKernels", "Vec16",
+        "KernelContext").map(f -> k.resolve(f + ".java")).toList());
   }
 
   static Stream<Arguments> units() {
-    return TwoShotGpuKernels.units().entrySet().stream().map(e -> Arguments.of(e.getKey(), e.getValue()));
+    return Stream.concat(TwoShotGpuKernels.units().entrySet().stream(),
+        GroupTwoShotKernels.fp4Units().entrySet().stream()).map(e -> Arguments.of(e.getKey(), e.getValue()));
   }
 
   @ParameterizedTest(name = "{0}")

@@ -146,15 +146,8 @@ class TwoShotGpuKernelsTest {
       SimtEmulator.launch(world * ROWS, TwoShotGpuKernels.threads(cols, g), ctx -> TwoShotGpuKernels.decompressRows(ctx,
           buf, slotBytes, outB, outF, rowsTotal, rowsPerRank, pieceRow0, pieceRows, ROWS, cols, g, hadamard, format,
           bf16));
-      float[] expected = filled(new float[rowsTotal * cols], bf16 ? Bf16.decode((short) 0x1234) : 1234f);
-      for (int q = 0; q < world; q++) {
-        for (int r = 0; r < pieceRows; r++) {
-          int o = q * rowsPerRank + pieceRow0 + r;
-          if (o < rowsTotal) {
-            System.arraycopy(decoded[q], r * cols, expected, o * cols, cols);
-          }
-        }
-      }
+      float[] expected = gathered(decoded, rowsTotal, rowsPerRank, pieceRow0, pieceRows, cols,
+          bf16 ? Bf16.decode((short) 0x1234) : 1234f);
       assertOutput(expected, outB, outF, bf16, "seed " + seed + " world " + world + " bf16=" + bf16);
     }
   }
@@ -169,13 +162,7 @@ class TwoShotGpuKernelsTest {
     int bodyBytes = (int) TwoShotGpuKernels.bodyBytes(ROWS, cols, g);
     int slotBytes = roundUp16(bodyBytes) + 16;
     byte[] recv = garbage(rnd, world * slotBytes); // slot me and the gaps stay garbage: never read
-    byte[][] payloads = new byte[world][];
-    for (int q = 0; q < world; q++) {
-      if (q != me) {
-        payloads[q] = cpuPayload(codec, chunk(input(rnd, cols, g, q % 2 == 1), cols), cols);
-        System.arraycopy(payloads[q], PayloadHeader.SIZE, recv, q * slotBytes, bodyBytes);
-      }
-    }
+    byte[][] payloads = peerPayloads(rnd, codec, world, me, cols, g, recv, slotBytes);
     float[] x = input(rnd, cols, g, bf16);
     float[] y = new float[ROWS * cols];
     codec.decodeReduce(payloads, ROWS, cols, chunk(x, cols), 0, y, 0);
@@ -297,15 +284,8 @@ class TwoShotGpuKernelsTest {
     float[] outF = bf16 ? NO_FLOATS : filled(new float[rowsTotal * cols], 1234f);
     SimtEmulator.launch(world * ROWS, TwoShotGpuKernels.rawThreads(cols), ctx -> TwoShotGpuKernels.unpackRows(ctx, gb,
         gf, slotBytes, outB, outF, rowsTotal, rowsPerRank, pieceRow0, pieceRows, ROWS, cols, wire, bf16));
-    float[] expectedOut = filled(new float[rowsTotal * cols], bf16 ? Bf16.decode((short) 0x1234) : 1234f);
-    for (int q = 0; q < world; q++) {
-      for (int r = 0; r < pieceRows; r++) {
-        int o = q * rowsPerRank + pieceRow0 + r;
-        if (o < rowsTotal) {
-          System.arraycopy(decoded[q], r * cols, expectedOut, o * cols, cols);
-        }
-      }
-    }
+    float[] expectedOut = gathered(decoded, rowsTotal, rowsPerRank, pieceRow0, pieceRows, cols,
+        bf16 ? Bf16.decode((short) 0x1234) : 1234f);
     assertOutput(expectedOut, outB, outF, bf16, why);
   }
 
@@ -431,6 +411,40 @@ class TwoShotGpuKernelsTest {
       x[b + 9] = 3.4e38f;
       x[b + 10] = -3.39e38f;
     }
+  }
+
+  /**
+   * The peers' payloads of fresh chunks ({@code null} for {@code me}), each one's body also in its slot of
+   * {@code recv} ({@code slotBytes} apart).
+   */
+  static byte[][] peerPayloads(Random rnd, AbstractCodec codec, int world, int me, int cols, int g, byte[] recv,
+      int slotBytes) {
+    byte[][] payloads = new byte[world][];
+    for (int q = 0; q < world; q++) {
+      if (q != me) {
+        payloads[q] = cpuPayload(codec, chunk(input(rnd, cols, g, q % 2 == 1), cols), cols);
+        System.arraycopy(payloads[q], PayloadHeader.SIZE, recv, q * slotBytes, payloads[q].length - PayloadHeader.SIZE);
+      }
+    }
+    return payloads;
+  }
+
+  /**
+   * What decompressing a gathered buffer writes: row {@code r < pieceRows} of slot {@code q}'s decoded values at
+   * output row {@code q * rowsPerRank + pieceRow0 + r} below {@code rowsTotal}, {@code fill} elsewhere.
+   */
+  static float[] gathered(float[][] decoded, int rowsTotal, int rowsPerRank, int pieceRow0, int pieceRows, int cols,
+      float fill) {
+    float[] out = filled(new float[rowsTotal * cols], fill);
+    for (int q = 0; q < decoded.length; q++) {
+      for (int r = 0; r < pieceRows; r++) {
+        int o = q * rowsPerRank + pieceRow0 + r;
+        if (o < rowsTotal) {
+          System.arraycopy(decoded[q], r * cols, out, o * cols, cols);
+        }
+      }
+    }
+    return out;
   }
 
   /** The chunk: rows ROW0 .. ROW0 + REAL of the tensor, then zero rows. */

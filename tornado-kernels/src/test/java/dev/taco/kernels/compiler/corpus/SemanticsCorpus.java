@@ -1,7 +1,9 @@
 package dev.taco.kernels.compiler.corpus;
 
 import dev.taco.kernels.Bf16;
+import dev.taco.kernels.Fp4;
 import dev.taco.kernels.Fp8;
+import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.Kernel;
 import dev.taco.kernels.Parallel;
 
@@ -177,6 +179,32 @@ public final class SemanticsCorpus {
       over[i] = pick(CB) + pick(CS) * 11 + pick(a[i]) * 13 + and * 3 + and_ * 5 + EOF + M_PI;
       float p$1 = f[i], q = 2f * f[i], pq = -f[i];
       neg[i] = Math.max(p$1, q) + (-NEG_F) * pq + (float) (-NEG_D);
+    }
+  }
+
+  /**
+   * The 4-bit formats, translated from Fp4.java and Fp8.java (integer code) and GroupKernels' E2M1 helpers: E2M1
+   * encode of every test float and of values on and between E2M1's points, decode of every nibble, MXFP4's scale
+   * code and the E8M0 decode of every byte, and of each E2M1 kind a quantise, a decode and a block scale (through the
+   * E4M3 hardware conversion). No NaN comes out of float arithmetic here (its bits are unspecified, see fp8()).
+   */
+  @Kernel
+  public static void fp4(float[] x, int[] c, int[] e2m1, int[] near, float[] dec, int[] mx, float[] e8m0, int[] qmx,
+      int[] qnv, float[] deq, float[] nv, byte[] sc, float[] put, int n) {
+    for (@Parallel int i = 0; i < n; i++) {
+      float y = x[i];
+      e2m1[i] = Fp4.encodeE2M1(y);
+      near[i] = Fp4.encodeE2M1((c[i] % 129) / 16f);
+      dec[i] = Fp4.decodeE2M1(c[i]);
+      mx[i] = Fp4.mxScaleCode(Math.abs(y));
+      e8m0[i] = Fp4.decodeE8M0(c[i] & 0xFF);
+      float rowMax = Math.abs(y) <= Float.MAX_VALUE ? Math.abs(y) : 1f;
+      qmx[i] = GroupKernels.quantise(y, Fp4.decodeE8M0(c[i] & 0xFE), 1f, GroupKernels.MXFP4);
+      qnv[i] = GroupKernels.quantise(y, GroupKernels.nvScale(c[i] & 0x7E, rowMax), 1f, GroupKernels.NVFP4);
+      deq[i] = GroupKernels.dequantise(c[i], GroupKernels.NVFP4);
+      nv[i] = GroupKernels.nvScale(c[i] & 0x7E, rowMax);
+      float s = GroupKernels.putScale(sc, i, rowMax * ((c[i] & 0xFF) / 255f), rowMax, GroupKernels.NVFP4);
+      put[i] = s;
     }
   }
 }
