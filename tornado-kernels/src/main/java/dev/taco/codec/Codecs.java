@@ -10,25 +10,26 @@ import java.util.Locale;
  * <p>A spec is a base name, then optional parameters after a colon (or a comma), comma-separated:
  * {@code int8-group:g=64}, {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off},
  * {@code taco,nonfinite=propagate}. Every codec takes {@code nonfinite=refuse|propagate} (the NaN/Inf policy of
- * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256); the taco family takes
- * {@code e4m3|e5m2} and {@code alpha=A} (ASH strength in [0, 1]), {@code taco} and {@code taco-no-ds} also
- * {@code hadamard=on|off}.
+ * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256); {@code nccl-fp8} takes
+ * {@code e4m3|e5m2}; the taco family takes {@code e4m3|e5m2} and {@code alpha=A} (ASH strength in [0, 1]),
+ * {@code taco} and {@code taco-no-ds} also {@code hadamard=on|off}.
  */
 public final class Codecs {
   private Codecs() {}
 
   /** The valid base names and their parameters, for messages. */
   public static final String NAMES = "fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, "
-      + "taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N for the "
-      + "grouped ones; taco*: e4m3|e5m2, alpha=A, and for taco and taco-no-ds hadamard=on|off)";
+      + "nccl-fp8, taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N for "
+      + "the grouped ones; nccl-fp8 and taco*: e4m3|e5m2; taco*: alpha=A, and for taco and taco-no-ds hadamard=on|off)";
 
   private static final List<String> ALL = List.of("fp32", "none", "fp8-tensor", "fp8-group", "int8-group",
-      "int4-group", "hadamard-int8", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard");
+      "int4-group", "hadamard-int8", "nccl-fp8", "nccl-fp8:e5m2", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds",
+      "taco-no-hadamard");
 
   /**
    * Every codec spec worth comparing, in a stable order (baselines first, then taco, its E5M2 variant and the
-   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, taco, taco:e5m2,
-   * taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
+   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, nccl-fp8,
+   * nccl-fp8:e5m2, taco, taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
    *
    * @return an immutable list
    */
@@ -85,11 +86,11 @@ public final class Codecs {
      */
     public AbstractCodec codec() {
       boolean taco = base.startsWith("taco");
-      if (!taco && (format != null || alpha != null || hadamard != null)) {
-        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters; "
-            + "valid: " + NAMES);
+      if (!taco && (format != null && !base.equals("nccl-fp8") || alpha != null || hadamard != null)) {
+        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2 are taco and nccl-fp8 parameters, alpha "
+            + "and hadamard taco ones; valid: " + NAMES);
       }
-      boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
+      boolean grouped = !List.of("fp32", "none", "fp8-tensor", "nccl-fp8").contains(base);
       if (!grouped && groupSize != null) {
         throw new IllegalArgumentException("codec '" + text + "': " + base + " has no group size; valid: " + NAMES);
       }
@@ -97,6 +98,8 @@ public final class Codecs {
         case "fp32" -> new Fp32Codec(nonFinite);
         case "none" -> new Bf16Codec(nonFinite);
         case "fp8-tensor" -> new Fp8TensorCodec(nonFinite);
+        case "nccl-fp8" -> new NcclFp8Codec(format == null ? Fp8Format.E4M3 : format, NcclFp8Codec.ScaleRule.SUM,
+            nonFinite);
         case "fp8-group" -> new Fp8GroupCodec(groupOr(Fp8GroupCodec.DEFAULT_GROUP), nonFinite);
         case "int8-group" -> new Int8GroupCodec(groupOr(Int8GroupCodec.DEFAULT_GROUP), nonFinite);
         case "int4-group" -> new Int4GroupCodec(groupOr(Int4GroupCodec.DEFAULT_GROUP), nonFinite);
