@@ -24,7 +24,7 @@ rm -rf .device/cache .device/cuda .device/test .device/src
 "$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:collective/target/classes:runtime/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
   dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java:runtime/src/main/java .device/cuda \
   dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels dev.taco.kernels.gpu.GroupTwoShotKernels \
-  dev.taco.runtime.layers.LayerKernels
+  dev.taco.kernels.gpu.NcclFp8Kernels dev.taco.runtime.layers.LayerKernels
 # the kernel sources the pre-translated files' keys were computed from, so that on the GPU machine the keys come out the
 # same whatever the working tree travelling beside the bundle holds (bench/gpu-env.sh points TACO_KERNEL_SOURCES here)
 mkdir -p .device/src

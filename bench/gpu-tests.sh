@@ -14,6 +14,7 @@ if [ ${#sel[@]} -eq 0 ]; then
        --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.nccl.NcclProcessGpuTest
        --select-class dev.taco.collective.device.DeviceCollectivesGpuTest
        --select-class dev.taco.collective.device.EmulatedTransportGpuTest
+       --select-class dev.taco.collective.device.NcclFp8GpuTest
        --select-class dev.taco.runtime.model.GptCudaGpuTest --select-class dev.taco.runtime.layers.FlashAttentionGpuTest
        --select-class dev.taco.runtime.cli.TacoCliGpuTest --select-class dev.taco.runtime.train.RunAgreementGpuTest)
 fi

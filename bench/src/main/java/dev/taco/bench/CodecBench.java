@@ -75,7 +75,7 @@ public class CodecBench {
   public static class CodecState {
     /** A spec accepted by {@link Codecs#byName}; the default list is {@link Codecs#names()}. */
     @Param({"fp32", "none", "fp8-tensor", "fp8-group", "int8-group", "int4-group", "hadamard-int8", "mxfp4", "nvfp4",
-        "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard"})
+        "nccl-fp8", "nccl-fp8:e5m2", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds", "taco-no-hadamard"})
     public String codec;
 
     AbstractCodec c;

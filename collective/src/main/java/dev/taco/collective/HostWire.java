@@ -1,7 +1,12 @@
 package dev.taco.collective;
 
 import dev.taco.codec.MalformedPayloadException;
+import dev.taco.codec.NcclFp8Codec;
 import dev.taco.codec.NonFiniteInputException;
+import dev.taco.codec.PayloadHeader;
+import dev.taco.kernels.Bytes;
+import dev.taco.kernels.NcclFp8;
+import dev.taco.kernels.gpu.NcclFp8Kernels;
 import dev.taco.kernels.cpu.Transpose;
 import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
@@ -21,11 +26,18 @@ import java.util.Arrays;
  * not checked: raw float32 payloads of the exact plan carry no checksum (only their length is checked; the transport's
  * own integrity is relied on, as NCCL does), and no payload names its source rank or collective, so a transport that
  * delivered a valid payload to the wrong rank or call would go unnoticed.
+ *
+ * <p>{@code nccl-fp8} ({@link Plan#groupScaled}): the group's absmax is exchanged by an all-gather of one float per
+ * rank, every payload is cast with the group's scale (and must carry it), and the reduce sums the peers' codes and the
+ * own chunk's in FP8 in NCCL's ring order ({@link NcclFp8Kernels#ringReduce}, the device's kernel run as a loop).
  */
 public final class HostWire implements Wire<float[], HostWire.Slots> {
   private static final byte[] EMPTY = new byte[0];
 
   private final Communicator comm;
+  private NcclFp8Codec scaled; // nccl-fp8: the codec with this collective's group scale (groupScale)
+  private float groupAmax;
+  private int groupDivisor;
 
   /**
    * A payload buffer: one payload per rank ({@code slots[q]}, empty until written or received), all for a
@@ -99,11 +111,70 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
     return new float[rows * cols];
   }
 
+  /** Exchanges every rank's largest finite {@code |x|} (an all-gather of one float) and keeps the group's scale. */
+  @Override
+  public void groupScale(Plan plan, float[] x, int rows, int cols) {
+    float a = 0f;
+    for (int i = 0; i < rows * cols; i++) {
+      float e = Math.abs(x[i]);
+      if (e <= Float.MAX_VALUE) a = Math.max(a, e);
+    }
+    float[] all = new float[worldSize()];
+    comm.allGather(new float[] {a}, 0, 1, all, 0);
+    float group = 0f;
+    for (float q : all) group = Math.max(group, q);
+    NcclFp8Codec c = (NcclFp8Codec) plan.codec();
+    groupAmax = group;
+    groupDivisor = c.divisor(worldSize());
+    scaled = c.withScale(group, groupDivisor);
+  }
+
+  /** The codec of {@code plan} with this collective's group scale. */
+  private NcclFp8Codec scaled(Plan plan) {
+    if (scaled == null || !scaled.toString().equals(plan.codec().toString())) {
+      throw new IllegalStateException(plan.describe() + ": the group scale was not agreed before this step");
+    }
+    return scaled;
+  }
+
+  /** The group scale as {@link NcclFp8Kernels} read it: amax, then the divisor. */
+  private byte[] scaleBytes() {
+    byte[] b = new byte[NcclFp8.HEADER];
+    Bytes.putFloat(b, 0, groupAmax);
+    Bytes.putInt(b, 4, groupDivisor);
+    return b;
+  }
+
+  /**
+   * nccl-fp8: the R bodies of this rank's chunk as {@link NcclFp8Kernels#ringReduce} reads them, {@code HEADER + rows *
+   * cols} bytes apart: the peers' received payloads' (which must carry the group scale) and the own chunk's, cast here.
+   */
+  private byte[] ringSlots(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv) {
+    int slot = NcclFp8.HEADER + rows * cols;
+    byte[] slots = new byte[worldSize() * slot];
+    for (int q = 0; q < worldSize(); q++) {
+      byte[] p = q == rank() ? encodeAt(plan, x, row0, realRows, rows, cols) : checked(plan, recv.slots()[q], q, rows,
+          cols);
+      if (NcclFp8Codec.amaxOf(p) != groupAmax || NcclFp8Codec.divisorOf(p) != groupDivisor) {
+        throw new MalformedPayloadException("rank " + rank() + ": " + plan.describe() + " payload from rank " + q
+            + " carries the scale (amax " + NcclFp8Codec.amaxOf(p) + ", divisor " + NcclFp8Codec.divisorOf(p)
+            + "), the group's is (amax " + groupAmax + ", divisor " + groupDivisor + ")");
+      }
+      System.arraycopy(p, PayloadHeader.SIZE, slots, q * slot, slot);
+    }
+    return slots;
+  }
+
   @Override
   public void encode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots out, int slot,
       int piece) {
+    out.slots()[slot] = encodeAt(plan, x, row0, realRows, rows, cols);
+  }
+
+  /** The payload of the chunk at {@code x} rows {@code row0 ..} (then zero rows), a refusal saying where it is. */
+  private byte[] encodeAt(Plan plan, float[] x, int row0, int realRows, int rows, int cols) {
     try {
-      out.slots()[slot] = encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
+      return encodeChunk(plan, chunk(x, row0, realRows, rows, cols), rows, cols);
     } catch (NonFiniteInputException e) { // say where in the tensor the refused chunk is
       throw new NonFiniteInputException(where(plan, row0, realRows) + ", rank " + rank(), e);
     }
@@ -112,6 +183,12 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
   @Override
   public void reduce(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv, float[] y,
       int yRow0, int piece) {
+    if (plan.groupScaled()) {
+      NcclFp8Kernels.ringReduce(ringSlots(plan, x, row0, realRows, rows, cols, recv), NcclFp8.HEADER + rows * cols,
+          rank(), worldSize(), scaleBytes(), null, null, y, yRow0, realRows, rows, cols, scaled(plan).format().code(),
+          false);
+      return;
+    }
     float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
     if (realRows > 0) {
       System.arraycopy(sum, 0, y, yRow0 * cols, realRows * cols);
@@ -121,6 +198,14 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
   @Override
   public void reduceEncode(Plan plan, float[] x, int row0, int realRows, int rows, int cols, Slots recv,
       Slots out, int piece) {
+    if (plan.groupScaled()) {
+      byte[] codes = new byte[rows * cols];
+      NcclFp8Kernels.ringReduce(ringSlots(plan, x, row0, realRows, rows, cols, recv), NcclFp8.HEADER + rows * cols,
+          rank(), worldSize(), scaleBytes(), new byte[NcclFp8.HEADER], codes, null, 0, realRows, rows, cols,
+          scaled(plan).format().code(), true);
+      out.slots()[rank()] = scaled.payload(groupAmax, groupDivisor, codes, rows, cols);
+      return;
+    }
     float[] sum = reduceChunk(plan, x, row0, realRows, rows, cols, recv);
     try {
       out.slots()[rank()] = encodeChunk(plan, sum, rows, cols);
@@ -255,12 +340,12 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
     return c;
   }
 
-  private static byte[] encodeChunk(Plan plan, float[] chunk, int rows, int cols) {
+  private byte[] encodeChunk(Plan plan, float[] chunk, int rows, int cols) {
     byte[] p = new byte[payloadBytes(plan, rows, cols)];
     if (plan.exact()) {
       floats(p).put(chunk);
     } else {
-      plan.codec().encode(chunk, 0, rows, cols, p, 0);
+      (plan.groupScaled() ? scaled(plan) : plan.codec()).encode(chunk, 0, rows, cols, p, 0);
     }
     return p;
   }

@@ -69,6 +69,14 @@ public record Plan(AbstractCodec codec, WireLayout layout, int[] permutation) {
     return codec == null;
   }
 
+  /**
+   * True for {@code nccl-fp8}, whose ranks share one scale and whose payloads are summed in FP8 in NCCL's ring order
+   * (docs/design.md §4.1): its collectives agree on the scale first ({@link Wire#groupScale}).
+   */
+  public boolean groupScaled() {
+    return codec instanceof dev.taco.codec.NcclFp8Codec;
+  }
+
   /** The permutation (a copy), or null. */
   @Override
   public int[] permutation() {

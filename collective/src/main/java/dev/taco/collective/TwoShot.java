@@ -22,6 +22,11 @@ package dev.taco.collective;
  * </ul>
  * With one rank nothing moves and nothing is quantised: each collective is the identity (or a copy). Wire layouts
  * other than in-order ({@link WireLayout}) are applied before and undone after; the token axis is for all-reduce only.
+ *
+ * <p>{@code nccl-fp8} ({@link Plan#groupScaled}, docs/design.md §4.1) takes the same steps with one scale for every
+ * rank ({@link Wire#groupScale}) and a reduce that sums the codes in FP8 in the order of NCCL's ring, ending at the
+ * chunk's owner, so that the exchanges and bytes are a ring's and the values NCCL's; a transport that sums FP8 itself
+ * (NCCL 2.24+ on sm90+) runs its all-reduce and reduce-scatter instead ({@link Wire#sumFp8}).
  */
 public final class TwoShot {
   private TwoShot() {}
@@ -40,6 +45,13 @@ public final class TwoShot {
       return;
     }
     w.agree(call("all-reduce", plan, rows, cols));
+    if (plan.groupScaled()) {
+      if (w.sumsFp8()) {
+        w.sumFp8(CollectiveKind.ALL_REDUCE, plan, x, rows, cols, x);
+        return;
+      }
+      w.groupScale(plan, x, rows, cols);
+    }
     if (plan.layout() == WireLayout.IN_ORDER) {
       allReduceInOrder(w, plan, x, rows, cols);
       return;
@@ -108,6 +120,9 @@ public final class TwoShot {
       return;
     }
     w.agree(call("all-gather", plan, shardRows, cols));
+    if (plan.groupScaled()) { // the codes are gathered as they are: a copy, whoever moves them
+      w.groupScale(plan, shard, shardRows, cols);
+    }
     T src = shard;
     T dst = out;
     if (plan.layout() == WireLayout.PERMUTED) {
@@ -159,6 +174,13 @@ public final class TwoShot {
       return;
     }
     w.agree(call("reduce-scatter", plan, rows, cols));
+    if (plan.groupScaled()) {
+      if (w.sumsFp8()) {
+        w.sumFp8(CollectiveKind.REDUCE_SCATTER, plan, x, rows, cols, shard);
+        return;
+      }
+      w.groupScale(plan, x, rows, cols);
+    }
     T src = x;
     T dst = shard;
     if (plan.layout() == WireLayout.PERMUTED) {

@@ -51,6 +51,32 @@ public interface Wire<T, P> {
   /** A scratch tensor of {@code rows x cols} values. */
   T scratch(int rows, int cols);
 
+  /**
+   * For a {@link Plan#groupScaled} plan ({@code nccl-fp8}, docs/design.md §4.1): the largest finite {@code |x|} of the
+   * {@code rows x cols} tensor {@code x}, the largest of those over the ranks (exchanged), and the plan's scale from
+   * it, which this collective's {@link #encode}, {@link #reduce} and {@link #reduceEncode} then cast with and whose
+   * reduces sum the payloads in FP8 in NCCL's ring order. Every rank calls it, first.
+   */
+  void groupScale(Plan plan, T x, int rows, int cols);
+
+  /**
+   * Whether the transport sums {@link Plan#groupScaled} payloads itself (NCCL's FP8 all-reduce and reduce-scatter), so
+   * that {@link TwoShot} hands it the whole collective ({@link #sumFp8}) instead of emulating NCCL's sum.
+   */
+  default boolean sumsFp8() {
+    return false;
+  }
+
+  /**
+   * The whole {@code nccl-fp8} all-reduce ({@code out} is {@code x}) or reduce-scatter ({@code out} takes this rank's
+   * {@code rows / R} rows) of the {@code rows x cols} tensor {@code x}, by the transport's own FP8 sum ({@link #sumsFp8}).
+   *
+   * @throws IllegalArgumentException if the transport cannot sum FP8 after all (its library or device)
+   */
+  default void sumFp8(CollectiveKind kind, Plan plan, T x, int rows, int cols, T out) {
+    throw new UnsupportedOperationException("this wire does not sum FP8 itself");
+  }
+
   /** Compress: the chunk at {@code x} rows {@code row0 ..} (then zero rows) into slot {@code slot} of {@code out}. */
   void encode(Plan plan, T x, int row0, int realRows, int rows, int cols, P out, int slot, int piece);
 

@@ -11,27 +11,29 @@ import java.util.Locale;
  * {@code int8-group:g=64}, {@code taco:e5m2}, {@code taco:e4m3,g=128,alpha=0.5,hadamard=off},
  * {@code taco,nonfinite=propagate}. Every codec takes {@code nonfinite=refuse|propagate} (the NaN/Inf policy of
  * {@link Codec}); the grouped ones take {@code g=N} (a power of two in 32..256), except {@code mxfp4} and
- * {@code nvfp4}, whose formats fix it (32, 16); the taco family takes {@code e4m3|e5m2} and {@code alpha=A} (ASH
- * strength in [0, 1]); {@code taco}, {@code taco-no-ds}, {@code mxfp4} and {@code nvfp4} take
- * {@code hadamard=on|off}.
+ * {@code nvfp4}, whose formats fix it (32, 16); {@code nccl-fp8} takes {@code e4m3|e5m2}; the taco family takes
+ * {@code e4m3|e5m2} and {@code alpha=A} (ASH strength in [0, 1]); {@code taco}, {@code taco-no-ds}, {@code mxfp4} and
+ * {@code nvfp4} take {@code hadamard=on|off}.
  */
 public final class Codecs {
   private Codecs() {}
 
   /** The valid base names and their parameters, for messages. */
   public static final String NAMES = "fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, "
-      + "mxfp4, nvfp4, taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: nonfinite=refuse|propagate; g=N "
-      + "for the grouped ones but mxfp4 and nvfp4; hadamard=on|off for taco, taco-no-ds, mxfp4 and nvfp4; taco*: "
-      + "e4m3|e5m2, alpha=A)";
+      + "mxfp4, nvfp4, nccl-fp8, taco, taco-no-ash, taco-no-ds, taco-no-hadamard (parameters: "
+      + "nonfinite=refuse|propagate; g=N for the grouped ones but mxfp4 and nvfp4; hadamard=on|off for taco, "
+      + "taco-no-ds, mxfp4 and nvfp4; nccl-fp8 and taco*: e4m3|e5m2; taco*: alpha=A)";
 
   private static final List<String> ALL = List.of("fp32", "none", "fp8-tensor", "fp8-group", "int8-group",
-      "int4-group", "hadamard-int8", "mxfp4", "nvfp4", "taco", "taco:e5m2", "taco-no-ash", "taco-no-ds",
+      "int4-group", "hadamard-int8", "mxfp4", "nvfp4", "nccl-fp8", "nccl-fp8:e5m2", "taco", "taco:e5m2", "taco-no-ash",
+      "taco-no-ds",
       "taco-no-hadamard");
 
   /**
    * Every codec spec worth comparing, in a stable order (baselines first, then taco, its E5M2 variant and the
-   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, mxfp4, nvfp4, taco,
-   * taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by {@link #byName}.
+   * ablations): {@code fp32, none, fp8-tensor, fp8-group, int8-group, int4-group, hadamard-int8, mxfp4, nvfp4,
+   * nccl-fp8, nccl-fp8:e5m2, taco, taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard}. Each is accepted by
+   * {@link #byName}.
    *
    * @return an immutable list
    */
@@ -89,11 +91,11 @@ public final class Codecs {
     public AbstractCodec codec() {
       boolean taco = base.startsWith("taco");
       boolean fp4 = base.equals("mxfp4") || base.equals("nvfp4");
-      if (!taco && (format != null || alpha != null || hadamard != null && !fp4)) {
-        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2, alpha and hadamard are taco parameters "
-            + "(hadamard also mxfp4's and nvfp4's); valid: " + NAMES);
+      if (!taco && (format != null && !base.equals("nccl-fp8") || alpha != null || hadamard != null && !fp4)) {
+        throw new IllegalArgumentException("codec '" + text + "': e4m3/e5m2 are taco and nccl-fp8 parameters, alpha"
+            + " a taco one, hadamard taco's, mxfp4's and nvfp4's; valid: " + NAMES);
       }
-      boolean grouped = !List.of("fp32", "none", "fp8-tensor").contains(base);
+      boolean grouped = !List.of("fp32", "none", "fp8-tensor", "nccl-fp8").contains(base);
       if (!grouped && groupSize != null) {
         throw new IllegalArgumentException("codec '" + text + "': " + base + " has no group size; valid: " + NAMES);
       }
@@ -105,6 +107,8 @@ public final class Codecs {
         case "fp32" -> new Fp32Codec(nonFinite);
         case "none" -> new Bf16Codec(nonFinite);
         case "fp8-tensor" -> new Fp8TensorCodec(nonFinite);
+        case "nccl-fp8" -> new NcclFp8Codec(format == null ? Fp8Format.E4M3 : format, NcclFp8Codec.ScaleRule.SUM,
+            nonFinite);
         case "fp8-group" -> new Fp8GroupCodec(groupOr(Fp8GroupCodec.DEFAULT_GROUP), nonFinite);
         case "int8-group" -> new Int8GroupCodec(groupOr(Int8GroupCodec.DEFAULT_GROUP), nonFinite);
         case "int4-group" -> new Int4GroupCodec(groupOr(Int4GroupCodec.DEFAULT_GROUP), nonFinite);

@@ -12,7 +12,7 @@ import java.util.zip.CRC32;
  *   4   1  version, = 1
  *   5   1  codec id ({@link #FP32} 1, {@link #BF16} 2, {@link #INT8_GROUP} 3, {@link #TACO} 4,
  *          {@link #FP8_TENSOR} 5, {@link #FP8_GROUP} 6, {@link #INT4_GROUP} 7, {@link #HADAMARD_INT8} 8,
- *          {@link #MXFP4} 9, {@link #NVFP4} 10)
+ *          {@link #MXFP4} 9, {@link #NVFP4} 10, {@link #NCCL_FP8} 11)
  *   6   1  fp8 format: 0 none, 1 E4M3, 2 E5M2
  *   7   1  flags: bit0 Hadamard on, bit1 ASH pre-scale on, bit2 single scale (taco-no-ds), bit7 the body holds
  *          non-finite values (policy propagate; any codec); other bits must be 0
@@ -58,6 +58,8 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
   public static final int MXFP4 = 9;
   /** Codec id of {@link NvFp4Codec}. */
   public static final int NVFP4 = 10;
+  /** Codec id of {@link NcclFp8Codec}. */
+  public static final int NCCL_FP8 = 11;
   /** Flag bit: Hadamard transform applied. */
   public static final int FLAG_HADAMARD = 1;
   /** Flag bit: ASH pre-scale on (alpha &gt; 0). */
@@ -192,6 +194,7 @@ public record PayloadHeader(int codecId, int format, int flags, int groupSize, i
       case HADAMARD_INT8 -> "hadamard-int8";
       case MXFP4 -> "mxfp4";
       case NVFP4 -> "nvfp4";
+      case NCCL_FP8 -> "nccl-fp8";
       default -> "unknown";
     };
   }

@@ -46,9 +46,10 @@ class CodecPropertiesTest {
    *   <li>fp32: exact. none (bf16, 8 significant bits, RNE): {@code |e| <= 2^-8 |x|} (+ 2^-134 for bf16
    *       subnormals).
    *   <li>int8-group: {@code |e| <= a/254}; int4-group: {@code |e| <= a/14} (half a step, step a/127 or a/7).
-   *   <li>E4M3 without transform (fp8-tensor, fp8-group, taco-no-ash, taco-no-hadamard): {@code |e| <= 2^-4 |x| +
-   *       2^-10 s}, with s the value of code 1.0 ({@code a/448}; taco puts the group max in (224, 448], so
+   *   <li>E4M3 without transform (fp8-tensor, fp8-group, nccl-fp8, taco-no-ash, taco-no-hadamard): {@code |e| <= 2^-4
+   *       |x| + 2^-10 s}, with s the value of code 1.0 ({@code a/448}; taco puts the group max in (224, 448], so
    *       {@code s <= a/224}): relative 2^-4 in E4M3's normal range, half the smallest subnormal below it.
+   *       nccl-fp8:e5m2: {@code |e| <= 2^-3 |x| + 2^-17 a/57344} (2 mantissa bits, subnormals down to 2^-16).
    *   <li>hadamard-int8: per group, {@code ||e||_2 <= sqrt(G) a_w / 254} with {@code a_w = |Hx|_inf <= ||x||_2}, so
    *       {@code ||e|| <= sqrt(G)/254 ||x||} (H orthonormal).
    *   <li>taco, taco:e5m2 (dual scale + WHT): per group, {@code ||e|| <= 2^-m ||x|| + sqrt(G) 2^-10 ||x||/224}
@@ -144,7 +145,8 @@ class CodecPropertiesTest {
           double bound = switch (spec) {
             case "int8-group" -> a / 254;
             case "int4-group" -> a / 14;
-            case "fp8-tensor", "fp8-group" -> 0x1p-4 * Math.abs(xv) + 0x1p-10 * a / 448;
+            case "fp8-tensor", "fp8-group", "nccl-fp8" -> 0x1p-4 * Math.abs(xv) + 0x1p-10 * a / 448;
+            case "nccl-fp8:e5m2" -> 0x1p-3 * Math.abs(xv) + 0x1p-17 * a / 57344;
             default -> 0x1p-4 * Math.abs(xv) + 0x1p-10 * a / 224; // taco-no-ash, taco-no-hadamard
           };
           double e = Math.abs(y[base + j] - xv);

@@ -5,18 +5,24 @@ import dev.taco.codec.Bf16Codec;
 import dev.taco.codec.Fp8TensorCodec;
 import dev.taco.codec.GroupQuantCodec;
 import dev.taco.codec.Int8GroupCodec;
+import dev.taco.codec.NcclFp8Codec;
 import dev.taco.codec.TacoCodec;
+import dev.taco.collective.CollectiveKind;
 import dev.taco.collective.Plan;
 import dev.taco.collective.Wire;
 import dev.taco.collective.WireLayout;
+import dev.taco.collective.nccl.NcclDataType;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.cuda.TaskGraph;
 import dev.taco.kernels.cuda.WorkerGrid;
+import dev.taco.kernels.Fp8;
 import dev.taco.kernels.GroupKernels;
+import dev.taco.kernels.NcclFp8;
 import dev.taco.kernels.TacoKernels;
 import dev.taco.kernels.gpu.GroupTwoShotKernels;
+import dev.taco.kernels.gpu.NcclFp8Kernels;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
 import java.util.HashMap;
 import java.util.List;
@@ -34,6 +40,10 @@ import java.util.function.Consumer;
  *
  * <p>Payload buffers hold {@code worldSize()} slots, each padded to a multiple of 8 payload rows (so the FP8 codes are
  * 8-byte aligned) and 16 bytes. Only the plans {@link #unsupported} accepts run here.
+ *
+ * <p>{@code nccl-fp8} (docs/design.md §4.1, {@link NcclFp8Kernels}): on NCCL, the absmax, NCCL's own max all-reduce of
+ * it, the cast, NCCL's own FP8 all-reduce or reduce-scatter and the cast back ({@link #sumFp8}); on the other
+ * transports the two-shot steps with the group scale gathered first and the ring's FP8 sum in the reduce.
  */
 final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   /** Rows of a payload on the device are padded to a multiple of this (code alignment, {@link TwoShotGpuKernels}). */
@@ -53,6 +63,7 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
   private final List<DeviceBuffer> owned;
   private final Map<Integer, String> lastOfPiece = new HashMap<>();
   private int nodes;
+  private DeviceBuffer scale; // nccl-fp8: this collective's group scale (groupScale), NcclFp8.HEADER bytes
 
   /**
    * @param graph the graph the steps are recorded into
@@ -73,7 +84,8 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
    * Why {@code plan} cannot run on the device, or null if it can: exact fp32, {@code none} (bf16), the dual-scale
    * {@code taco} family (any G of 32..256, Hadamard on or off, E4M3/E5M2; alpha does not change the payload),
    * {@code int8-group} (any G) and {@code fp8-tensor} (both on fp32 tensors), {@code mxfp4} and {@code nvfp4} (Hadamard
-   * on or off, fp32 or bf16 tensors; all {@link GroupTwoShotKernels}) have kernels, in every layout.
+   * on or off, fp32 or bf16 tensors; all {@link GroupTwoShotKernels}) have kernels, in every layout; {@code nccl-fp8}
+   * (fp32 tensors, {@link NcclFp8Kernels}) in order.
    */
   static String unsupported(Plan plan) {
     AbstractCodec c = plan.codec();
@@ -85,6 +97,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     }
     if (c instanceof Int8GroupCodec || c instanceof Fp8TensorCodec || fp4Of(plan) != null) {
       return null; // GroupTwoShotKernels; int8-group and fp8-tensor on fp32 tensors (bf16 ones are refused when recorded)
+    }
+    if (c instanceof NcclFp8Codec) { // NcclFp8Kernels, fp32 tensors
+      return plan.layout() == WireLayout.IN_ORDER ? null : "nccl-fp8 sends the tensor in order";
     }
     return c.name() + " has no GPU kernels";
   }
@@ -107,6 +122,9 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     }
     if (plan.codec() instanceof TacoCodec t) {
       return TwoShotGpuKernels.bodyBytes(pr, cols, t.groupSize());
+    }
+    if (plan.groupScaled()) {
+      return NcclFp8.HEADER + (long) pr * cols;
     }
     Baseline base = baselineOf(plan);
     if (base != null) {
@@ -158,6 +176,81 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
     return new DeviceTensor(alloc((long) rows * cols * (bf16 ? 2 : 4)), bf16);
   }
 
+  /**
+   * Records the group scale on piece 0's chain: this rank's absmax into its slot of a small buffer, the all-gather of
+   * the slots, and {@link NcclFp8Kernels#groupScale}.
+   */
+  @Override
+  public void groupScale(Plan plan, DeviceTensor x, int rows, int cols) {
+    NcclFp8Codec c = ncclFp8(plan);
+    long slot = 16;
+    DeviceBuffer amaxes = alloc(worldSize() * slot);
+    absmax(x.buffer(), 0, rows, cols, amaxes.slice(rank() * slot, slot), 0);
+    transport.prepare(slot);
+    step("all-gather", 0, true, s -> transport.allGather(amaxes, slot, s));
+    DeviceBuffer sc = alloc(NcclFp8.HEADER);
+    int world = worldSize(), divisor = c.divisor(world);
+    kernel("scale", 0, cover(1),
+        (g, n) -> g.task(n, NcclFp8Kernels::groupScale, amaxes, (int) slot, world, divisor, sc));
+    scale = sc;
+  }
+
+  /** NCCL's own FP8 sum (NCCL 2.24+ on sm90+), as a user of it writes the collective. */
+  @Override
+  public boolean sumsFp8() {
+    return transport instanceof NcclTransport;
+  }
+
+  /**
+   * Records {@code nccl-fp8} as a NCCL user writes it, on piece 0's chain: the absmax, {@code ncclAllReduce} with
+   * {@code ncclMax} of it, the scale, the cast, {@code ncclAllReduce} (or {@code ncclReduceScatter}) of the codes on
+   * {@code ncclFloat8e4m3}/{@code ncclFloat8e5m2}, and the cast back into {@code out}.
+   *
+   * @throws IllegalArgumentException on a NCCL before 2.24 or a GPU before sm90 ({@link NcclTransport#fp8Problem}), or
+   *     for bf16 tensors
+   */
+  @Override
+  public void sumFp8(CollectiveKind kind, Plan plan, DeviceTensor x, int rows, int cols, DeviceTensor out) {
+    NcclFp8Codec c = ncclFp8(plan);
+    NcclTransport nccl = (NcclTransport) transport;
+    String why = nccl.fp8Problem();
+    if (why != null) {
+      throw new IllegalArgumentException(c + " over NCCL: " + why + " (on this machine use --tp-transport"
+          + " device-local, which sums as NCCL would, or another codec)");
+    }
+    boolean scatter = kind == CollectiveKind.REDUCE_SCATTER;
+    int f = c.format().code();
+    int outRows = scatter ? rows / worldSize() : rows;
+    NcclDataType type = f == Fp8.E4M3 ? NcclDataType.FLOAT8_E4M3 : NcclDataType.FLOAT8_E5M2;
+    DeviceBuffer amax = alloc(16), sc = alloc(16), head = alloc(16);
+    DeviceBuffer codes = alloc((long) rows * cols), sum = scatter ? alloc((long) outRows * cols) : codes;
+    DeviceBuffer xb = x.buffer(), ob = out.buffer();
+    int divisor = c.divisor(worldSize());
+    absmax(xb, 0, rows, cols, amax, 0);
+    step("all-reduce", 0, true, s -> nccl.allReduceMax(amax, s));
+    kernel("scale", 0, cover(1), (g, n) -> g.task(n, NcclFp8Kernels::groupScale, amax, 16, 1, divisor, sc));
+    kernel("compress", 0, cover((long) rows * cols),
+        (g, n) -> g.task(n, NcclFp8Kernels::cast, xb, sc, head, codes, 0, rows, rows, cols, f));
+    step(scatter ? "reduce-scatter" : "all-reduce", 0, true,
+        s -> nccl.sumFp8(codes, sum, (long) outRows * cols, type, scatter, s));
+    kernel("decompress", 0, cover((long) outRows * cols), (g, n) -> g.task(n, NcclFp8Kernels::decodeSlots, sum,
+        0, 0, sc, ob, outRows, outRows, 0, outRows, outRows, cols, f, 1));
+  }
+
+  /** The plan's nccl-fp8 codec, refusing bf16 tensors (its kernels take fp32). */
+  private NcclFp8Codec ncclFp8(Plan plan) {
+    if (bf16) {
+      throw new IllegalArgumentException(plan.codec() + ": the GPU kernels take fp32 tensors (this collective is"
+          + " bf16)");
+    }
+    return (NcclFp8Codec) plan.codec();
+  }
+
+  /** This chunk's own cast with the group scale into slot {@link #rank()} of {@code recv}, for the ring's sum. */
+  private void castOwn(Plan plan, DeviceTensor x, int row0, int realRows, Slots recv, int cols, int piece) {
+    encode(plan, x, row0, realRows, recv.rows(), cols, recv, rank(), piece);
+  }
+
   @Override
   public void encode(Plan plan, DeviceTensor x, int row0, int realRows, int rows, int cols, Slots out, int slot,
       int piece) {
@@ -171,6 +264,11 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       GroupTwoShotKernels.checkFp4Shape(pr, cols, f.kind(), f.hadamard());
       kernel("compress", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::compressFp4,
           TaskGraph.KERNEL_CONTEXT, xb, xb, body, row0, realRows, pr, cols, f.kind(), f.hadamard(), bf16));
+    } else if (plan.groupScaled()) {
+      DeviceBuffer sc = scale, codes = body.slice(NcclFp8.HEADER, (long) pr * cols);
+      int f = ncclFp8(plan).format().code();
+      kernel("compress", piece, cover((long) pr * cols), (g, n) -> g.task(n, NcclFp8Kernels::cast, xb, sc, body,
+          codes, row0, realRows, pr, cols, f));
     } else if (plan.codec() instanceof TacoCodec t) {
       TwoShotGpuKernels.checkShape(pr, cols, t.groupSize());
       kernel("compress", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
@@ -204,6 +302,12 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       kernel("reduce", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::reduceFp4Rows,
           TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot, me, world, yb, yb, row0, realRows, pr, cols, yRow0, f.kind(),
           f.hadamard(), bf16));
+    } else if (plan.groupScaled()) {
+      castOwn(plan, x, row0, realRows, recv, cols, piece);
+      DeviceBuffer sc = scale;
+      int f = ncclFp8(plan).format().code();
+      kernel("reduce", piece, cover((long) realRows * cols), (g, n) -> g.task(n, NcclFp8Kernels::ringReduce, r, slot,
+          me, world, sc, sc, sc, yb, yRow0, realRows, pr, cols, f, false));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot,
@@ -238,6 +342,12 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       kernel("reduce", piece, f.grid(pr, cols), (g, n) -> g.task(n, GroupTwoShotKernels::reduceCompressFp4,
           TaskGraph.KERNEL_CONTEXT, xb, xb, r, slot, me, world, body, row0, realRows, pr, cols, f.kind(), f.hadamard(),
           bf16));
+    } else if (plan.groupScaled()) {
+      castOwn(plan, x, row0, realRows, recv, cols, piece);
+      DeviceBuffer sc = scale, codes = body.slice(NcclFp8.HEADER, (long) pr * cols);
+      int f = ncclFp8(plan).format().code();
+      kernel("reduce", piece, cover((long) pr * cols), (g, n) -> g.task(n, NcclFp8Kernels::ringReduce, r, slot, me,
+          world, sc, body, codes, xb, 0, realRows, pr, cols, f, true));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("reduce", piece, WorkerGrid.of(pr, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::reduceCompressRows, TaskGraph.KERNEL_CONTEXT, xb, xb, r,
@@ -269,6 +379,11 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
       kernel("decompress", piece, f.grid(blocks, cols), (g, n) -> g.task(n, GroupTwoShotKernels::decompressFp4,
           TaskGraph.KERNEL_CONTEXT, b, slot, ob, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, f.kind(),
           f.hadamard(), bf16));
+    } else if (plan.groupScaled()) {
+      DeviceBuffer sc = scale;
+      int f = ncclFp8(plan).format().code(), world = worldSize();
+      kernel("decompress", piece, cover((long) blocks * cols), (g, n) -> g.task(n, NcclFp8Kernels::decodeSlots, b,
+          slot, NcclFp8.HEADER, sc, ob, rowsTotal, rowsPerRank, pieceRow0, pieceRows, pr, cols, f, world));
     } else if (plan.codec() instanceof TacoCodec t) {
       kernel("decompress", piece, WorkerGrid.of(blocks, TwoShotGpuKernels.threads(cols, t.groupSize())),
           (g, n) -> g.task(n, TwoShotGpuKernels::decompressRows, TaskGraph.KERNEL_CONTEXT, b, slot,
@@ -376,16 +491,24 @@ final class DeviceWire implements Wire<DeviceTensor, DeviceWire.Slots> {
           (gr, n) -> gr.task(n, GroupTwoShotKernels::compressGroups, x, body, row0, realRows, rows, cols, g, k));
       return;
     }
+    absmax(x, row0, realRows, cols, body, piece);
+    kernel("compress", piece, cover((long) rows * cols),
+        (gr, n) -> gr.task(n, GroupTwoShotKernels::encodeTensor, x, body, row0, realRows, rows, cols, k));
+  }
+
+  /**
+   * The largest finite {@code |x|} of rows {@code row0 .. row0 + rows} ({@code cols} values each) into the float32 at
+   * the start of {@code to}, in two levels of partial maxima.
+   */
+  private void absmax(DeviceBuffer x, int row0, int rows, int cols, DeviceBuffer to, int piece) {
     int parts = GroupTwoShotKernels.PARTS, folded = GroupTwoShotKernels.FOLDED;
     DeviceBuffer buf = alloc(4L * (parts + folded));
     DeviceBuffer partial = buf.slice(0, 4L * parts), second = buf.slice(4L * parts, 4L * folded);
     kernel("absmax", piece, cover(parts),
-        (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, x, partial, row0, realRows, cols, parts));
+        (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, x, partial, row0, rows, cols, parts));
     kernel("absmax", piece, cover(folded), // the partials as one row, folded again
         (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxPartials, partial, second, 0, 1, parts, folded));
-    kernel("absmax", piece, cover(1), (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxFinish, second, body, folded));
-    kernel("compress", piece, cover((long) rows * cols),
-        (gr, n) -> gr.task(n, GroupTwoShotKernels::encodeTensor, x, body, row0, realRows, rows, cols, k));
+    kernel("absmax", piece, cover(1), (gr, n) -> gr.task(n, GroupTwoShotKernels::absmaxFinish, second, to, folded));
   }
 
   /** A grid for a grid-stride {@code @Parallel} kernel of {@code n} iterations. */

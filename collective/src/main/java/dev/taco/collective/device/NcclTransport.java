@@ -2,6 +2,7 @@ package dev.taco.collective.device;
 
 import dev.taco.collective.nccl.NcclCommunicator;
 import dev.taco.collective.nccl.NcclDataType;
+import dev.taco.collective.nccl.NcclRedOp;
 import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.CudaStream;
 import dev.taco.kernels.cuda.DeviceBuffer;
@@ -62,6 +63,43 @@ public final class NcclTransport implements DeviceTransport {
   public void allGather(DeviceBuffer buf, long slotBytes, CudaStream stream) {
     comm.allGather(buf.pointer() + rank() * slotBytes, buf.pointer(), slotBytes, NcclDataType.UINT8, stream);
     bytesSent += (worldSize() - 1) * slotBytes;
+  }
+
+  /**
+   * Why NCCL cannot sum FP8 here ({@link NcclDataType#fp8Problem}: the loaded library before 2.24, a GPU before sm90),
+   * or null.
+   */
+  public String fp8Problem() {
+    CudaContext ctx = comm.context();
+    return NcclDataType.fp8Problem(dev.taco.collective.nccl.Nccl.get().version(), ctx.computeCapabilityMajor(),
+        ctx.computeCapabilityMinor());
+  }
+
+  /** The largest of every rank's float32 at {@code value} into it ({@code ncclAllReduce}, {@code ncclMax}, in place). */
+  public void allReduceMax(DeviceBuffer value, CudaStream stream) {
+    comm.allReduce(value.pointer(), value.pointer(), 1, NcclDataType.FLOAT32, NcclRedOp.MAX, stream);
+    bytesSent += ringBytes(4);
+  }
+
+  /**
+   * NCCL's own FP8 sum ({@code ncclSum} on {@code type}, an FP8 type): the all-reduce of {@code count} codes of
+   * {@code send} in place, or with {@code scatter} the reduce-scatter of {@code R * count} codes into {@code count} of
+   * {@code recv}.
+   */
+  public void sumFp8(DeviceBuffer send, DeviceBuffer recv, long count, NcclDataType type, boolean scatter,
+      CudaStream stream) {
+    if (scatter) {
+      comm.reduceScatter(send, recv, count, type, stream);
+      bytesSent += (worldSize() - 1) * count;
+    } else {
+      comm.allReduce(send, send, count, type, stream);
+      bytesSent += ringBytes(count);
+    }
+  }
+
+  /** Bytes a rank sends in a ring all-reduce of {@code bytes} (two phases of (R-1)/R each). */
+  private long ringBytes(long bytes) {
+    return 2 * (worldSize() - 1) * bytes / worldSize();
   }
 
   /** Gathers the fingerprints with {@code ncclAllGather} on a stream of its own and waits for them. */

@@ -57,8 +57,6 @@ public final class Nccl {
   private static final String[] RESULT_NAMES = {"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError",
       "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
       "ncclTimeout"};
-  /** {@code ncclSum}. */
-  private static final int SUM = 0;
 
   /** Interface-mapped entry points (resolved lazily). */
   interface Api extends Library {
@@ -453,7 +451,19 @@ public final class Nccl {
    * @throws NcclException on error
    */
   public boolean allReduce(long send, long recv, long count, NcclDataType type, long comm, long stream) {
-    return started("ncclAllReduce", Direct.ncclAllReduce(send, recv, count, type.code(), SUM, comm, stream), comm);
+    return allReduce(send, recv, count, type, NcclRedOp.SUM, comm, stream);
+  }
+
+  /**
+   * {@code ncclAllReduce} with the reduction {@code op}: {@code recv[i] = op over ranks of send[i]}.
+   *
+   * @return true if NCCL answered {@code ncclInProgress}
+   * @throws NcclException on error
+   */
+  public boolean allReduce(long send, long recv, long count, NcclDataType type, NcclRedOp op, long comm,
+      long stream) {
+    return started("ncclAllReduce", Direct.ncclAllReduce(send, recv, count, type.code(), op.code(), comm, stream),
+        comm);
   }
 
   /**
@@ -486,7 +496,7 @@ public final class Nccl {
    */
   public boolean reduceScatter(long send, long recv, long recvCount, NcclDataType type, long comm, long stream) {
     return started("ncclReduceScatter",
-        Direct.ncclReduceScatter(send, recv, recvCount, type.code(), SUM, comm, stream), comm);
+        Direct.ncclReduceScatter(send, recv, recvCount, type.code(), NcclRedOp.SUM.code(), comm, stream), comm);
   }
 
   /**

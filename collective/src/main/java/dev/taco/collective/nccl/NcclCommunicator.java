@@ -373,9 +373,20 @@ public final class NcclCommunicator implements AutoCloseable {
    * @throws CollectiveException if the communicator has failed, or a non-blocking call does not settle in time
    */
   public void allReduce(long send, long recv, long count, NcclDataType type, CudaStream stream) {
+    allReduce(send, recv, count, type, NcclRedOp.SUM, stream);
+  }
+
+  /**
+   * All-reduce with the reduction {@code op} ({@code ncclAllReduce}): {@code recv[i] = op over ranks of send[i]}, as
+   * {@link #allReduce(long, long, long, NcclDataType, CudaStream)} otherwise.
+   *
+   * @throws NcclException       if NCCL rejects the call (the communicator is then aborted)
+   * @throws CollectiveException if the communicator has failed, or a non-blocking call does not settle in time
+   */
+  public void allReduce(long send, long recv, long count, NcclDataType type, NcclRedOp op, CudaStream stream) {
     requireCount(count, "count");
-    enqueue("allReduce(count=" + count + ", " + type.label() + ")", stream,
-        (c, s) -> nccl.allReduce(send, recv, count, type, c, s));
+    enqueue("allReduce(count=" + count + ", " + type.label() + (op == NcclRedOp.SUM ? "" : ", " + op) + ")", stream,
+        (c, s) -> nccl.allReduce(send, recv, count, type, op, c, s));
   }
 
   /**

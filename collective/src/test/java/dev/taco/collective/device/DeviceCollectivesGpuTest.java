@@ -38,7 +38,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Tag("gpu")
 class DeviceCollectivesGpuTest {
   private static final long SEED = Long.getLong("taco.seed", System.nanoTime());
-  private static CudaContext ctx;
+  static CudaContext ctx; // the device of the helpers below (NcclFp8GpuTest sets its own)
 
   static final List<Plan> PLANS = List.of(Plan.EXACT, Plan.of(Codecs.byName("none")), Plan.of(Codecs.byName("taco")),
       Plan.of(Codecs.byName("taco:e5m2,g=128")), Plan.of(Codecs.byName("taco:g=256,hadamard=off")),

@@ -55,7 +55,8 @@ final class AnalyzeCommand implements Callable<Integer> {
   @Option(names = "--codec", paramLabel = "CODEC[,CODEC...]",
       description = "Codecs to measure, comma-separated, with parameters after a colon as in"
           + " `taco:e5m2,g=128,hadamard=off`. Default: fp32, none, fp8-tensor, fp8-group, int8-group,"
-          + " int4-group, hadamard-int8, taco, taco:e5m2, taco-no-ash, taco-no-ds, taco-no-hadamard. Codecs: "
+          + " int4-group, hadamard-int8, nccl-fp8, nccl-fp8:e5m2, taco, taco:e5m2, taco-no-ash, taco-no-ds,"
+          + " taco-no-hadamard. Codecs: "
           + Codecs.NAMES + ".")
   String codecs;
 

@@ -111,7 +111,8 @@ public final class TacoCli {
   static final class Train implements Callable<Integer> {
     @Option(names = {"--compression", "--compare", "--codec"}, paramLabel = "CODEC[,CODEC...]",
         description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
-            + " int8-group, fp8-tensor, fp32 (exact), or any codec of `taco analyze`, with parameters after a colon"
+            + " int8-group, fp8-tensor, nccl-fp8 (NCCL's own FP8 all-reduce, one scale for the group; nccl-fp8:e5m2),"
+            + " fp32 (exact), or any codec of `taco analyze`, with parameters after a colon"
             + " (taco:e5m2,g=128,hadamard=off); --codec as in analyze. Default: ${DEFAULT-VALUE}.")
     String compression = "none,taco";
 
@@ -266,7 +267,7 @@ public final class TacoCli {
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
         + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 only the codecs with GPU kernels: fp32, none,"
-        + " int8-group, fp8-tensor and the dual-scale taco codecs), auto (cuda if a GPU is usable, else cpu)."
+        + " int8-group, fp8-tensor, nccl-fp8 and the dual-scale taco codecs), auto (cuda if a GPU is usable, else cpu)."
         + " Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 

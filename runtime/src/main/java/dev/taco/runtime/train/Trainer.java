@@ -763,7 +763,7 @@ public final class Trainer {
     String why = DeviceCollectives.unsupported(asked);
     if (why != null) {
       throw new IllegalArgumentException("--compression " + compression + " cannot run on the GPU (" + why + "): use "
-          + "fp32, none, int8-group, fp8-tensor or a dual-scale taco codec there, or --device cpu");
+          + "fp32, none, int8-group, fp8-tensor, nccl-fp8 or a dual-scale taco codec there, or --device cpu");
     }
     return asked;
   }

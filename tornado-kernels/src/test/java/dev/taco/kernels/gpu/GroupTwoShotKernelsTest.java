@@ -7,6 +7,7 @@ import dev.taco.codec.AbstractCodec;
 import dev.taco.codec.Fp8TensorCodec;
 import dev.taco.codec.Int8GroupCodec;
 import dev.taco.kernels.GroupKernels;
+import dev.taco.kernels.compiler.KernelRequest;
 import dev.taco.codec.PayloadHeader;
 import dev.taco.kernels.cuda.KernelSources;
 import java.io.File;
@@ -34,15 +35,20 @@ class GroupTwoShotKernelsTest {
   @Test
   void theKernelsTranslateAndCompileWithNvcc() throws Exception {
     // the absmax kernels (the E2M1 ones, specialised, are TwoShotGpuCudaTest's)
-    List<dev.taco.kernels.compiler.KernelRequest> absmax = GroupTwoShotKernels.kernels().stream()
-        .filter(r -> r.constants().isEmpty()).toList();
-    List<Path> files = new KernelSources(dir, List.of(Path.of("src/main/java"))).pretranslate(absmax);
-    assertThat(files).hasSize(6);
+    List<KernelRequest> absmax = GroupTwoShotKernels.kernels().stream().filter(r -> r.constants().isEmpty()).toList();
+    assertThat(absmax).hasSize(6);
+    translateAndCompile(dir, absmax, "the int8-group and fp8-tensor kernels");
+  }
+
+  /** Translates {@code kernels} into {@code dir} and compiles each with {@code nvcc --ptx -arch=sm_90} (if on PATH). */
+  static void translateAndCompile(Path dir, List<KernelRequest> kernels, String what) throws Exception {
+    List<Path> files = new KernelSources(dir, List.of(Path.of("src/main/java"))).pretranslate(kernels);
+    assertThat(files).hasSize(kernels.size());
     Path nvcc = null;
     for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
       if (Files.isExecutable(Path.of(d, "nvcc"))) nvcc = Path.of(d, "nvcc");
     }
-    assumeTrue(nvcc != null, "nvcc is not on PATH: the CUDA compile check of the int8-group kernels is skipped");
+    assumeTrue(nvcc != null, "nvcc is not on PATH: the CUDA compile check of " + what + " is skipped");
     for (Path cu : files) {
       Process p = new ProcessBuilder(nvcc.toString(), "--ptx", "-arch=sm_90", "-o", dir.resolve("k.ptx").toString(),
           cu.toString()).redirectErrorStream(true).start();
