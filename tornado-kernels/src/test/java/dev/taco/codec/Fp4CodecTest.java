@@ -481,8 +481,10 @@ class Fp4CodecTest {
     assertThatThrownBy(() -> Codecs.byName("mxfp4:g=64")).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("codec 'mxfp4:g=64': mxfp4's format fixes its block size at 32, so it takes no g=");
     assertThatThrownBy(() -> Codecs.byName("nvfp4:g=16")).hasMessageContaining("fixes its block size at 16");
-    assertThatThrownBy(() -> Codecs.byName("mxfp4:e5m2")).hasMessageContaining("taco parameters");
-    assertThatThrownBy(() -> Codecs.byName("int4-group:hadamard=on")).hasMessageContaining("taco parameters");
+    assertThatThrownBy(() -> Codecs.byName("mxfp4:e5m2"))
+        .hasMessageContaining("e4m3/e5m2 are taco and nccl-fp8 parameters");
+    assertThatThrownBy(() -> Codecs.byName("int4-group:hadamard=on"))
+        .hasMessageContaining("hadamard taco's, mxfp4's and nvfp4's");
     assertThat(Codecs.parseList("none,mxfp4,nvfp4:hadamard=on")).containsExactly("none", "mxfp4",
         "nvfp4:hadamard=on");
     assertThat(Codecs.names()).contains("mxfp4", "nvfp4");
