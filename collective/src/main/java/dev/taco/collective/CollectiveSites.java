@@ -49,10 +49,12 @@ public final class CollectiveSites {
   /**
    * Token rows a calibration step or a codec-error sample reads of a site's tensor: a contiguous block (the token axis
    * keeps its structure), the same on every rank, a different one at each calibration step. A calibration step then
-   * costs the same at any micro-batch and sequence length (a GPT-2-small tensor of 8192 rows is read an eighth at a
-   * time; the default CPU run's 1024 rows whole), and a GPU copies only these rows to the host.
+   * costs the same at any micro-batch and sequence length (a GPT-2-small tensor of 8192 rows is read a sixteenth
+   * at a time; the default CPU run's 1024 rows half at a time), and a GPU copies only these rows to the host. Half a
+   * million values a site and step estimate a relative error far closer than the 1 % its choice rounds to, at half the
+   * host time of 1024 rows.
    */
-  public static final int SAMPLE_ROWS = 1024;
+  public static final int SAMPLE_ROWS = 512;
 
   /**
    * The {@code --compression} that chooses per site among {@code none}, {@code fp8-tensor}, {@code int8-group} and the

@@ -506,7 +506,8 @@ class CollectiveSitesTest {
       }
       return new Object[] {reads, sampled.plan(ATTN0), sampled.calibrationSeconds()};
     });
-    assertThat(out.get(0)[0]).as("seed %d", seed).isEqualTo(List.of("0+1024", "1024+1024"));
+    assertThat(out.get(0)[0]).as("seed %d", seed).isEqualTo(
+        List.of("0+" + CollectiveSites.SAMPLE_ROWS, CollectiveSites.SAMPLE_ROWS + "+" + CollectiveSites.SAMPLE_ROWS));
     assertThat(out.get(1)[1]).as("every rank chooses alike").isEqualTo(out.get(0)[1]);
     assertThat((double) out.get(0)[2]).isPositive();
     // the whole tensor's error of the chosen plan against the best any candidate reaches on the whole tensor

@@ -198,7 +198,8 @@ class NcclFp8CollectivesTest {
     assertThat(Codecs.byName("nccl-fp8:e5m2")).isInstanceOf(NcclFp8Codec.class).hasToString("nccl-fp8:e5m2");
     assertThat(Codecs.byName("NCCL-FP8,nonfinite=propagate")).hasToString("nccl-fp8:nonfinite=propagate");
     assertThatThrownBy(() -> Codecs.byName("nccl-fp8:g=64")).hasMessageContaining("nccl-fp8 has no group size");
-    assertThatThrownBy(() -> Codecs.byName("nccl-fp8:hadamard=off")).hasMessageContaining("hadamard taco ones");
+    assertThatThrownBy(() -> Codecs.byName("nccl-fp8:hadamard=off"))
+        .hasMessageContaining("hadamard taco's, mxfp4's and nvfp4's");
     assertThat(Codecs.parseList("none,nccl-fp8:e5m2,taco")).containsExactly("none", "nccl-fp8:e5m2", "taco");
     assertThat(NcclDataType.fp8Problem(22803, 9, 0)).isNull();
     assertThat(NcclDataType.fp8Problem(22105, 9, 0))
