@@ -129,13 +129,18 @@ public final class GpuE2E {
       double ceiling = n == null ? Double.NaN : n.stepMs / (r.nocommMs + (n.stepMs - r.nocommMs) * b);
       out.add(String.format(Locale.ROOT, "{\"profile\": \"%s\", \"tp\": %d, \"sp\": %s, \"hidden\": %d, \"layers\": %d,"
           + " \"heads\": %d, \"seq\": %d, \"micro_batch\": %d, \"codec\": \"%s\", \"step_ms\": %.4f, \"gpu_ms\": %.4f,"
-          + " \"nocomm_ms\": %.4f, \"bytes_per_step\": %d, \"byte_ratio\": %.4f, \"speedup\": %.4f, \"ceiling\": %.4f,"
-          + " \"fraction_of_ceiling\": %.4f, \"plans\": \"%s\"}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1],
+          + " \"nocomm_ms\": %.4f, \"bytes_per_step\": %d, \"byte_ratio\": %s, \"speedup\": %s, \"ceiling\": %s,"
+          + " \"fraction_of_ceiling\": %s, \"plans\": \"%s\"}", r.profile, r.tp, r.sp, r.shape[0], r.shape[1],
           r.shape[2], r.shape[3],
-          r.shape[4], r.codec, r.stepMs, r.gpuMs, r.nocommMs, r.bytesPerStep, b, speedup, ceiling,
-          (speedup - 1) / (ceiling - 1), r.plans));
+          r.shape[4], r.codec, r.stepMs, r.gpuMs, r.nocommMs, r.bytesPerStep, num(b), num(speedup), num(ceiling),
+          num((speedup - 1) / (ceiling - 1)), r.plans));
     }
     return out;
+  }
+
+  /** A JSON number with 4 decimals, or null where there is none (no baseline; none's own fraction of its ceiling). */
+  static String num(double v) {
+    return Double.isFinite(v) ? String.format(Locale.ROOT, "%.4f", v) : "null";
   }
 
   private static String key(Row r) {
