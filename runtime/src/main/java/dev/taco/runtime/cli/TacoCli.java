@@ -158,8 +158,9 @@ public final class TacoCli {
       options.steps(v);
     }
 
-    @Option(names = "--data", paramLabel = "FILE",
-        description = "UTF-8 text to train on. Default: the bundled Jargon File.")
+    @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on, or a gzip file of it (.gz,"
+        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 % of its"
+        + " bytes is held out for validation. Default: the bundled Jargon File.")
     Path data;
 
     @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.")
