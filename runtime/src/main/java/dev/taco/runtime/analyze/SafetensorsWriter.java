@@ -37,7 +37,9 @@ public final class SafetensorsWriter {
   }
 
   /**
-   * Writes {@code tensors} (and string {@code metadata}, which may be empty) to {@code file}, replacing it.
+   * Writes {@code tensors} (and string {@code metadata}, which may be empty) to {@code file}, replacing it. The same
+   * tensors and metadata give the same bytes in every JVM: the metadata's keys sorted, each tensor's fields in a fixed
+   * order.
    *
    * @throws IllegalArgumentException for a duplicate or reserved name, a negative dimension, or a tensor whose shape
    *     needs more elements than its array holds from its offset
@@ -45,7 +47,7 @@ public final class SafetensorsWriter {
    */
   public static void write(Path file, List<Tensor> tensors, Map<String, String> metadata) throws IOException {
     Map<String, Object> header = new LinkedHashMap<>();
-    if (!metadata.isEmpty()) header.put("__metadata__", metadata);
+    if (!metadata.isEmpty()) header.put("__metadata__", new java.util.TreeMap<>(metadata)); // Map.of's order varies
     long at = 0;
     for (Tensor t : tensors) {
       if (t.name().equals("__metadata__") || header.containsKey(t.name())) {
@@ -57,7 +59,11 @@ public final class SafetensorsWriter {
             + t.offset() + " but the array holds " + t.data().length);
       }
       long bytes = 4 * t.elements();
-      header.put(t.name(), Map.of("dtype", "F32", "shape", t.shape(), "data_offsets", new long[] {at, at + bytes}));
+      Map<String, Object> fields = new LinkedHashMap<>();
+      fields.put("dtype", "F32");
+      fields.put("shape", t.shape());
+      fields.put("data_offsets", new long[] {at, at + bytes});
+      header.put(t.name(), fields);
       at += bytes;
     }
     byte[] json = new Gson().toJson(header).getBytes(StandardCharsets.UTF_8);

@@ -158,8 +158,9 @@ public final class TacoCli {
       options.steps(v);
     }
 
-    @Option(names = "--data", paramLabel = "FILE",
-        description = "UTF-8 text to train on. Default: the bundled Jargon File.")
+    @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on, or a gzip file of it (.gz,"
+        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 % of its"
+        + " bytes is held out for validation. Default: the bundled Jargon File.")
     Path data;
 
     @Option(names = "--seed", description = "Seed for weights and batches. Default: ${DEFAULT-VALUE}.")
@@ -324,6 +325,13 @@ public final class TacoCli {
         + " run all --steps). Default: ${DEFAULT-VALUE}.")
     int exitInterval = 0;
 
+    @Option(names = "--exit-duration-in-mins", paramLabel = "MINUTES", description = "Stop in time to end within"
+        + " this many minutes of the command's start (fractions allowed): after the step past which one more step, as"
+        + " long as the longest but the first, would end later, saving first when --save is given; the codecs after it"
+        + " do not run, and the same command with --load goes on (exit status 0). 0: no limit. Default:"
+        + " ${DEFAULT-VALUE}.")
+    double exitDurationInMins = 0;
+
     @Option(names = "--overwrite", description = "Write into an --out folder that already holds a report.json"
         + " (refused otherwise).")
     boolean overwrite;
@@ -338,8 +346,10 @@ public final class TacoCli {
 
     @Override
     public Integer call() throws Exception {
+      long started = System.nanoTime(); // --exit-duration-in-mins counts from here
       Trainer.Options opt = options.build();
-      Trainer.Checkpointing asked = new Trainer.Checkpointing(save, saveInterval, load, exitInterval);
+      Trainer.Checkpointing asked = new Trainer.Checkpointing(save, saveInterval, load, exitInterval,
+          exitDurationInMins, started);
       GptConfig cfg = opt.model();
       int tp = cfg.tp(), dataParallel = opt.dataParallelSize(), microBatch = opt.microBatchSize();
       List<String> codecs = codecList(compression);
@@ -386,6 +396,8 @@ public final class TacoCli {
         if (dataParallel == 1 && !opt.dpCompression().equals("fp32"))
           log.warn("--dp-compression {} has no effect at --data-parallel-size 1 (no gradient all-reduce)",
               opt.dpCompression());
+        if (exitDurationInMins > 0 && save == null)
+          log.warn("--exit-duration-in-mins without --save: a run stopped in time leaves no checkpoint to go on from");
         if (exitInterval > 0 && exitInterval >= opt.steps())
           log.warn("--exit-interval {} is not before --steps {}: the run ends at --steps", exitInterval, opt.steps());
         List<String> toRun = unfinished(codecs, cfg, opt.steps()); // a --load that cannot serve is named here
@@ -589,10 +601,19 @@ public final class TacoCli {
             }
             throw e;
           }
-          if (StopSignal.requested() != null) break; // the codecs after this one do not run
+          if (StopSignal.requested() != null || outOfTime(runs.getLast())) break; // the later codecs do not run
         }
       }
       report(runs, corpus, run, opt);
+      if (StopSignal.requested() == null && outOfTime(runs.getLast())) {
+        RunResult last = runs.getLast();
+        System.err.println("taco: stopped after step " + (last.first_step() + last.steps()) + " of "
+            + last.compression() + "'s run to end within --exit-duration-in-mins "
+            + java.math.BigDecimal.valueOf(exitDurationInMins).stripTrailingZeros().toPlainString() + (save != null
+                ? "; its checkpoint is in " + perCodec(save, codecs, last.compression()) + ": the same command with"
+                    + " --load " + save + " goes on"
+                : " (no --save: nothing to go on from)"));
+      }
       if (StopSignal.requested() != null) {
         System.err.println("taco: stopped by " + StopSignal.requested() + " after step " + (runs.getLast()
             .first_step() + runs.getLast().steps()) + " of " + runs.getLast().compression() + "'s run; the report is"
@@ -601,6 +622,11 @@ public final class TacoCli {
         return StopSignal.exitCode();
       }
       return 0;
+    }
+
+    /** Whether {@code run} stopped at --exit-duration-in-mins. */
+    private static boolean outOfTime(RunResult run) {
+      return "exit-duration".equals(run.stopped());
     }
 
     /** The per-step metrics file in the output folder ({@link StepMetrics}). */

@@ -11,7 +11,8 @@ import java.util.Map;
  * @param tp tensor-parallel size R
  * @param steps optimizer steps taken by this invocation
  * @param first_step the first step it took: 0, or the step of the checkpoint it resumed from ({@code --load})
- * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code signal}, {@code diverged} (its
+ * @param stopped why it stopped before {@code --steps}: {@code exit-interval}, {@code exit-duration}
+ *     ({@code --exit-duration-in-mins}), {@code signal}, {@code diverged} (its
  *     last rows are the steps before the non-finite one; no bytes or tokens/s), {@code save-failed} (its checkpoint
  *     after its last step could not be saved); null when it ran to the end
  * @param initial_val_loss validation loss (nats per byte) before the first step

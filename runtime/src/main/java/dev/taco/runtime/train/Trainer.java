@@ -460,18 +460,35 @@ public final class Trainer {
    * @param load folder to resume from, its newest checkpoint ({@code --load}); null: a fresh start
    * @param exitInterval stop after this step ({@code --exit-interval}; 0: run all --steps), saving first when
    *     {@code save} is given
+   * @param exitDurationInMins stop, saving first when {@code save} is given, after the step past which one more step
+   *     (as long as the longest so far but the first, evaluation included) would end later than this many minutes
+   *     after {@code startNanos} ({@code --exit-duration-in-mins}; 0: no limit)
+   * @param startNanos when the time of {@code exitDurationInMins} starts ({@link System#nanoTime}): the command's start
    */
-  public record Checkpointing(java.nio.file.Path save, int saveInterval, java.nio.file.Path load, int exitInterval) {
+  public record Checkpointing(java.nio.file.Path save, int saveInterval, java.nio.file.Path load, int exitInterval,
+      double exitDurationInMins, long startNanos) {
     /** @throws IllegalArgumentException naming the flag of a negative interval or an interval without --save */
     public Checkpointing {
       if (saveInterval < 0) throw new IllegalArgumentException("--save-interval must be >= 0, got " + saveInterval);
       if (exitInterval < 0) throw new IllegalArgumentException("--exit-interval must be >= 0, got " + exitInterval);
       if (saveInterval > 0 && save == null) throw new IllegalArgumentException("--save-interval needs --save DIR");
+      if (!(exitDurationInMins >= 0) || Double.isInfinite(exitDurationInMins)) {
+        throw new IllegalArgumentException("--exit-duration-in-mins must be a number >= 0 (0: no limit), got "
+            + exitDurationInMins);
+      }
     }
 
-    /** These intervals with the folders of one codec's run (of several, each saves into and loads its own). */
+    /** These settings with the folders of one codec's run (of several, each saves into and loads its own). */
     public Checkpointing withFolders(java.nio.file.Path save, java.nio.file.Path load) {
-      return new Checkpointing(save, saveInterval, load, exitInterval);
+      return new Checkpointing(save, saveInterval, load, exitInterval, exitDurationInMins, startNanos);
+    }
+
+    /**
+     * Whether, at {@code now} ({@link System#nanoTime}), one more step of {@code stepNanos} would end past
+     * {@code --exit-duration-in-mins}.
+     */
+    boolean outOfTime(long now, long stepNanos) {
+      return exitDurationInMins > 0 && now - startNanos + stepNanos > exitDurationInMins * 60e9;
     }
 
     /** Whether the run saves after {@code done} steps of {@code steps}: every interval, at an exit, at the end. */
@@ -700,6 +717,7 @@ public final class Trainer {
     double initialVal = val[0], finalVal = val[1];
     boolean signalled = saving.stoppedAt().get() >= 0;
     RuntimeException saveFailed = saving.failure().get();
+    String stopped = saveFailed != null ? "save-failed" : signalled ? saving.stopReason().get() : null;
     int end = signalled ? saving.stoppedAt().get() : last;
     int ran = Math.max(1, end - first);
     double tokensPerSecond = (double) ran * opt.globalBatchSize() * cfg.seqLength() / seconds;
@@ -710,8 +728,8 @@ public final class Trainer {
       perKind = new LinkedHashMap<>();
       for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
     }
-    RunResult result = new RunResult(compression, r, ran, first, saveFailed != null ? "save-failed"
-        : signalled ? "signal" : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
+    RunResult result = new RunResult(compression, r, ran, first, stopped != null ? stopped
+        : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
         stillCalibrating[0], perKind, seconds, tokensPerSecond, history, errors, plans, gpuTimes, calibration[0],
         linkLabel(gpu, link, priced));
@@ -906,8 +924,10 @@ public final class Trainer {
       first = resume.step();
     }
     long wire = 0, steadyWire = 0, steadySteps = 0; // steady: the steps in which no site calibrated
+    long longestStep = 0; // nanoseconds, evaluation included: what --exit-duration-in-mins keeps room for
     float[] normBuf = new float[1];
     for (int step = first; step <= last; step++) {
+      long iterationStart = System.nanoTime();
       Double val = null;
       if (replica0 && (step % opt.evalInterval() == 0 || step == last)) { // the last: the end, or an --exit-interval
         if (timer != null) timer.setEnabled(false); // evaluation is not a training step
@@ -989,7 +1009,12 @@ public final class Trainer {
         bar.setExtraMessage(String.format(" loss %.3f", loss));
         if (val != null) log.debug("step {} train {} val {}", step, loss, val);
       }
-      boolean stop = stopAgreed(place.world()); // also: every rank has added its bytes of this step
+      // a process's first step (the JIT's warm-up, kernel compiles) is no measure of the next: left out
+      if (step > first) longestStep = Math.max(longestStep, System.nanoTime() - iterationStart);
+      boolean late = step + 1 < last && saving.ck.outOfTime(System.nanoTime(), longestStep);
+      String why = stopAgreed(place.world(), late); // also: every rank has added its bytes of this step
+      boolean stop = why != null;
+      if (stop) saving.stopReason().compareAndSet(null, why);
       if (reports) saving.steps().write(step, loss, val, lr, norm, stepSeconds);
       if (saving.ck.savesAfter(step + 1, opt.steps()) || (stop && saving.ck.save() != null)) {
         stop |= !saving.save(model, place, sites, dp, step + 1, drawn); // a failed save stops the run here
@@ -1009,7 +1034,8 @@ public final class Trainer {
 
   /**
    * What the ranks of a run share besides their collectives: its checkpoint saves, the step it stopped after on a
-   * signal or a failed save, and its step log. For a save, replica 0's ranks hand their weights and moments to the
+   * signal, at --exit-duration-in-mins or on a failed save (and why: {@code signal}, {@code exit-duration}), and its
+   * step log. For a save, replica 0's ranks hand their weights and moments to the
    * shared slots and every replica's TP rank 0 its sites' state (replicas calibrate on different data, so their plans
    * may differ), replica 0's rank q its DP group's gradient sites' state (the group agrees on them), then the reporting
    * rank writes the checkpoint ({@link Checkpoint#save}) while the others wait, and every rank learns whether it
@@ -1019,12 +1045,13 @@ public final class Trainer {
       float[][][] slots, List<Map<String, CollectiveSites.SiteState>> siteSlots,
       List<Map<String, CollectiveSites.SiteState>> dpSlots,
       java.util.concurrent.atomic.AtomicReference<RuntimeException> failure,
-      java.util.concurrent.atomic.AtomicInteger stoppedAt, StepLog steps) {
+      java.util.concurrent.atomic.AtomicInteger stoppedAt,
+      java.util.concurrent.atomic.AtomicReference<String> stopReason, StepLog steps) {
     Saving(Checkpointing ck, GptConfig cfg, String compression, Options opt, Map<String, Object> options,
         float[][][] slots, StepLog steps) {
       this(ck, cfg, compression, opt, options, slots, noSites(opt.dataParallelSize()), noSites(cfg.tp()),
           new java.util.concurrent.atomic.AtomicReference<>(), new java.util.concurrent.atomic.AtomicInteger(-1),
-          steps);
+          new java.util.concurrent.atomic.AtomicReference<>(), steps);
     }
 
     /** {@code n} slots, each an empty sites' state until a rank fills its own. */
@@ -1091,13 +1118,15 @@ public final class Trainer {
   }
 
   /**
-   * Whether any rank has seen a stop signal ({@link StopSignal}): an exact all-reduce over every rank, so all of them
-   * stop after the same step.
+   * Why every rank stops after this step, or null: {@code signal} if any rank has seen a stop signal
+   * ({@link StopSignal}), else {@code exit-duration} if any rank is {@code late} (--exit-duration-in-mins, by its
+   * clock).
+   * An exact all-reduce over every rank, so all of them stop after the same step.
    */
-  private static boolean stopAgreed(Communicator world) {
-    float[] f = {StopSignal.requested() != null ? 1 : 0};
-    world.allReduce(f, 0, 1);
-    return f[0] > 0;
+  private static String stopAgreed(Communicator world, boolean late) {
+    float[] f = {StopSignal.requested() != null ? 1 : 0, late ? 1 : 0};
+    world.allReduce(f, 0, 2);
+    return f[0] > 0 ? "signal" : f[1] > 0 ? "exit-duration" : null;
   }
 
   /**

@@ -102,6 +102,71 @@ class CheckpointTest {
     assertSameLosses(losses(whole, 1), losses(fromMid, 0));
   }
 
+  /**
+   * A job run as bench/gpu-continue.sh runs it across device calls, the same command each time (--save and --load one
+   * folder, --exit-duration-in-mins shorter than any step, a gzip --data file), takes one step per call, calibration in
+   * progress in between, and ends where the uninterrupted run ends, bit for bit: each step's training loss, the final
+   * validation loss, and the last checkpoint's weights and AdamW moments byte for byte.
+   */
+  @Test
+  void aRunSplitOverCallsByExitDurationEndsBitForBitAsTheUninterruptedOne() throws Exception {
+    Path gz = tmp.resolve("t.txt.gz");
+    try (var z = new java.util.zip.GZIPOutputStream(Files.newOutputStream(gz))) {
+      z.write("Sphinx of black quartz, judge my vow; how vexingly quick daft zebras jump. ".repeat(90).getBytes(
+          java.nio.charset.StandardCharsets.UTF_8));
+    }
+    Path whole = tmp.resolve("whole"), ckWhole = tmp.resolve("ckWhole"), ck = tmp.resolve("ck");
+    List<String> run = List.of("--tp", "2", "--steps", "3", "--compression", "taco", "--calibration-steps", "2",
+        "--data", gz.toString());
+    List<String> uninterrupted = new ArrayList<>(run), job = new ArrayList<>(run);
+    uninterrupted.addAll(List.of("--save", ckWhole.toString()));
+    job.addAll(List.of("--save", ck.toString(), "--load", ck.toString(), "--exit-duration-in-mins", "0.000001"));
+    TacoCliTest.Result a = train(whole, uninterrupted.toArray(String[]::new));
+    assertThat(a.status()).as(a.err()).isZero();
+    Map<Integer, double[]> wholeLosses = losses(whole, 0);
+    for (int call = 1; call <= 3; call++) {
+      Path out = tmp.resolve("call" + call);
+      TacoCliTest.Result r = train(out, job.toArray(String[]::new));
+      assertThat(r.status()).as(r.err()).isZero();
+      JsonObject result = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject()
+          .getAsJsonArray("runs").get(0).getAsJsonObject();
+      Map<Integer, double[]> l = losses(out, 0);
+      assertThat(l.keySet()).as("call %d", call).containsExactly(call - 1, call);
+      assertThat(Double.doubleToRawLongBits(l.get(call - 1)[0])).as("train loss of step %d", call - 1)
+          .isEqualTo(Double.doubleToRawLongBits(wholeLosses.get(call - 1)[0]));
+      assertThat(ck.resolve(Checkpoint.LATEST)).content().isEqualToIgnoringWhitespace(String.valueOf(call));
+      if (call < 3) {
+        assertThat(result.get("stopped").getAsString()).isEqualTo("exit-duration");
+        assertThat(r.err()).contains("taco: stopped after step " + call + " of taco's run to end within"
+            + " --exit-duration-in-mins 0.000001; its checkpoint is in " + ck + ": the same command with --load " + ck
+            + " goes on");
+      } else {
+        assertThat(result.get("stopped")).as("ran to --steps").matches(e -> e == null || e.isJsonNull());
+        assertThat(Double.doubleToRawLongBits(l.get(3)[1])).as("final validation loss")
+            .isEqualTo(Double.doubleToRawLongBits(wholeLosses.get(3)[1]));
+      }
+    }
+    TacoCliTest.Result done = train(tmp.resolve("call4"), job.toArray(String[]::new));
+    assertThat(done.err()).contains("taco: nothing to do");
+    for (String f : List.of(Checkpoint.MODEL, Checkpoint.OPTIMIZER)) {
+      Path mine = ck.resolve("iter_0000003").resolve(f), theirs = ckWhole.resolve("iter_0000003").resolve(f);
+      assertThat(Files.mismatch(mine, theirs)).as("%s byte for byte", f).isEqualTo(-1L);
+    }
+  }
+
+  /** Without --save, --exit-duration-in-mins is warned about up front; a negative one is refused. */
+  @Test
+  void anExitDurationWithoutSaveWarnsAndANegativeOneIsRefused() throws Exception {
+    TacoCliTest.Result r = train(tmp.resolve("A"), "--tp", "1", "--steps", "3", "--compression", "none",
+        "--exit-duration-in-mins", "0.000001");
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.err()).contains("--exit-duration-in-mins without --save: a run stopped in time leaves no checkpoint")
+        .contains("taco: stopped after step 1 of none's run to end within --exit-duration-in-mins 0.000001 (no --save:"
+            + " nothing to go on from)");
+    assertOneLine(train(tmp.resolve("B"), "--steps", "3", "--exit-duration-in-mins", "-1"),
+        "--exit-duration-in-mins must be a number >= 0 (0: no limit), got -1.0");
+  }
+
   @Test
   void aSeveralCodecRunStoppedBeforeItsSecondCodecResumesTheFirstAndStartsTheSecond() throws Exception {
     Path ck = tmp.resolve("D");
