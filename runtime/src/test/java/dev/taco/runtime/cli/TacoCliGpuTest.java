@@ -130,15 +130,8 @@ class TacoCliGpuTest {
     JsonObject rep = train(tmp.resolve("auto"), "--data", text.toString(), "--hidden-size", "64", "--compression",
         "none,auto", "--tp", "2", "--device", "cuda", "--precision", "fp32", "--link", "0.02", "--auto-max-error",
         "activations=0.05,gradients=0.3");
-    JsonObject none = rep.getAsJsonArray("runs").get(0).getAsJsonObject();
-    JsonObject kinds = none.getAsJsonObject("bytes_per_step_by_kind");
-    assertThat(kinds.keySet()).containsExactly("all-reduce bwd", "all-reduce fwd");
-    assertThat(kinds.get("all-reduce bwd").getAsDouble() + kinds.get("all-reduce fwd").getAsDouble())
-        .isEqualTo(none.get("tp_bytes_per_step").getAsDouble());
-    JsonObject auto = rep.getAsJsonArray("runs").get(1).getAsJsonObject();
-    assertThat(auto.getAsJsonObject("bytes_per_step_by_kind").keySet()).containsExactly("all-reduce bwd",
-        "all-reduce fwd");
-    JsonObject plans = auto.getAsJsonObject("plans");
+    TacoCliTest.assertAllReduceBytesByDirection(rep);
+    JsonObject plans = rep.getAsJsonArray("runs").get(1).getAsJsonObject().getAsJsonObject("plans");
     assertThat(plans.keySet()).containsExactlyInAnyOrder("layer0.attn.fwd", "layer0.mlp.fwd", "layer0.attn.bwd",
         "layer0.mlp.bwd");
     for (String site : plans.keySet()) {
