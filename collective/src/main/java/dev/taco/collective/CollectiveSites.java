@@ -5,8 +5,12 @@ import dev.taco.codec.Bf16Codec;
 import dev.taco.codec.CodecStats;
 import dev.taco.codec.Codecs;
 import dev.taco.codec.Fp8TensorCodec;
+import dev.taco.codec.GroupQuantCodec;
 import dev.taco.codec.Int8GroupCodec;
+import dev.taco.codec.MxFp4Codec;
+import dev.taco.codec.NcclFp8Codec;
 import dev.taco.codec.NonFiniteInputException;
+import dev.taco.codec.NvFp4Codec;
 import dev.taco.codec.TacoCodec;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -57,9 +61,11 @@ public final class CollectiveSites {
   public static final int SAMPLE_ROWS = 512;
 
   /**
-   * The {@code --compression} that chooses per site among {@code none}, {@code fp8-tensor}, {@code int8-group} and the
-   * {@code taco} plans: the one of least predicted time ({@link #pricing}) among those whose calibrated error passes
-   * the fidelity gate ({@link #maxError}); {@code none} (bf16) until a site has calibrated.
+   * The {@code --compression} that chooses per site among {@code none}, {@code fp8-tensor}, {@code int8-group}, the
+   * {@code taco} plans, {@code mxfp4} and {@code nvfp4} (Hadamard on and off) and, at an all-reduce in order,
+   * {@code nccl-fp8} (its calibrated error that of the FP8 ring sum, {@link NcclFp8Error}): the one of least predicted
+   * time ({@link #pricing}) among those whose calibrated error passes the fidelity gate of the site's direction
+   * ({@link #gate}); {@code none} (bf16) until a site has calibrated.
    */
   public static final String AUTO = "auto";
 
@@ -68,9 +74,6 @@ public final class CollectiveSites {
    * the measured work (on a loaded host two runs' predictions of the same plan differed by several per cent).
    */
   public static final double AUTO_MARGIN = 0.05;
-
-  /** The fidelity gate of {@link #AUTO} by default: a plan's mean relative L2 error on the site's own tensors. */
-  public static final double DEFAULT_MAX_ERROR = 0.05;
 
   /** A site's tensor where it lives (a host array, device memory), for the rows a calibration or sample reads. */
   @FunctionalInterface
@@ -142,7 +145,7 @@ public final class CollectiveSites {
   private boolean countingTraining;
   private final boolean auto;
   private Pricing pricing;
-  private double maxError = DEFAULT_MAX_ERROR;
+  private FidelityGate gate = FidelityGate.of(FidelityGate.DEFAULT);
 
   /**
    * @param exact the exact transport (float32: the plan agreement, and the bytes of every codec)
@@ -186,6 +189,11 @@ public final class CollectiveSites {
       for (int g : GROUP_SIZES) candidates.add(new Int8GroupCodec(g));
       TacoCodec taco = (TacoCodec) Codecs.byName("taco");
       for (int g : GROUP_SIZES) for (boolean h : new boolean[] {true, false}) candidates.add(taco.with(g, h));
+      for (boolean h : new boolean[] {true, false}) {
+        candidates.add(new MxFp4Codec(h, AbstractCodec.NonFinite.REFUSE));
+        candidates.add(new NvFp4Codec(h, AbstractCodec.NonFinite.REFUSE));
+      }
+      candidates.add(new NcclFp8Codec()); // an all-reduce's, in order (SiteData.candidate)
     } else if (calibrationSteps > 0 && exact.worldSize() > 1 && calibrates(spec)) {
       // what the user fixed stays fixed: an explicit g= keeps G, an explicit hadamard= or an ablation (taco-no-*)
       // keeps the transform; calibration searches the rest, and the wire layout
@@ -398,7 +406,7 @@ public final class CollectiveSites {
     } catch (IllegalArgumentException e) {
       throw atSite(kind + " at " + site.name(), e);
     }
-    if (!alone) countBytes(kind.label(), before);
+    if (!alone) countTrainingBytes(kind, site.direction(), exact.bytesSent() - before);
   }
 
   /**
@@ -437,14 +445,24 @@ public final class CollectiveSites {
     if (worldSize() == 1) return;
     long before = exact.bytesSent();
     exact.allReduce(buf, off, n);
-    countBytes(EXACT_GRADIENTS, before);
+    countExactGradientBytes(exact.bytesSent() - before);
   }
 
   /** The bytes-by-kind label of the exact gradient all-reduces ({@link #allReduceExact}). */
   public static final String EXACT_GRADIENTS = "all-reduce (exact, gradients)";
 
-  private void countBytes(String kind, long before) {
-    if (countingTraining) bytesByKind.merge(kind, exact.bytesSent() - before, Long::sum);
+  /**
+   * Counts {@code bytes} this rank sent in a collective of {@code kind} at a site of {@code direction} into
+   * {@link #trainingBytesByKind} (while counting is on), as {@code all-reduce fwd}, {@code reduce-scatter bwd}, ...: the
+   * host collectives count their own, the device ones ({@code device.DeviceSiteCollectives}) theirs.
+   */
+  public void countTrainingBytes(CollectiveKind kind, Site.Direction direction, long bytes) {
+    if (countingTraining) bytesByKind.merge(kind.label() + " " + direction.label(), bytes, Long::sum);
+  }
+
+  /** As {@link #countTrainingBytes}, for the exact gradient all-reduces ({@link #EXACT_GRADIENTS}). */
+  public void countExactGradientBytes(long bytes) {
+    if (countingTraining) bytesByKind.merge(EXACT_GRADIENTS, bytes, Long::sum);
   }
 
   /** While on (a training step, not an evaluation), the collectives' bytes count into {@link #trainingBytesByKind}. */
@@ -453,8 +471,9 @@ public final class CollectiveSites {
   }
 
   /**
-   * Bytes this rank has sent in training steps by collective kind ({@code all-reduce}, {@code all-gather},
-   * {@code reduce-scatter}, {@code all-reduce (exact, gradients)}); calibration's agreement traffic left out.
+   * Bytes this rank has sent in training steps by collective kind and direction ({@code all-reduce fwd}, {@code
+   * all-reduce bwd}, {@code all-gather fwd}, {@code reduce-scatter bwd}, ..., and {@code all-reduce (exact,
+   * gradients)}); calibration's agreement traffic left out.
    */
   public Map<String, Long> trainingBytesByKind() {
     return new LinkedHashMap<>(bytesByKind);
@@ -498,25 +517,14 @@ public final class CollectiveSites {
   }
 
   /**
-   * {@link #AUTO}'s fidelity gate: the largest mean relative L2 error a plan may have on the site's calibration tensors.
+   * {@link #AUTO}'s fidelity gate: per direction, the largest mean relative L2 error a plan may have on the site's
+   * calibration tensors ({@link FidelityGate#DEFAULT} for both until set).
    *
    * @return this
-   * @throws IllegalArgumentException unless {@code 0 < bound <= 1}
    */
-  public CollectiveSites maxError(double bound) {
-    this.maxError = requireMaxError(bound);
+  public CollectiveSites gate(FidelityGate gate) {
+    this.gate = java.util.Objects.requireNonNull(gate, "gate");
     return this;
-  }
-
-  /**
-   * @return {@code bound}, a valid {@link #maxError} gate
-   * @throws IllegalArgumentException unless {@code 0 < bound <= 1}, naming {@code --auto-max-error}
-   */
-  public static double requireMaxError(double bound) {
-    if (!(bound > 0 && bound <= 1)) {
-      throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + bound);
-    }
-    return bound;
   }
 
   /**
@@ -561,6 +569,7 @@ public final class CollectiveSites {
       if (!candidates.isEmpty()) {
         SiteData data = sites.computeIfAbsent(name, SiteData::new);
         data.kind = kind;
+        data.direction = site.direction();
         data.used = true;
         if (data.plan != null && !fits(data.plan, tokenAxis)) {
           // a restored plan of another kind of collective (a checkpoint without sequence parallelism resumed with it:
@@ -647,7 +656,7 @@ public final class CollectiveSites {
   }
 
   private static boolean transforms(AbstractCodec c) {
-    return c instanceof TacoCodec t && t.hadamard();
+    return c instanceof TacoCodec t && t.hadamard() || c instanceof GroupQuantCodec q && q.hadamard();
   }
 
   /** One site's state: calibration sums, then the frozen plan. */
@@ -660,6 +669,7 @@ public final class CollectiveSites {
     Plan plan;
     double relL2;
     CollectiveKind kind = CollectiveKind.ALL_REDUCE;
+    Site.Direction direction = Site.Direction.FORWARD;
     String choice; // auto: why the plan was chosen
     final String name; // the site's, for messages
     int rows, cols; // the shape the plan was frozen for
@@ -676,10 +686,15 @@ public final class CollectiveSites {
       energy = null;
     }
 
-    /** The candidate plan of index {@code i} (candidate x layout), or null when it does not apply to this tensor. */
+    /**
+     * The candidate plan of index {@code i} (candidate x layout), or null when it does not apply to this tensor (a
+     * layout of groups for a codec without them; {@code nccl-fp8} but at an all-reduce, whose ring sum calibration
+     * measures).
+     */
     Plan candidate(int i, double[] channelEnergy) {
       AbstractCodec codec = candidates.get(i / LAYOUTS.length);
       if (codec.groupSize() <= 0 && LAYOUTS[i % LAYOUTS.length] != WireLayout.IN_ORDER) return null; // no groups
+      if (codec instanceof NcclFp8Codec && kind != CollectiveKind.ALL_REDUCE) return null;
       return switch (LAYOUTS[i % LAYOUTS.length]) {
         case IN_ORDER -> Plan.of(codec);
         case PERMUTED -> {
@@ -708,11 +723,23 @@ public final class CollectiveSites {
       float[] tokenMajor = kind.mayUseTokenAxis() && tensorRows <= maxWireCols
           ? onWire(Plan.EXACT.tokenAxis(), x, rows, cols)
           : null;
+      // nccl-fp8's error is its ring sum's over every rank's sample: each rank computes the same, so the sum over
+      // ranks below is R times it, as for the others' per-rank errors
+      float[] everyRank = null;
+      if (candidates.stream().anyMatch(c -> c instanceof NcclFp8Codec) && kind == CollectiveKind.ALL_REDUCE) {
+        everyRank = new float[exact.worldSize() * rows * cols];
+        exact.allGather(x, 0, rows * cols, everyRank, 0);
+      }
+      float[] ranks = everyRank;
       IntStream.range(0, err.length).parallel().forEach(i -> {
         Plan p = candidate(i, ed);
         boolean t = p != null && p.layout() == WireLayout.TOKEN_AXIS;
         if (p == null || (t && tokenMajor == null) || (!t && cols > maxWireCols)) { // does not apply, or too wide
           err[i] = Float.POSITIVE_INFINITY;
+          return;
+        }
+        if (p.codec() instanceof NcclFp8Codec c) {
+          err[i] = (float) NcclFp8Error.relL2(c, ranks, exact.worldSize(), rows, cols);
           return;
         }
         float[] w = t ? tokenMajor : p.layout() == WireLayout.PERMUTED ? onWire(p, x, rows, cols) : x;
@@ -758,6 +785,7 @@ public final class CollectiveSites {
     private int fastest(int rows, int cols) {
       if (pricing == null) throw new IllegalStateException("--compression auto needs a pricing of the collectives");
       int r = exact.worldSize();
+      double maxError = gate.bound(direction);
       float[] price = new float[errors.length];
       for (int i = 0; i < errors.length; i++) {
         Plan p = candidate(i, energy);
@@ -774,10 +802,11 @@ public final class CollectiveSites {
       }
       StringBuilder why = new StringBuilder("predicted ms:");
       byCodec.forEach((c, sec) -> why.append(String.format(java.util.Locale.ROOT, " %s %.3f", c, sec * 1e3)));
-      why.append(String.format(java.util.Locale.ROOT, " (gate rel L2 <= %.3g)", maxError));
+      why.append(String.format(java.util.Locale.ROOT, " (%s gate rel L2 <= %.3g)", direction.label(), maxError));
       if (best < 0) { // nothing passes a gate below bf16's own error: bf16, in order, and say so
-        LOG.warn("{}: no plan's calibrated error passes --auto-max-error {}: sending bf16 (none), whose error is {}",
-            name, maxError, errors[0] / (seen * r));
+        LOG.warn("{}: no plan's calibrated error passes the {} bound of --auto-max-error, {}: sending bf16 (none),"
+            + " whose error is {}", name, direction == Site.Direction.FORWARD ? "activations" : "gradients", maxError,
+            errors[0] / (seen * r));
         choice = why.append("; nothing passes the gate: none").toString();
         return 0;
       }

@@ -9,8 +9,9 @@ import java.util.SplittableRandom;
  * {@link Pricing} of the host collectives (threads as ranks): a two-shot collective's codec work, timed here on a
  * Gaussian tensor of the shape (the best of the runs in 50 ms, by when the JIT has compiled the codec; at most {@link
  * CollectiveSites#SAMPLE_ROWS} rows, scaled to the shape; cached per codec, layout and shape), plus its payloads' phases
- * on a link model. On one machine the link is a memory copy ({@link #memoryLink}), so compression honestly loses there
- * unless a slower link is named. Thread-safe: the ranks of one process share one, and time one codec at a time.
+ * on a link model ({@code nccl-fp8} adds the exchange of its group scale, one float per rank, before them). On one
+ * machine the link is a memory copy ({@link #memoryLink}), so compression honestly loses there unless a slower link is
+ * named. Thread-safe: the ranks of one process share one, and time one codec at a time.
  */
 public final class HostPricing implements Pricing {
   private final LinkProfile link;
@@ -48,7 +49,8 @@ public final class HostPricing implements Pricing {
     long payload = plan.exact() ? 4L * rows * cols : plan.codec().encodedSize(rows, cols);
     long message = kind.messageBytes(payload, ranks);
     int phases = kind == CollectiveKind.ALL_REDUCE ? 2 : 1;
-    return phases * link.phaseSeconds(message, ranks) + workSeconds(plan, rows, cols);
+    double scale = plan.groupScaled() ? link.phaseSeconds(4L * ranks, ranks) : 0;
+    return phases * link.phaseSeconds(message, ranks) + scale + workSeconds(plan, rows, cols);
   }
 
   /**

@@ -548,7 +548,7 @@ class CollectiveSitesTest {
     for (String link : new String[] {"0.2", "inf"}) {
       for (double gate : new double[] {0.05, 0.01}) {
         List<CollectiveSites.CalibratedPlan> out = LocalGroup.run(2, comm -> {
-          CollectiveSites sites = new CollectiveSites(comm, CollectiveSites.AUTO, 2, 0).maxError(gate)
+          CollectiveSites sites = new CollectiveSites(comm, CollectiveSites.AUTO, 2, 0).gate(FidelityGate.of(gate))
               .pricing(modelPricing(dev.taco.collective.link.LinkProfiles.byName(link)));
           for (int use = 0; use < 3; use++) sites.allReduce(ATTN0, activations(seed + use, comm.rank()), ROWS, COLS);
           return sites.plans().get(ATTN0.name());
@@ -573,6 +573,163 @@ class CollectiveSitesTest {
       return slow + " then " + sites.plan(ATTN0).codec().name() + " " + sites.calibrationMeasurements();
     });
     assertThat(flips.get(0)).as("seed %d", seed).doesNotStartWith("none").endsWith(" then none 1");
+  }
+
+  /** A (ROWS, COLS) Gaussian tensor without outliers: the 4-bit floats' error on it is about 10 %. */
+  static float[] gaussian(long seed, int rank) {
+    SplittableRandom rng = new SplittableRandom(seed * 31 + rank);
+    float[] x = new float[ROWS * COLS];
+    for (int i = 0; i < x.length; i++) x[i] = (float) rng.nextGaussian();
+    return x;
+  }
+
+  /** The codec {@code auto} froze at each of {@code sites}, on every rank, fed {@code tensor} at each for 3 uses. */
+  private static List<List<String>> autoCodecs(int world, FidelityGate gate, Pricing pricing,
+      java.util.function.BiFunction<Integer, Integer, float[]> tensor, Site... sites) {
+    return LocalGroup.run(world, comm -> {
+      CollectiveSites auto = new CollectiveSites(comm, CollectiveSites.AUTO, 2, 0).gate(gate).pricing(pricing);
+      for (int use = 0; use < 3; use++) {
+        for (Site s : sites) auto.allReduce(s, tensor.apply(use, comm.rank()), ROWS, COLS);
+      }
+      List<String> codecs = new ArrayList<>();
+      for (Site s : sites) {
+        CollectiveSites.CalibratedPlan p = auto.plans().get(s.name());
+        codecs.add(p.codec() + " rel L2 " + p.relL2() + "; " + p.choice());
+      }
+      return codecs;
+    });
+  }
+
+  /**
+   * {@code auto} among the 4-bit floats too: on a slow link, where bytes decide, a gate that admits their error (about
+   * 10 % here) gets one of them, the fewest bytes; a gate below it turns both away (they are not even priced) and gets
+   * an 8-bit plan; every rank chooses alike.
+   */
+  @Test
+  void autoSendsAFourBitFloatWhereTheGateAdmitsItAndNotWhereItForbidsIt() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    Pricing slow = modelPricing(dev.taco.collective.link.LinkProfiles.byName("0.2"));
+    for (double bound : new double[] {0.25, 0.05}) {
+      List<List<String>> out = autoCodecs(2, FidelityGate.of(bound), slow, (use, rank) -> gaussian(seed + use, rank),
+          ATTN0);
+      String what = "seed " + seed + ", gate " + bound + ": " + out.get(0);
+      assertThat(out.get(1)).as(what).isEqualTo(out.get(0));
+      String chosen = out.get(0).get(0);
+      double relL2 = Double.parseDouble(chosen.replaceAll(".* rel L2 ([^;]*);.*", "$1"));
+      if (bound > 0.1) {
+        assertThat(chosen).as(what).matches("(mx|nv)fp4:hadamard=o(n|ff) .*").contains(" mxfp4 ", " nvfp4 ");
+        assertThat(relL2).as(what).isGreaterThan(0.05).isLessThanOrEqualTo(bound);
+      } else {
+        assertThat(chosen).as(what).doesNotContain("fp4");
+        assertThat(relL2).as(what).isLessThanOrEqualTo(bound);
+      }
+    }
+  }
+
+  /**
+   * {@code --auto-max-error activations=A,gradients=B}: a forward and a backward site fed the same tensors choose by
+   * their own direction's bound, a 4-bit float where it is loose and an 8-bit plan where it is tight, either way round.
+   */
+  @Test
+  void aForwardAndABackwardSiteOnTheSameTensorsChooseByTheirOwnGate() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    Site fwd = ATTN0, bwd = new Site.Layer(0, Block.ATTENTION, false, Direction.BACKWARD);
+    Pricing slow = modelPricing(dev.taco.collective.link.LinkProfiles.byName("0.2"));
+    for (String gate : new String[] {"activations=0.05,gradients=0.25", "activations=0.25,gradients=0.05"}) {
+      List<List<String>> out = autoCodecs(2, FidelityGate.parse(gate), slow, (use, rank) -> gaussian(seed + use, rank),
+          fwd, bwd);
+      String what = "seed " + seed + ", " + gate + ": " + out.get(0);
+      assertThat(out.get(1)).as(what).isEqualTo(out.get(0));
+      boolean gradientsLoose = gate.endsWith("0.25");
+      assertThat(out.get(0).get(gradientsLoose ? 1 : 0)).as(what).matches("(mx|nv)fp4.*");
+      assertThat(out.get(0).get(gradientsLoose ? 0 : 1)).as(what).doesNotContain("fp4");
+      assertThat(out.get(0).get(0)).as(what).contains("(fwd gate rel L2 <= " + (gradientsLoose ? "0.05" : "0.25"));
+      assertThat(out.get(0).get(1)).as(what).contains("(bwd gate rel L2 <= " + (gradientsLoose ? "0.25" : "0.05"));
+    }
+  }
+
+  /**
+   * {@code nccl-fp8} is calibrated by the error of its FP8 ring sum over the ranks, not of one cast: where a pricing
+   * makes it the fastest, the error {@code auto} reports for it at an all-reduce is that of the nccl-fp8 all-reduce
+   * itself on the same tensors (the calibration sample is the whole tensor here), above one cast's at R = 4; at an
+   * all-gather it is no candidate.
+   */
+  @Test
+  void ncclFp8IsCalibratedByItsRingSumsErrorAndOnlyAtAnAllReduce() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    int world = 4;
+    Pricing ncclFirst = (plan, kind, rows, cols) -> plan.groupScaled() ? 1e-6 : 1e-3;
+    List<Object[]> out = LocalGroup.run(world, comm -> {
+      CollectiveSites auto = new CollectiveSites(comm, CollectiveSites.AUTO, 1, 0).gate(FidelityGate.of(1))
+          .pricing(ncclFirst);
+      float[] x = gaussian(seed, comm.rank());
+      auto.allReduce(ATTN0, x.clone(), ROWS, COLS);
+      auto.allGather(GATHER0, x, ROWS, COLS, new float[world * ROWS * COLS]);
+      float[] got = x.clone(), sum = x.clone();
+      new CollectiveSites(comm, "nccl-fp8", 0, 0).allReduce(ATTN0, got, ROWS, COLS);
+      comm.allReduce(sum, 0, sum.length);
+      double ee = 0, ss = 0;
+      for (int i = 0; i < sum.length; i++) {
+        ee += (got[i] - (double) sum[i]) * (got[i] - (double) sum[i]);
+        ss += (double) sum[i] * sum[i];
+      }
+      return new Object[] {auto.plans().get(ATTN0.name()), auto.plans().get(GATHER0.name()), Math.sqrt(ee / ss),
+          CodecStats.relL2(new dev.taco.codec.NcclFp8Codec(), x, ROWS, COLS)};
+    });
+    CollectiveSites.CalibratedPlan reduce = (CollectiveSites.CalibratedPlan) out.get(0)[0];
+    CollectiveSites.CalibratedPlan gather = (CollectiveSites.CalibratedPlan) out.get(0)[1];
+    double collective = (double) out.get(0)[2], oneCast = (double) out.get(0)[3];
+    String what = "seed " + seed + ": " + reduce + " / " + gather + ", the collective's error " + collective
+        + ", one cast's " + oneCast;
+    assertThat(reduce.codec()).as(what).isEqualTo("nccl-fp8");
+    assertThat(reduce.layout()).as(what).isEqualTo("in-order");
+    assertThat(reduce.relL2()).as(what).isCloseTo(collective, org.assertj.core.data.Percentage.withPercentage(1e-3))
+        .isGreaterThan(oneCast);
+    assertThat(gather.codec()).as(what).isNotEqualTo("nccl-fp8");
+    assertThat(gather.choice()).as(what).doesNotContain("nccl-fp8");
+    for (Object[] r : out) assertThat(r[0]).as(what).isEqualTo(reduce);
+  }
+
+  /**
+   * The bytes of training steps, by collective kind and direction, as a report shows them: each collective's bytes
+   * under its kind and its site's direction, the exact gradient all-reduces under their own label, nothing while
+   * counting is off.
+   */
+  @Test
+  void trainingBytesAreCountedByKindAndDirection() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    Site bwd = new Site.Layer(0, Block.MLP, false, Direction.BACKWARD);
+    List<Object[]> out = LocalGroup.run(2, comm -> {
+      CollectiveSites sites = new CollectiveSites(comm, "taco", 0, 0);
+      float[] x = gaussian(seed, comm.rank());
+      sites.allReduce(ATTN0, x.clone(), ROWS, COLS); // not a training step's: not counted
+      sites.setCountingTraining(true);
+      long[] sent = new long[4];
+      long before = sites.bytesSent();
+      sites.allReduce(ATTN0, x.clone(), ROWS, COLS);
+      sent[0] = sites.bytesSent() - before;
+      before = sites.bytesSent();
+      sites.allReduce(bwd, x.clone(), ROWS, COLS);
+      sites.allReduce(bwd, x.clone(), ROWS, COLS);
+      sent[1] = sites.bytesSent() - before;
+      before = sites.bytesSent();
+      sites.allGather(GATHER0, x, ROWS, COLS, new float[2 * ROWS * COLS]);
+      sent[2] = sites.bytesSent() - before;
+      before = sites.bytesSent();
+      sites.allReduceExact(x.clone(), 0, COLS);
+      sent[3] = sites.bytesSent() - before;
+      sites.setCountingTraining(false);
+      sites.allReduce(bwd, x.clone(), ROWS, COLS);
+      return new Object[] {sites.trainingBytesByKind(), sent};
+    });
+    for (Object[] r : out) {
+      long[] sent = (long[]) r[1];
+      assertThat(Arrays.stream(sent).min().getAsLong()).as("seed %d", seed).isPositive();
+      @SuppressWarnings("unchecked") Map<String, Long> byKind = (Map<String, Long>) r[0];
+      assertThat(byKind).as("seed %d", seed).containsExactly(Map.entry("all-reduce fwd", sent[0]),
+          Map.entry("all-reduce bwd", sent[1]), Map.entry("all-gather fwd", sent[2]),
+          Map.entry(CollectiveSites.EXACT_GRADIENTS, sent[3]));
+    }
   }
 
   /**

@@ -5,6 +5,7 @@ import com.google.gson.GsonBuilder;
 import com.google.gson.TypeAdapter;
 import com.google.gson.stream.JsonReader;
 import com.google.gson.stream.JsonWriter;
+import dev.taco.collective.FidelityGate;
 import java.io.IOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
@@ -32,8 +33,31 @@ public final class JsonFiles {
     }
   };
 
+  /**
+   * {@code --auto-max-error} as its one number when both directions share it (as the option was written before it had
+   * two, so a checkpoint of then compares equal), else {@code {"activations": A, "gradients": B}}.
+   */
+  private static final TypeAdapter<FidelityGate> GATE = new TypeAdapter<>() {
+    @Override
+    public void write(JsonWriter out, FidelityGate g) throws IOException {
+      if (g == null) {
+        out.nullValue();
+      } else if (g.uniform()) {
+        out.value(g.activations());
+      } else {
+        out.beginObject().name("activations").value(g.activations()).name("gradients").value(g.gradients()).endObject();
+      }
+    }
+
+    @Override
+    public FidelityGate read(JsonReader in) {
+      throw new UnsupportedOperationException("write-only");
+    }
+  };
+
   private static final Gson LINE = new GsonBuilder().serializeNulls().disableHtmlEscaping()
-      .registerTypeAdapter(Double.class, FINITE_OR_NULL).registerTypeAdapter(double.class, FINITE_OR_NULL).create();
+      .registerTypeAdapter(Double.class, FINITE_OR_NULL).registerTypeAdapter(double.class, FINITE_OR_NULL)
+      .registerTypeAdapter(FidelityGate.class, GATE).create();
   private static final Gson GSON = LINE.newBuilder().setPrettyPrinting().create();
 
   /** {@code root} as strict, pretty-printed JSON (non-finite doubles as null). */

@@ -100,7 +100,9 @@ public final class DeviceSiteCollectives {
    * parameter gradients that sequence parallelism leaves partial).
    */
   public void allReduceExact(DeviceTensor x, int n) {
+    long before = device.bytesSent();
     device.allReduce(Plan.EXACT, x, n, 1);
+    if (sites != null) sites.countExactGradientBytes(device.bytesSent() - before);
   }
 
   /**
@@ -141,12 +143,17 @@ public final class DeviceSiteCollectives {
     };
   }
 
-  /** Runs {@code op}, the collective of {@code kind} at {@code site}, naming both in a refusal's message. */
-  private static void named(CollectiveKind kind, Site site, Runnable op) {
+  /**
+   * Runs {@code op}, the collective of {@code kind} at {@code site}, naming both in a refusal's message, and counts the
+   * bytes it put on the wire into the sites' training bytes by kind ({@link CollectiveSites#countTrainingBytes}).
+   */
+  private void named(CollectiveKind kind, Site site, Runnable op) {
+    long before = device.bytesSent();
     try {
       op.run();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(kind + " at " + site.name() + ": " + e.getMessage(), e);
     }
+    if (sites != null) sites.countTrainingBytes(kind, site.direction(), device.bytesSent() - before);
   }
 }

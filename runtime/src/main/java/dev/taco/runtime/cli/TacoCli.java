@@ -18,6 +18,7 @@ import dev.taco.runtime.train.StepMetrics;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
 import dev.taco.collective.CollectiveSites;
+import dev.taco.collective.FidelityGate;
 import dev.taco.collective.link.LinkProfile;
 import dev.taco.collective.link.LinkProfiles;
 import dev.taco.runtime.train.TrainingDiverged;
@@ -268,7 +269,8 @@ public final class TacoCli {
 
     @Option(names = "--device", paramLabel = "cpu|cuda|auto", description = "Where the ranks run: cpu (threads), cuda"
         + " (GPU 0, or a GPU per rank: --tp-transport; with --tp > 1 only the codecs with GPU kernels: fp32, none,"
-        + " int8-group, fp8-tensor, nccl-fp8 and the dual-scale taco codecs), auto (cuda if a GPU is usable, else cpu)."
+        + " int8-group, fp8-tensor, mxfp4, nvfp4, nccl-fp8 and the dual-scale taco codecs), auto (cuda if a GPU is usable,"
+        + " else cpu)."
         + " Default: ${DEFAULT-VALUE}.")
     String device = "cpu";
 
@@ -296,11 +298,12 @@ public final class TacoCli {
         + " all_reduce_perf output on your GPUs, instead of --link.")
     Path linkTable;
 
-    @Option(names = "--auto-max-error", description = "--compression auto's fidelity gate: the largest mean relative"
-        + " L2 error a site's plan may have on the site's calibration tensors. Default: ${DEFAULT-VALUE}.")
-    void autoMaxError(float v) {
-      options.autoMaxError(v);
-    }
+    /** Read by {@link FidelityGate#parse} in {@link #call}, so that a bad gate is one line naming the option. */
+    @Option(names = "--auto-max-error", paramLabel = "A|activations=A,gradients=B", description = "--compression"
+        + " auto's fidelity gate: the largest mean relative L2 error a site's plan may have on the site's calibration"
+        + " tensors, one bound A for every site, or one for the forward activations and one for the backward gradients"
+        + " (a key left out: " + FidelityGate.DEFAULT + "), each in (0, 1]. Default: ${DEFAULT-VALUE}.")
+    String autoMaxError;
 
     @Option(names = "--no-tp-comm", description = "On a GPU, replace the TP all-reduces by no-ops: the step time"
         + " without communication, for the ceiling of what compression can gain. The losses are then WRONG (each rank"
@@ -347,7 +350,7 @@ public final class TacoCli {
     @Override
     public Integer call() throws Exception {
       long started = System.nanoTime(); // --exit-duration-in-mins counts from here
-      Trainer.Options opt = options.build();
+      Trainer.Options opt = options.autoMaxError(FidelityGate.parse(autoMaxError)).build();
       Trainer.Checkpointing asked = new Trainer.Checkpointing(save, saveInterval, load, exitInterval,
           exitDurationInMins, started);
       GptConfig cfg = opt.model();

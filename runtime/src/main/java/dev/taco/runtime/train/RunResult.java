@@ -22,15 +22,16 @@ import java.util.Map;
  *     sends with the codec's default plan); over every step when all of them calibrated
  * @param calibration_steps the steps in which some site calibrated (left out of {@code tp_bytes_per_step})
  * @param sites_calibrating sites whose calibration had not finished when the run ended (no plan listed for them)
- * @param bytes_per_step_by_kind bytes all ranks sent per training step by collective kind: the TP ones
- *     ({@code all-reduce}, {@code all-gather}, {@code reduce-scatter}, {@code all-reduce (exact, gradients)}) and
- *     the data-parallel gradient all-reduce, averaged over every training step (calibration included); on the CPU;
- *     null on a GPU
+ * @param bytes_per_step_by_kind bytes all ranks sent per training step by collective kind and direction: the TP ones
+ *     ({@code all-reduce fwd}, {@code all-reduce bwd}, {@code all-gather fwd}, {@code all-gather bwd}, {@code
+ *     reduce-scatter fwd}, {@code reduce-scatter bwd}, those that ran, and {@code all-reduce (exact, gradients)}) and
+ *     the data-parallel gradient all-reduce, averaged over every training step (calibration included); on the CPU as
+ *     the host collectives counted them, on a GPU as the device collectives did (an emulated rank's alone)
  * @param wall_seconds wall-clock time of the run, evaluation included
  * @param history one row per step: train loss, validation loss where it was evaluated (else null), learning rate and
  *     gradient norm
  * @param codec_error error statistics of the codec on the TP tensors of this run, per collective site
- * @param plans the calibrated plan of each collective site (CPU runs)
+ * @param plans the calibrated plan of each collective site; with {@code auto} the codec it chose there and why
  * @param gpu_step_ms on a GPU: rank 0's device time per training step in ms by category (CUDA events, {@code
  *     model.OpTimes}: gemm, attention, tp_collectives with their compression, optimizer, other_kernels, and their
  *     total), the mean over steps 1, 11, 21, ... (run eagerly to be timed, the others as one CUDA graph at TP = 1);

@@ -17,6 +17,7 @@ import dev.taco.kernels.cuda.CudaContext;
 import dev.taco.kernels.cuda.DeviceBuffer;
 import dev.taco.kernels.gpu.TwoShotGpuKernels;
 import dev.taco.collective.CollectiveSites;
+import dev.taco.collective.FidelityGate;
 import dev.taco.collective.device.DeviceSiteCollectives;
 import dev.taco.collective.link.LinkProfile;
 import dev.taco.collective.link.LinkProfiles;
@@ -101,7 +102,8 @@ public final class Trainer {
    * @param dpCompression the codec of the DP gradient all-reduce ({@code --dp-compression}; {@code fp32}: exact)
    * @param calibrationSteps tensors per collective site that calibrate its plan (0: the codec's defaults everywhere)
    * @param autoMaxError {@code --compression auto}'s fidelity gate: the largest mean relative L2 error a site's plan may
-   *     have on its calibration tensors ({@code --auto-max-error})
+   *     have on its calibration tensors, one bound for the forward activations and one for the backward gradients
+   *     ({@code --auto-max-error A} or {@code activations=A,gradients=B})
    * @param recalibrateInterval uses of a site between re-calibrations (0: calibrate once)
    * @param codecErrorInterval steps between the steps whose TP tensors the reporting rank measures the codec's error on
    *     ({@code --codec-error-interval}; 0: never). Each measurement encodes and decodes every site's tensor on the
@@ -117,7 +119,7 @@ public final class Trainer {
       @Recorded int microBatchSize, @Recorded int globalBatchSize, @Recorded int dataParallelSize, @Recorded float lr,
       @Recorded float minLr, @Recorded int lrWarmupIters, @Recorded float weightDecay, @Recorded float clipGrad,
       @Recorded long seed, @Recorded String dpCompression, @Recorded(calibration = true) int calibrationSteps,
-      @Recorded(calibration = true) int recalibrateInterval, @Recorded(calibration = true) float autoMaxError,
+      @Recorded(calibration = true) int recalibrateInterval, @Recorded(calibration = true) FidelityGate autoMaxError,
       int codecErrorInterval, int evalInterval, int evalIters, int logInterval, int distributedTimeoutMinutes) {
     /** @throws IllegalArgumentException naming the flag of a value out of its range (the model's: {@link GptConfig}) */
     public Options {
@@ -159,7 +161,7 @@ public final class Trainer {
         throw new IllegalArgumentException("--calibration-steps must be >= 0, got " + calibrationSteps);
       if (recalibrateInterval < 0)
         throw new IllegalArgumentException("--recalibrate-interval must be >= 0, got " + recalibrateInterval);
-      CollectiveSites.requireMaxError(autoMaxError);
+      java.util.Objects.requireNonNull(autoMaxError, "--auto-max-error");
       if (codecErrorInterval < 0) {
         throw new IllegalArgumentException("--codec-error-interval must be >= 0 (0: never), got " + codecErrorInterval);
       }
@@ -260,7 +262,7 @@ public final class Trainer {
       private long seed = 1234;
       private String dpCompression = "fp32";
       private int calibrationSteps = 2, recalibrateInterval, codecErrorInterval = CODEC_ERROR_INTERVAL;
-      private float autoMaxError = (float) CollectiveSites.DEFAULT_MAX_ERROR;
+      private FidelityGate autoMaxError = FidelityGate.of(FidelityGate.DEFAULT);
       private int evalInterval = 20, evalIters = 4, logInterval = 10, distributedTimeoutMinutes = 2;
 
       private Builder() {}
@@ -379,8 +381,8 @@ public final class Trainer {
         return this;
       }
 
-      /** Sets {@code --auto-max-error}. */
-      public Builder autoMaxError(float v) {
+      /** Sets {@code --auto-max-error} ({@link FidelityGate#parse} reads the command line's text). */
+      public Builder autoMaxError(FidelityGate v) {
         autoMaxError = v;
         return this;
       }
@@ -630,7 +632,7 @@ public final class Trainer {
     if (gpu != null && gpu.nccl() && opt.dataParallelSize() > 1) gpuPlan(opt.dpCompression());
     Saving saving = new Saving(ck, cfg, compression, opt, recorded, new float[r][][],
         new StepLog(metrics, compression, (double) opt.globalBatchSize() * cfg.seqLength()));
-    Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // CPU: training bytes, all ranks
+    Map<String, Long> byKind = new java.util.concurrent.ConcurrentSkipListMap<>(); // training bytes, all ranks
     int[] stillCalibrating = new int[1];
     double[] calibration = new double[1];
     long t0 = System.nanoTime();
@@ -674,14 +676,15 @@ public final class Trainer {
           CollectiveSites sites = new CollectiveSites(place.tp(), compression, opt.calibrationSteps(),
               opt.recalibrateInterval(), gpu == null ? Integer.MAX_VALUE : TwoShotGpuKernels.MAX_COLS); // GPU: 16384
           if (sites.auto()) {
-            sites.maxError(opt.autoMaxError());
+            sites.gate(opt.autoMaxError());
             if (hostPricing != null) sites.pricing(hostPricing);
           }
           WireBytes wire = gpu != null
               ? trainGpuRank(cfg, corpus, opt, place, sites, gpu, link, nccl.isEmpty() ? null : nccl.get(g),
-                  ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving)
+                  ncclDp.isEmpty() ? null : ncclDp.get(q * dpSize + d), history, gpuTimes, bar, resume, last, saving,
+                  byKind)
               : trainCpuRank(cfg, corpus, opt, place, sites, history, bar, resume, last, saving, byKind);
-          if (gpu == null) sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
+          sites.trainingBytesByKind().forEach((k, v) -> byKind.merge(k, v, Long::sum));
           if (place.reports()) {
             plans.putAll(sites.plans());
             errors.putAll(sites.sampledErrors());
@@ -723,11 +726,8 @@ public final class Trainer {
     double tokensPerSecond = (double) ran * opt.globalBatchSize() * cfg.seqLength() / seconds;
     log.info("run '{}' done in {} s: validation loss {} -> {}", compression, String.format("%.1f", seconds),
         Double.isNaN(initialVal) ? "- (resumed)" : String.format("%.4f", initialVal), String.format("%.4f", finalVal));
-    Map<String, Double> perKind = null;
-    if (gpu == null) {
-      perKind = new LinkedHashMap<>();
-      for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
-    }
+    Map<String, Double> perKind = new LinkedHashMap<>();
+    for (Map.Entry<String, Long> e : byKind.entrySet()) perKind.put(e.getKey(), (double) e.getValue() / ran);
     RunResult result = new RunResult(compression, r, ran, first, stopped != null ? stopped
         : end < opt.steps() ? "exit-interval" : null, initialVal, finalVal,
         steadySteps > 0 ? (double) steady / steadySteps : (double) total / ran, (int) (ran - steadySteps),
@@ -781,7 +781,7 @@ public final class Trainer {
     String why = DeviceCollectives.unsupported(asked);
     if (why != null) {
       throw new IllegalArgumentException("--compression " + compression + " cannot run on the GPU (" + why + "): use "
-          + "fp32, none, int8-group, fp8-tensor, nccl-fp8 or a dual-scale taco codec there, or --device cpu");
+          + "fp32, none, int8-group, fp8-tensor, mxfp4, nvfp4, nccl-fp8 or a dual-scale taco codec there, or --device cpu");
     }
     return asked;
   }
@@ -804,10 +804,13 @@ public final class Trainer {
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
     WireBytes wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
-    if (dpSites != null) {
-      byKind.merge("data-parallel all-reduce (gradients, " + opt.dpCompression() + ")", dpSites.bytesSent(), Long::sum);
-    }
+    if (dpSites != null) byKind.merge(dataParallelKind(opt), dpSites.bytesSent(), Long::sum);
     return wire;
+  }
+
+  /** The bytes-by-kind label of the data-parallel gradient all-reduce. */
+  private static String dataParallelKind(Options opt) {
+    return "data-parallel all-reduce (gradients, " + opt.dpCompression() + ")";
   }
 
   /**
@@ -845,11 +848,13 @@ public final class Trainer {
   /**
    * One GPU rank: its backend (and with R > 1 its device-local or NCCL collectives, whose sites take their plans from
    * {@code sites}; with DP its DP group's, every gradient with the {@code --dp-compression} plan), then the common
-   * loop; the reporting rank's operations are timed by CUDA events into {@code times}.
+   * loop; the reporting rank's operations are timed by CUDA events into {@code times}, and its DP bytes added to
+   * {@code byKind} (the TP ones its sites count).
    */
   private static WireBytes trainGpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       Gpu gpu, LinkProfile linkModel, NcclCommunicator nccl, NcclCommunicator ncclDp, List<RunResult.StepRow> history,
-      Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving) {
+      Map<String, Double> times, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
+      Map<String, Long> byKind) {
     CudaContext ctx = nccl == null ? gpu.context() : nccl.context();
     ctx.makeCurrent();
     boolean alone = place.tp().worldSize() == 1 && nccl == null, dpOn = opt.dataParallelSize() > 1;
@@ -874,6 +879,7 @@ public final class Trainer {
             model.grads()) : null;
         WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume,
             last, saving);
+        if (dpc != null) byKind.merge(dataParallelKind(opt), dpc.bytesSent(), Long::sum);
         if (timer != null && timer.steps() > 0) {
           double total = 0;
           for (Map.Entry<String, Double> e : timer.totals().entrySet()) {

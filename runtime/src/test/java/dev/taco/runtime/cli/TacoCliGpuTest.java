@@ -117,6 +117,33 @@ class TacoCliGpuTest {
     }
   }
 
+  /**
+   * {@code --compression auto} on the GPU ({@code device-local}, TP = 2, a slow link so that bytes count): every
+   * candidate, the 4-bit floats and nccl-fp8 included, is priced by its kernels on this GPU; each site's codec passes
+   * its direction's bound; the device collectives count the TP bytes per kind and direction, which for {@code none}
+   * (no calibration) add up to its TP bytes per step.
+   */
+  @Test
+  void autoOnTheGpuChoosesPerSiteAndReportsTheBytesPerKindAndDirection() throws Exception {
+    assumeGpu();
+    Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
+    JsonObject rep = train(tmp.resolve("auto"), "--data", text.toString(), "--hidden-size", "64", "--compression",
+        "none,auto", "--tp", "2", "--device", "cuda", "--precision", "fp32", "--link", "0.02", "--auto-max-error",
+        "activations=0.05,gradients=0.3");
+    TacoCliTest.assertAllReduceBytesByDirection(rep);
+    JsonObject plans = rep.getAsJsonArray("runs").get(1).getAsJsonObject().getAsJsonObject("plans");
+    assertThat(plans.keySet()).containsExactlyInAnyOrder("layer0.attn.fwd", "layer0.mlp.fwd", "layer0.attn.bwd",
+        "layer0.mlp.bwd");
+    for (String site : plans.keySet()) {
+      JsonObject p = plans.getAsJsonObject(site);
+      String choice = p.get("choice").getAsString();
+      assertThat(choice).as(site).startsWith("predicted ms:")
+          .contains(site.endsWith("fwd") ? "(fwd gate rel L2 <= 0.0500)" : "(bwd gate rel L2 <= 0.300)");
+      assertThat(p.get("relL2").getAsDouble()).as(site + ": " + choice).isLessThanOrEqualTo(
+          site.endsWith("fwd") ? 0.05 : 0.3);
+    }
+  }
+
   @Test
   void aCodecWithoutGpuKernelsIsRefusedUpFront() {
     assumeGpu();

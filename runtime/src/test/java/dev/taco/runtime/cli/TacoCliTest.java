@@ -619,6 +619,64 @@ public class TacoCliTest {
         "mxfp4's format fixes its block size at 32");
   }
 
+  /**
+   * {@code --compression auto} on the CPU with one gate per direction: the report gives each site's codec with its
+   * calibrated error, its direction's bound and why, the config the gate, and the TP bytes per collective kind and
+   * direction (for {@code none}, which never calibrates, they add up to its TP bytes per step); a bad gate is one line
+   * naming the option, before anything is made.
+   */
+  @Test
+  void autoWithAGatePerDirectionReportsEachSitesCodecAndTheBytesPerKindAndDirection() throws Exception {
+    Path text = Files.writeString(tmp.resolve("t.txt"), "the quick brown fox jumps over the lazy dog. ".repeat(200));
+    Path out = tmp.resolve("auto");
+    Result r = run(tiny(out, "--data", text.toString(), "--compression", "none,auto", "--tp", "2", "--hidden-size",
+        "64", "--link", "0.02", "--auto-max-error", "activations=0.05,gradients=0.3"));
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("auto: plans chosen per collective site by calibration");
+    for (String site : new String[] {"layer0.attn.fwd", "layer0.mlp.fwd", "layer0.attn.bwd", "layer0.mlp.bwd"}) {
+      String line = r.out().lines().filter(l -> l.startsWith("  " + site + " ")).findFirst().orElseThrow();
+      boolean fwd = site.endsWith("fwd");
+      double bound = fwd ? 0.05 : 0.3, relL2 = Double.parseDouble(line.replaceAll(".*rel L2 ([0-9.]+);.*", "$1"));
+      assertThat(line).contains(fwd ? "(fwd gate rel L2 <= 0.0500)" : "(bwd gate rel L2 <= 0.300)");
+      assertThat(relL2).as(line).isLessThanOrEqualTo(bound);
+    }
+    for (String codec : new String[] {"none", "auto"}) {
+      assertThat(r.out()).containsPattern("(?m)^" + codec + " +bytes/step by kind, over all 4 steps: all-reduce bwd"
+          + " \\d+, all-reduce fwd \\d+$");
+    }
+    JsonObject report = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject();
+    assertThat(report.getAsJsonObject("config").get("auto_max_error").toString())
+        .isEqualTo("{\"activations\":0.05,\"gradients\":0.3}");
+    assertAllReduceBytesByDirection(report);
+    JsonObject auto = report.getAsJsonArray("runs").get(1).getAsJsonObject();
+    assertThat(auto.getAsJsonObject("plans").getAsJsonObject("layer0.mlp.bwd").get("choice").getAsString())
+        .startsWith("predicted ms:").contains("(bwd gate rel L2 <= 0.300)");
+    String[][] bad = {{"activations=0.05,weights=0.1", "--auto-max-error: unknown key 'weights'"},
+        {"activations=", "--auto-max-error: activations has no value"},
+        {"2", "--auto-max-error must be in (0, 1], got 2.0"},
+        {"gradients=0", "--auto-max-error gradients must be in (0, 1], got 0.0"}};
+    for (String[] b : bad) {
+      Path never = tmp.resolve("never");
+      assertOneLineError(run(tiny(never, "--compression", "auto", "--auto-max-error", b[0])), b[1]);
+      assertThat(never).as(b[0]).doesNotExist();
+    }
+  }
+
+  /**
+   * A report of {@code none,auto} runs whose TP collectives are all-reduces: both runs' TP bytes by kind are per
+   * direction, and {@code none}'s (which never calibrates) add up to its TP bytes per step.
+   */
+  static void assertAllReduceBytesByDirection(JsonObject report) {
+    JsonObject none = report.getAsJsonArray("runs").get(0).getAsJsonObject();
+    JsonObject kinds = none.getAsJsonObject("bytes_per_step_by_kind");
+    assertThat(kinds.keySet()).containsExactly("all-reduce bwd", "all-reduce fwd");
+    assertThat(kinds.get("all-reduce bwd").getAsDouble() + kinds.get("all-reduce fwd").getAsDouble())
+        .isEqualTo(none.get("tp_bytes_per_step").getAsDouble());
+    JsonObject auto = report.getAsJsonArray("runs").get(1).getAsJsonObject();
+    assertThat(auto.getAsJsonObject("bytes_per_step_by_kind").keySet()).containsExactly("all-reduce bwd",
+        "all-reduce fwd");
+  }
+
   @Test
   void analyzeTakesCodecsWithSeveralParametersAndRefusesBadListsAndOutputs() throws Exception {
     Path npy = TestFiles.fixtures().resolve("f4_2d.npy");

@@ -3,6 +3,8 @@ package dev.taco.runtime.train;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.taco.collective.FidelityGate;
+import dev.taco.runtime.JsonFiles;
 import java.lang.reflect.Field;
 import java.lang.reflect.RecordComponent;
 import java.util.Arrays;
@@ -60,7 +62,7 @@ class OptionsTest {
         "--global-batch-size 12 must be a positive multiple of --micro-batch-size x --data-parallel-size = 8",
         "--data-parallel-size must be positive", "--eval-iters must be positive", "--log-interval must be positive",
         "--dp-compression: unknown codec 'zip'", "--recalibrate-interval must be >= 0",
-        "--distributed-timeout-minutes must be in 1..10080", "--auto-max-error must be in (0, 1], got 0.0",
+        "--distributed-timeout-minutes must be in 1..10080", "--auto-max-error gradients must be in (0, 1], got 2.0",
         "--dp-compression auto: auto chooses the TP collectives' codecs; name a codec"};
     List<Runnable> builds = List.of(() -> Trainer.Options.builder().numAttentionHeads(3).build(),
         () -> Trainer.Options.builder().steps(0).build(), () -> Trainer.Options.builder().globalBatchSize(12).build(),
@@ -69,12 +71,33 @@ class OptionsTest {
         () -> Trainer.Options.builder().dpCompression("zip").build(),
         () -> Trainer.Options.builder().recalibrateInterval(-1).build(),
         () -> Trainer.Options.builder().distributedTimeoutMinutes(0).build(),
-        () -> Trainer.Options.builder().autoMaxError(0).build(),
+        () -> Trainer.Options.builder().autoMaxError(FidelityGate.parse("activations=0.05,gradients=2")).build(),
         () -> Trainer.Options.builder().dpCompression("auto").build());
     for (int i = 0; i < bad.length; i++) {
       assertThatThrownBy(builds.get(i)::run).isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining(bad[i]);
     }
+  }
+
+  /**
+   * {@code --auto-max-error} in report.json's config and a checkpoint's options: one number while both directions share
+   * it (as the option was written when it had one bound, so such a checkpoint resumes without a warning), else one bound
+   * per direction; a resume with another gate is told so.
+   */
+  @Test
+  void theFidelityGateIsRecordedAsOneNumberOrOnePerDirection() {
+    Trainer.Options uniform = Trainer.Options.builder().build();
+    Trainer.Options split = Trainer.Options.builder()
+        .autoMaxError(FidelityGate.parse("activations=0.05,gradients=0.15")).build();
+    assertThat(uniform.asMap()).containsEntry("auto_max_error", FidelityGate.of(0.05));
+    assertThat(JsonFiles.toJsonLine(uniform.recorded(true))).contains("\"auto_max_error\":0.05");
+    assertThat(JsonFiles.toJsonLine(split.asMap()))
+        .contains("\"auto_max_error\":{\"activations\":0.05,\"gradients\":0.15}");
+    Checkpoint.State saved = new Checkpoint.State(java.nio.file.Path.of("ck"), 10, new float[0], new float[0],
+        new float[0], List.of(), null, List.of(), 10, 2, java.util.Map.of("auto_max_error", "0.05"));
+    assertThat(saved.changedOptions(uniform.recorded(true))).as("the gate of before it had two bounds").isEmpty();
+    assertThat(saved.changedOptions(split.recorded(true))).containsExactly(
+        "auto_max_error {\"activations\":0.05,\"gradients\":0.15} (checkpoint: 0.05)");
   }
 
   @Test
