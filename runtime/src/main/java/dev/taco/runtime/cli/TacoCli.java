@@ -261,6 +261,13 @@ public final class TacoCli {
       options.codecErrorInterval(v);
     }
 
+    @Option(names = "--dump-sites", paramLabel = "DIR", description = "Write the tensors the last training step hands"
+        + " its TP collectives (each site's partial sum or shard, at most 1024 token rows) into"
+        + " DIR/<codec>-rank<q>.safetensors, one per TP rank, for `taco analyze` or bench's CodecTable.")
+    void dumpSites(String dir) {
+      options.dumpSites(dir);
+    }
+
     @Option(names = "--distributed-timeout-minutes", description = "How long a rank waits in one collective for the"
         + " others before the run fails with the reason. Default: ${DEFAULT-VALUE}.")
     void distributedTimeoutMinutes(int v) {

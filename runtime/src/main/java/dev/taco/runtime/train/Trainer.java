@@ -25,12 +25,16 @@ import dev.taco.collective.device.DevicePricing;
 import dev.taco.collective.device.EmulatedTransport;
 import dev.taco.collective.HostPricing;
 import dev.taco.collective.MirroredCommunicator;
+import dev.taco.runtime.model.CpuOps;
+import dev.taco.runtime.model.CpuTensorParallel;
 import dev.taco.runtime.model.CudaOps;
 import dev.taco.runtime.model.CudaTensorParallel;
 import dev.taco.runtime.model.Gpt;
 import dev.taco.runtime.model.GptConfig;
 import dev.taco.runtime.model.OpTimes;
+import dev.taco.runtime.model.Ops;
 import dev.taco.runtime.model.ParameterTensors;
+import dev.taco.runtime.model.TensorParallel;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
@@ -113,6 +117,8 @@ public final class Trainer {
    * @param logInterval steps between the rows of the printed loss table ({@code --log-interval})
    * @param distributedTimeoutMinutes how long a rank waits in one collective for the others before the run fails with
    *     the reason ({@code --distributed-timeout-minutes}; the NCCL watchdog's timeout on GPUs)
+   * @param dumpSites folder into which the TP ranks of replica 0 write the tensors their last training step hands its TP
+   *     collectives ({@code --dump-sites}; {@link SiteDump}); null: none
    */
   public record Options(int numLayers, int hiddenSize, int numAttentionHeads, int seqLength,
       int tensorModelParallelSize, @Recorded boolean sequenceParallel, @Recorded int steps,
@@ -120,7 +126,8 @@ public final class Trainer {
       @Recorded float minLr, @Recorded int lrWarmupIters, @Recorded float weightDecay, @Recorded float clipGrad,
       @Recorded long seed, @Recorded String dpCompression, @Recorded(calibration = true) int calibrationSteps,
       @Recorded(calibration = true) int recalibrateInterval, @Recorded(calibration = true) FidelityGate autoMaxError,
-      int codecErrorInterval, int evalInterval, int evalIters, int logInterval, int distributedTimeoutMinutes) {
+      int codecErrorInterval, int evalInterval, int evalIters, int logInterval, int distributedTimeoutMinutes,
+      String dumpSites) {
     /** @throws IllegalArgumentException naming the flag of a value out of its range (the model's: {@link GptConfig}) */
     public Options {
       new GptConfig(Corpus.VOCAB, seqLength, numLayers, numAttentionHeads, hiddenSize, tensorModelParallelSize,
@@ -172,6 +179,10 @@ public final class Trainer {
       if (distributedTimeoutMinutes <= 0 || distributedTimeoutMinutes > 10_080) {
         throw new IllegalArgumentException("--distributed-timeout-minutes must be in 1..10080 (a week), got "
             + distributedTimeoutMinutes);
+      }
+      if (dumpSites != null && dumpSites.isBlank()) throw new IllegalArgumentException("--dump-sites is empty");
+      if (dumpSites != null && tensorModelParallelSize == 1) {
+        throw new IllegalArgumentException("--dump-sites needs --tp of 2 or more: one rank sends no TP tensor");
       }
     }
 
@@ -264,6 +275,7 @@ public final class Trainer {
       private int calibrationSteps = 2, recalibrateInterval, codecErrorInterval = CODEC_ERROR_INTERVAL;
       private FidelityGate autoMaxError = FidelityGate.of(FidelityGate.DEFAULT);
       private int evalInterval = 20, evalIters = 4, logInterval = 10, distributedTimeoutMinutes = 2;
+      private String dumpSites; // null: no dump
 
       private Builder() {}
 
@@ -417,6 +429,12 @@ public final class Trainer {
         return this;
       }
 
+      /** Sets {@code --dump-sites} (null: none). */
+      public Builder dumpSites(String v) {
+        dumpSites = v;
+        return this;
+      }
+
       /**
        * The options, the derived ones filled in: --global-batch-size as --micro-batch-size x --data-parallel-size,
        * --min-lr as a tenth of --lr.
@@ -430,7 +448,8 @@ public final class Trainer {
         return new Options(numLayers, hiddenSize, numAttentionHeads, seqLength, tensorModelParallelSize,
             sequenceParallel, steps, microBatchSize, global, dataParallelSize, lr, minLr != null ? minLr : lr / 10,
             lrWarmupIters, weightDecay, clipGrad, seed, dpCompression, calibrationSteps, recalibrateInterval,
-            autoMaxError, codecErrorInterval, evalInterval, evalIters, logInterval, distributedTimeoutMinutes);
+            autoMaxError, codecErrorInterval, evalInterval, evalIters, logInterval, distributedTimeoutMinutes,
+            dumpSites);
       }
     }
   }
@@ -799,11 +818,15 @@ public final class Trainer {
   private static WireBytes trainCpuRank(GptConfig cfg, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       List<RunResult.StepRow> history, ProgressBar bar, Checkpoint.State resume, int last, Saving saving,
       Map<String, Long> byKind) {
-    Gpt<float[]> model = Gpt.cpu(cfg, sites, opt.microBatchSize(), opt.seed());
+    CpuOps ops = new CpuOps();
+    TensorParallel<float[]> tp = new CpuTensorParallel(sites);
+    SiteDump<float[]> dump = siteDump(opt, place, sites.spec(), "cpu", ops, tp);
+    Gpt<float[]> model = new Gpt<>(cfg, ops, dump == null ? tp : dump, place.tp().rank(), opt.microBatchSize(),
+        opt.seed());
     CollectiveSites dpSites = opt.dataParallelSize() == 1 ? null : new CollectiveSites(place.dp(), opt.dpCompression(),
         opt.calibrationSteps(), opt.recalibrateInterval());
     DataParallel dp = dpSites == null ? null : DataParallel.cpu(dpSites, model.layout(), cfg.tp(), model.grads());
-    WireBytes wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving);
+    WireBytes wire = trainRank(model, corpus, opt, place, sites, dp, history, null, bar, resume, last, saving, dump);
     if (dpSites != null) byKind.merge(dataParallelKind(opt), dpSites.bytesSent(), Long::sum);
     return wire;
   }
@@ -811,6 +834,16 @@ public final class Trainer {
   /** The bytes-by-kind label of the data-parallel gradient all-reduce. */
   private static String dataParallelKind(Options opt) {
     return "data-parallel all-reduce (gradients, " + opt.dpCompression() + ")";
+  }
+
+  /** This rank's {@code --dump-sites} around {@code tp}: for the TP ranks of replica 0; null without the option. */
+  private static <A> SiteDump<A> siteDump(Options opt, Place place, String compression, String device, Ops<A> ops,
+      TensorParallel<A> tp) {
+    if (opt.dumpSites() == null || place.replica() != 0) return null;
+    String run = String.format(java.util.Locale.ROOT, "%s, TP=%d, %d layers, hidden %d, %d heads, seq %d, micro-batch"
+        + " %d, seed %d, %d steps", device, opt.tensorModelParallelSize(), opt.numLayers(), opt.hiddenSize(),
+        opt.numAttentionHeads(), opt.seqLength(), opt.microBatchSize(), opt.seed(), opt.steps());
+    return new SiteDump<>(tp, ops, java.nio.file.Path.of(opt.dumpSites()), compression, place.tp().rank(), run);
   }
 
   /**
@@ -873,12 +906,14 @@ public final class Trainer {
       agreeOnTheRun(link, cfg, opt, sites);
       agreeOnTheRun(dpLink, cfg, opt, sites);
       try (OpTimes timer = place.reports() ? OpTimes.of(ops, tp) : null) {
-        Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), timer == null ? tp : timer.tp(),
+        TensorParallel<DeviceBuffer> seam = timer == null ? tp : timer.tp();
+        SiteDump<DeviceBuffer> dump = alone ? null : siteDump(opt, place, sites.spec(), ctx.name(), ops, seam);
+        Gpt<DeviceBuffer> model = new Gpt<>(cfg, timer == null ? ops : timer.ops(), dump == null ? seam : dump,
             place.tp().rank(), opt.microBatchSize(), opt.seed());
         DataParallel dp = dpOn ? DataParallel.gpu(dpc, gpuPlan(opt.dpCompression()), model.layout(), cfg.tp(),
             model.grads()) : null;
         WireBytes wire = trainRank(model, corpus, opt, place, alone ? null : sites, dp, history, timer, bar, resume,
-            last, saving);
+            last, saving, dump);
         if (dpc != null) byKind.merge(dataParallelKind(opt), dpc.bytesSent(), Long::sum);
         if (timer != null && timer.steps() > 0) {
           double total = 0;
@@ -900,11 +935,12 @@ public final class Trainer {
    * them over its DP group, so the step's gradient is the mean over the global batch whatever the DP size and A.
    * Returns the bytes this rank sent in training steps' TP collectives (the model's count: the host collectives', or
    * on a GPU the device collectives'), those of the steps in which no site calibrated, and the number of those steps. {@code sites} samples codec error on the reporting rank every
-   * {@link Options#codecErrorInterval} steps; null for a GPU rank alone.
+   * {@link Options#codecErrorInterval} steps; null for a GPU rank alone. {@code dump} (null: none) writes the tensors
+   * of the last training step ({@code last - 1}) that the model hands its TP collectives.
    */
   private static <A> WireBytes trainRank(Gpt<A> model, Corpus corpus, Options opt, Place place, CollectiveSites sites,
       DataParallel dp, List<RunResult.StepRow> history, OpTimes timer, ProgressBar bar, Checkpoint.State resume,
-      int last, Saving saving) {
+      int last, Saving saving, SiteDump<A> dump) {
     Communicator exact = place.tp();
     int rank = exact.rank();
     boolean reports = place.reports(), replica0 = place.replica() == 0;
@@ -954,6 +990,7 @@ public final class Trainer {
       if (sites != null) {
         sites.setSampling(reports && opt.codecErrorInterval() > 0 && step % opt.codecErrorInterval() == 0);
       }
+      if (dump != null) dump.take(step == last - 1);
       long before = model.bytesSent();
       if (sites != null) sites.setCountingTraining(true);
       float loss = 0;
@@ -984,6 +1021,10 @@ public final class Trainer {
             "training diverged (NaN/Inf) at step " + step + ": " + e.location() + "; lower --lr", e);
       } catch (IllegalArgumentException e) {
         throw new IllegalStateException("step " + step + ", rank " + rank + ": " + e.getMessage(), e);
+      }
+      if (dump != null && step == last - 1) {
+        dump.write(step);
+        log.info("--dump-sites: the TP tensors of step {} in {}", step, dump.file());
       }
       wire += model.bytesSent() - before;
       saving.steps().addWireBytes(step, model.bytesSent() - before);
