@@ -371,7 +371,8 @@ public final class CodecTable {
    *
    * @param file the file
    * @param hidden the hidden size chosen: {@link #E2E_HIDDEN} if run, else the smallest
-   * @param rows codec to its row at that hidden size (the first)
+   * @param rows codec to its row at that hidden size (the last: a file that appends a later run of the same
+   *     configuration, as bench/results/gpu-e2e.json does, compares that run's codecs with that run's none)
    */
   record E2e(ResultFile file, int hidden, Map<String, JsonObject> rows) {
     static E2e read(ResultFile f) {
@@ -385,7 +386,7 @@ public final class CodecTable {
       int hidden = match.stream().anyMatch(r -> f.number(r, "hidden") == E2E_HIDDEN) ? E2E_HIDDEN
           : match.stream().mapToInt(r -> (int) f.number(r, "hidden")).min().orElse(-1);
       Map<String, JsonObject> rows = new LinkedHashMap<>();
-      for (JsonObject r : match) if (f.number(r, "hidden") == hidden) rows.putIfAbsent(f.string(r, "codec"), r);
+      for (JsonObject r : match) if (f.number(r, "hidden") == hidden) rows.put(f.string(r, "codec"), r);
       return new E2e(f, hidden, rows);
     }
 

@@ -102,6 +102,9 @@ class CodecTableTest {
             String.format(row, "ib-ndr", 4, false, 768, "taco", 10, 500),
             String.format(row, "ib-ndr", 8, true, 768, "taco", 10, 500),
             String.format(row, "pcie5-8", 8, false, 768, "taco", 10, 500),
+            // an earlier run of the same configuration, which the later one below supersedes
+            String.format(row, "ib-ndr", 8, false, 768, "none", 50, 1000),
+            String.format(row, "ib-ndr", 8, false, 768, "taco", 50, 510),
             String.format(row, "ib-ndr", 8, false, 768, "none", 100, 1000),
             String.format(row, "ib-ndr", 8, false, 768, "taco", 80, 510),
             String.format(row, "ib-ndr", 8, false, 768, "auto", 90, 700))
