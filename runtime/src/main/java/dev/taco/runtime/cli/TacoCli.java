@@ -989,16 +989,22 @@ public final class TacoCli {
     for (RunResult r : runs) head.append(String.format(" | " + name + " %8s %8s", r.compression(), "train", "val"));
     w.println();
     w.println(head);
-    // a run stopped by a signal has fewer rows than the runs before it: its cells stay empty after its last step
-    List<RunResult.StepRow> longest = runs.stream().map(RunResult::history).max(java.util.Comparator.comparingInt(
-        List::size)).orElseThrow();
-    for (int i = 0; i < longest.size(); i++) {
-      RunResult.StepRow first = longest.get(i);
-      boolean evalRow = first.val_loss() != null;
-      if (!evalRow && i % logInterval != 0) continue;
-      StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
-      for (RunResult r : runs) {
-        RunResult.StepRow row = i < r.history().size() ? r.history().get(i) : null;
+    // rows by step, not by position: a resumed run's history starts at its checkpoint's step and a run stopped by a
+    // signal ends early, so a run's cells stay empty where it has no such step
+    java.util.SortedSet<Integer> steps = new java.util.TreeSet<>();
+    List<Map<Integer, RunResult.StepRow>> byStep = new ArrayList<>();
+    for (RunResult r : runs) {
+      Map<Integer, RunResult.StepRow> rows = new java.util.HashMap<>();
+      for (RunResult.StepRow row : r.history()) rows.put(row.step(), row);
+      steps.addAll(rows.keySet());
+      byStep.add(rows);
+    }
+    for (int step : steps) {
+      boolean evalRow = byStep.stream().anyMatch(rows -> rows.containsKey(step) && rows.get(step).val_loss() != null);
+      if (!evalRow && step % logInterval != 0) continue;
+      StringBuilder line = new StringBuilder(String.format("%6d", step));
+      for (Map<Integer, RunResult.StepRow> rows : byStep) {
+        RunResult.StepRow row = rows.get(step);
         line.append(String.format(Locale.ROOT, " | " + name + " %8s %8s", "", row == null ? "" : fmt(row.train_loss()),
             row == null ? "" : fmt(row.val_loss())));
       }
