@@ -421,6 +421,8 @@ public final class TacoCli {
         Path given = out;
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
+        Path dump = opt.dumpSites() == null ? null : Path.of(opt.dumpSites());
+        boolean freshDump = dump != null && !Files.exists(dump);
         FileChannel saveLock = null, outLock = null;
         try {
           if (save != null) { // found now, not at the first save after minutes of training
@@ -433,6 +435,8 @@ public final class TacoCli {
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
             requireSpace(save, toRun.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
+          // found now, not when the last training step writes it, which would lose the run's report
+          if (dump != null) makeWritableFolder("--dump-sites", dump);
           out = outputFolder(out);
           if (given != null) { // a runs/<timestamp> folder is this run's alone
             outLock = lockFolder("--out", out, OUT_LOCK, List.of());
@@ -446,6 +450,7 @@ public final class TacoCli {
           if (fresh && given != null) deleteIfEmpty(out);
           unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save);
+          if (freshDump) deleteIfEmpty(dump);
           throw e;
         }
         try {
@@ -456,6 +461,7 @@ public final class TacoCli {
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
           unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save); // nor the --save folder
+          if (freshDump) deleteIfEmpty(dump); // nor the --dump-sites folder
           throw e;
         } finally {
           unlockFolder(out, OUT_LOCK, outLock, false);
@@ -916,6 +922,8 @@ public final class TacoCli {
    * @throws IllegalArgumentException naming the option, the folder and the reason
    */
   private static void makeWritableFolder(String flag, Path dir) {
+    if (Files.exists(dir) && !Files.isDirectory(dir))
+      throw new IllegalArgumentException(flag + " " + dir.toAbsolutePath() + " exists and is not a folder");
     try {
       Files.createDirectories(dir);
     } catch (IOException e) {

@@ -464,6 +464,18 @@ public class TacoCliTest {
   }
 
   @Test
+  void aDumpSitesPathThatIsAFileIsRefusedBeforeTraining() throws Exception {
+    // it was found only when the last training step wrote the dump, and the runs' report was lost with it
+    Path file = Files.writeString(tmp.resolve("taken"), "mine");
+    Path out = tmp.resolve("never");
+    Result r = run(tiny(out, "--dump-sites", file.toString()));
+    assertOneLineError(r, "--dump-sites " + file.toAbsolutePath() + " exists and is not a folder");
+    assertThat(r.status()).isEqualTo(2);
+    assertThat(out).as("refused before the output folder is made").doesNotExist();
+    assertThat(file).hasContent("mine");
+  }
+
+  @Test
   void aMissingLoadFolderIsNamedBeforeAnOutputFolderIsMade() {
     Path out = tmp.resolve("never");
     assertOneLineError(run(tiny(out, "--compression", "none,taco", "--load", tmp.resolve("missing").toString())),
