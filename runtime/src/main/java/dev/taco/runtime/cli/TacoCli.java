@@ -14,6 +14,7 @@ import dev.taco.runtime.train.Checkpoint;
 import dev.taco.runtime.train.Report;
 import dev.taco.runtime.train.RunFailed;
 import dev.taco.runtime.train.RunResult;
+import dev.taco.runtime.train.SiteDump;
 import dev.taco.runtime.train.StepMetrics;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
@@ -160,7 +161,7 @@ public final class TacoCli {
     }
 
     @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on, or a gzip file of it (.gz,"
-        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 % of its"
+        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 %% of its"
         + " bytes is held out for validation. Default: the bundled Jargon File.")
     Path data;
 
@@ -262,7 +263,7 @@ public final class TacoCli {
     }
 
     @Option(names = "--dump-sites", paramLabel = "DIR", description = "Write the tensors the last training step hands"
-        + " its TP collectives (each site's partial sum or shard, at most 1024 token rows) into"
+        + " its TP collectives (each site's partial sum or shard, at most " + SiteDump.MAX_ROWS + " token rows) into"
         + " DIR/<codec>-rank<q>.safetensors, one per TP rank, for `taco analyze` or bench's CodecTable.")
     void dumpSites(String dir) {
       options.dumpSites(dir);

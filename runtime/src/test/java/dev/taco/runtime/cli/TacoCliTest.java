@@ -385,6 +385,17 @@ public class TacoCliTest {
    * its component, whose help shows the builder's default; the report's config holds every one by its name.
    */
   @Test
+  void trainHelpPrintsEveryDescriptionWithoutPicocliFormatWarnings() {
+    // a bare "10 % of" in --data's description is a format specifier to picocli: it warned on stderr, once per line
+    Result r = run("train", "--help");
+    assertThat(r.status()).isZero();
+    assertThat(r.err()).doesNotContain("picocli WARN");
+    String help = r.out().replaceAll("\\s+", " ");
+    assertThat(help).contains("the last 10 % of its bytes is held out for validation")
+        .contains("at most " + dev.taco.runtime.train.SiteDump.MAX_ROWS + " token rows");
+  }
+
+  @Test
   void everyTrainingOptionIsAFlagNamedAsDeclaredWithTheBuildersDefault() throws Exception {
     CommandLine.Model.CommandSpec train = new CommandLine(new TacoCli()).getSubcommands().get("train")
         .getCommandSpec();
