@@ -14,6 +14,7 @@ import dev.taco.runtime.train.Checkpoint;
 import dev.taco.runtime.train.Report;
 import dev.taco.runtime.train.RunFailed;
 import dev.taco.runtime.train.RunResult;
+import dev.taco.runtime.train.SiteDump;
 import dev.taco.runtime.train.StepMetrics;
 import dev.taco.runtime.train.StopSignal;
 import dev.taco.runtime.train.Trainer;
@@ -160,7 +161,7 @@ public final class TacoCli {
     }
 
     @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text to train on, or a gzip file of it (.gz,"
-        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 % of its"
+        + " dictd's .dict.dz; read directly), e.g. GCIDE from bash bench/fetch-corpus.sh gcide; the last 10 %% of its"
         + " bytes is held out for validation. Default: the bundled Jargon File.")
     Path data;
 
@@ -262,7 +263,7 @@ public final class TacoCli {
     }
 
     @Option(names = "--dump-sites", paramLabel = "DIR", description = "Write the tensors the last training step hands"
-        + " its TP collectives (each site's partial sum or shard, at most 1024 token rows) into"
+        + " its TP collectives (each site's partial sum or shard, at most " + SiteDump.MAX_ROWS + " token rows) into"
         + " DIR/<codec>-rank<q>.safetensors, one per TP rank, for `taco analyze` or bench's CodecTable.")
     void dumpSites(String dir) {
       options.dumpSites(dir);
@@ -421,6 +422,8 @@ public final class TacoCli {
         Path given = out;
         boolean fresh = out == null || !Files.exists(out), freshRuns = out == null && !Files.exists(Path.of("runs"));
         boolean freshSave = save != null && !Files.exists(save);
+        Path dump = opt.dumpSites() == null ? null : Path.of(opt.dumpSites());
+        boolean freshDump = dump != null && !Files.exists(dump);
         FileChannel saveLock = null, outLock = null;
         try {
           if (save != null) { // found now, not at the first save after minutes of training
@@ -433,6 +436,8 @@ public final class TacoCli {
             // each codec's run saves its own: the weights and AdamW's two moments in float32, headers and meta.json
             requireSpace(save, toRun.size() * (12 * cfg.parameterCount() * 11 / 10 + (64 << 10)));
           }
+          // found now, not when the last training step writes it, which would lose the run's report
+          if (dump != null) makeWritableFolder("--dump-sites", dump);
           out = outputFolder(out);
           if (given != null) { // a runs/<timestamp> folder is this run's alone
             outLock = lockFolder("--out", out, OUT_LOCK, List.of());
@@ -446,6 +451,7 @@ public final class TacoCli {
           if (fresh && given != null) deleteIfEmpty(out);
           unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save);
+          if (freshDump) deleteIfEmpty(dump);
           throw e;
         }
         try {
@@ -456,6 +462,7 @@ public final class TacoCli {
           if (freshRuns) deleteIfEmpty(Path.of("runs")); // nor the runs/ folder it made for the default --out
           unlockFolder(save, SAVE_LOCK, saveLock, freshSave);
           if (freshSave) deleteIfEmpty(save); // nor the --save folder
+          if (freshDump) deleteIfEmpty(dump); // nor the --dump-sites folder
           throw e;
         } finally {
           unlockFolder(out, OUT_LOCK, outLock, false);
@@ -916,6 +923,8 @@ public final class TacoCli {
    * @throws IllegalArgumentException naming the option, the folder and the reason
    */
   private static void makeWritableFolder(String flag, Path dir) {
+    if (Files.exists(dir) && !Files.isDirectory(dir))
+      throw new IllegalArgumentException(flag + " " + dir.toAbsolutePath() + " exists and is not a folder");
     try {
       Files.createDirectories(dir);
     } catch (IOException e) {
@@ -989,16 +998,22 @@ public final class TacoCli {
     for (RunResult r : runs) head.append(String.format(" | " + name + " %8s %8s", r.compression(), "train", "val"));
     w.println();
     w.println(head);
-    // a run stopped by a signal has fewer rows than the runs before it: its cells stay empty after its last step
-    List<RunResult.StepRow> longest = runs.stream().map(RunResult::history).max(java.util.Comparator.comparingInt(
-        List::size)).orElseThrow();
-    for (int i = 0; i < longest.size(); i++) {
-      RunResult.StepRow first = longest.get(i);
-      boolean evalRow = first.val_loss() != null;
-      if (!evalRow && i % logInterval != 0) continue;
-      StringBuilder line = new StringBuilder(String.format("%6d", first.step()));
-      for (RunResult r : runs) {
-        RunResult.StepRow row = i < r.history().size() ? r.history().get(i) : null;
+    // rows by step, not by position: a resumed run's history starts at its checkpoint's step and a run stopped by a
+    // signal ends early, so a run's cells stay empty where it has no such step
+    java.util.SortedSet<Integer> steps = new java.util.TreeSet<>();
+    List<Map<Integer, RunResult.StepRow>> byStep = new ArrayList<>();
+    for (RunResult r : runs) {
+      Map<Integer, RunResult.StepRow> rows = new java.util.HashMap<>();
+      for (RunResult.StepRow row : r.history()) rows.put(row.step(), row);
+      steps.addAll(rows.keySet());
+      byStep.add(rows);
+    }
+    for (int step : steps) {
+      boolean evalRow = byStep.stream().anyMatch(rows -> rows.containsKey(step) && rows.get(step).val_loss() != null);
+      if (!evalRow && step % logInterval != 0) continue;
+      StringBuilder line = new StringBuilder(String.format("%6d", step));
+      for (Map<Integer, RunResult.StepRow> rows : byStep) {
+        RunResult.StepRow row = rows.get(step);
         line.append(String.format(Locale.ROOT, " | " + name + " %8s %8s", "", row == null ? "" : fmt(row.train_loss()),
             row == null ? "" : fmt(row.val_loss())));
       }

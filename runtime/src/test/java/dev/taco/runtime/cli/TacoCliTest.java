@@ -385,6 +385,17 @@ public class TacoCliTest {
    * its component, whose help shows the builder's default; the report's config holds every one by its name.
    */
   @Test
+  void trainHelpPrintsEveryDescriptionWithoutPicocliFormatWarnings() {
+    // a bare "10 % of" in --data's description is a format specifier to picocli: it warned on stderr, once per line
+    Result r = run("train", "--help");
+    assertThat(r.status()).isZero();
+    assertThat(r.err()).doesNotContain("picocli WARN");
+    String help = r.out().replaceAll("\\s+", " ");
+    assertThat(help).contains("the last 10 % of its bytes is held out for validation")
+        .contains("at most " + dev.taco.runtime.train.SiteDump.MAX_ROWS + " token rows");
+  }
+
+  @Test
   void everyTrainingOptionIsAFlagNamedAsDeclaredWithTheBuildersDefault() throws Exception {
     CommandLine.Model.CommandSpec train = new CommandLine(new TacoCli()).getSubcommands().get("train")
         .getCommandSpec();
@@ -434,9 +445,45 @@ public class TacoCliTest {
         .contains("taco vs none: final validation loss +0.00% (at step 3 against step 10: not comparable)");
   }
 
+  @Test
+  void aResumedRunsRowsStandAtTheirOwnSteps() {
+    // --load: the first codec resumed at step 2, the second ran from step 0 (the table once put the resumed run's
+    // step 2 in the row of step 0)
+    java.util.List<RunResult.StepRow> resumed = new java.util.ArrayList<>(), fresh = new java.util.ArrayList<>();
+    for (int s = 0; s <= 10; s++) {
+      Double val = s % 5 == 0 ? 3.5 - 0.1 * s : null;
+      if (s >= 2) resumed.add(new RunResult.StepRow(s, 3.0 - 0.1 * s, s == 10 ? val : null, 1e-3, 0.5));
+      fresh.add(new RunResult.StepRow(s, 3.05 - 0.1 * s, val, 1e-3, 0.5));
+    }
+    java.io.StringWriter text = new java.io.StringWriter();
+    TacoCli.printTable(new java.io.PrintWriter(text), java.util.List.of(result("none", 10, resumed), result("taco", 10,
+        fresh)), 5);
+    String table = text.toString();
+    String row0 = table.lines().filter(l -> l.startsWith("     0 |")).findFirst().orElseThrow();
+    assertThat(row0.substring(row0.indexOf('|') + 1, row0.lastIndexOf('|')).replace("none", "").strip()).as(row0)
+        .isEmpty();
+    assertThat(row0).contains("3.0500");
+    String row5 = table.lines().filter(l -> l.startsWith("     5 |")).findFirst().orElseThrow();
+    assertThat(row5).contains("2.5000").contains("2.5500");
+    assertThat(table.lines().filter(l -> l.startsWith("     2 |"))).as("step 2 is neither logged nor evaluated")
+        .isEmpty();
+  }
+
   private static RunResult result(String codec, int steps, java.util.List<RunResult.StepRow> history) {
     return new RunResult(codec, 2, steps, 0, steps < 10 ? "signal" : null, 3.5, 3.0, 1e6, 0, 0, java.util.Map.of(),
         1.0, 1000.0, history, java.util.Map.of(), java.util.Map.of(), null, 0.0, null);
+  }
+
+  @Test
+  void aDumpSitesPathThatIsAFileIsRefusedBeforeTraining() throws Exception {
+    // it was found only when the last training step wrote the dump, and the runs' report was lost with it
+    Path file = Files.writeString(tmp.resolve("taken"), "mine");
+    Path out = tmp.resolve("never");
+    Result r = run(tiny(out, "--dump-sites", file.toString()));
+    assertOneLineError(r, "--dump-sites " + file.toAbsolutePath() + " exists and is not a folder");
+    assertThat(r.status()).isEqualTo(2);
+    assertThat(out).as("refused before the output folder is made").doesNotExist();
+    assertThat(file).hasContent("mine");
   }
 
   @Test
