@@ -344,7 +344,8 @@ public final class TacoCli {
     double exitDurationInMins = 0;
 
     @Option(names = "--overwrite", description = "Write into an --out folder that already holds a report.json"
-        + " (refused otherwise).")
+        + " (refused otherwise, but for a run resumed with --load, which writes its report there and appends to its"
+        + " metrics.jsonl).")
     boolean overwrite;
 
     @Option(names = "--out", paramLabel = "DIR",
@@ -441,9 +442,10 @@ public final class TacoCli {
           out = outputFolder(out);
           if (given != null) { // a runs/<timestamp> folder is this run's alone
             outLock = lockFolder("--out", out, OUT_LOCK, List.of());
-            if (!overwrite && Files.exists(out.resolve("report.json"))) {
+            // a resumed job writes where its earlier calls wrote: the same command serves every call, as a requeue
+            if (!overwrite && load == null && Files.exists(out.resolve("report.json"))) {
               throw new IllegalArgumentException("--out " + out.toAbsolutePath() + " already holds a report.json:"
-                  + " choose another folder, or --overwrite to replace it");
+                  + " choose another folder, --overwrite to replace it, or --load to resume into it");
             }
           }
         } catch (IOException | RuntimeException e) {

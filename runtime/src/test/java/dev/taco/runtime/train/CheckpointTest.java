@@ -615,6 +615,16 @@ class CheckpointTest {
     assertThat(train(out, "--tp", "1", "--steps", "1", "--compression", "none").status()).isZero();
     assertOneLine(train(out, "--tp", "1", "--steps", "1", "--compression", "none"), "already holds a report.json");
     assertThat(train(out, "--tp", "1", "--steps", "1", "--compression", "none", "--overwrite").status()).isZero();
+    // a job resumed with --load runs the same command, its --out included, and goes on there
+    Path ck = tmp.resolve("ckA");
+    assertThat(train(out, "--tp", "1", "--steps", "1", "--compression", "none", "--save", ck.toString(), "--overwrite")
+        .status()).isZero();
+    TacoCliTest.Result resumed = train(out, "--tp", "1", "--steps", "2", "--compression", "none", "--save",
+        ck.toString(), "--load", ck.toString());
+    assertThat(resumed.status()).as(resumed.err()).isZero();
+    JsonObject run = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject()
+        .getAsJsonArray("runs").get(0).getAsJsonObject();
+    assertThat(run.get("first_step").getAsInt()).as("the resumed call's report").isEqualTo(1);
   }
 
   /** A model large enough that a save takes a while, for the kill test. */
