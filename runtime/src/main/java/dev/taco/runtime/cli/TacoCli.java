@@ -111,6 +111,9 @@ public final class TacoCli {
       description = "Train a byte-level GPT with tensor parallelism on the CPU (or a GPU: --device); by default twice"
           + " from the same seed, uncompressed (bf16 on the wire) and with TACO, and compare.")
   static final class Train implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec; // which options the user gave (the default provider fills the others)
+
     @Option(names = {"--compression", "--compare", "--codec"}, paramLabel = "CODEC[,CODEC...]",
         description = "One run per codec, from the same seed, compared side by side: none (bf16 on the wire), taco,"
             + " int8-group, fp8-tensor, nccl-fp8 (NCCL's own FP8 all-reduce, one scale for the group; nccl-fp8:e5m2),"
@@ -372,6 +375,10 @@ public final class TacoCli {
           && !tpTransport.equals("emulated")) {
         log.warn("--link / --link-table have no effect here: they price --compression auto's choices and time"
             + " --tp-transport emulated's exchanges");
+      }
+      if (spec.commandLine().getParseResult().hasMatchedOption("--auto-max-error")
+          && !codecs.contains(CollectiveSites.AUTO)) {
+        log.warn("--auto-max-error has no effect here: it gates --compression auto's choices");
       }
       linkModel = link != null ? LinkProfiles.byName(link) : linkTable != null ? LinkProfiles.fromNcclTests(linkTable)
           : null;

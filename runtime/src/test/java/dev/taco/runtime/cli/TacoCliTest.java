@@ -13,6 +13,8 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -361,12 +363,8 @@ public class TacoCliTest {
   /** {@code TACO_LOG} with a word that is no log level is refused (SLF4J's simple logger took it for info, silently). */
   @Test
   void aTacoLogThatIsNoLevelIsRefused() throws Exception {
-    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     for (String level : new String[] {"bogus", "WARN"}) {
-      ProcessBuilder pb = new ProcessBuilder(javaBin, "--add-modules=jdk.incubator.vector", "-cp",
-          System.getProperty("java.class.path"), "dev.taco.runtime.cli.TacoCli", "train", "-V");
-      pb.environment().put("TACO_LOG", level);
-      Process p = pb.redirectErrorStream(true).start();
+      Process p = inProcessOfItsOwn(level, "train", "-V");
       String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
       if (level.equals("bogus")) {
@@ -378,6 +376,35 @@ public class TacoCliTest {
         assertThat(said).contains("taco 0.1.0");
       }
     }
+  }
+
+  /** {@code --auto-max-error} given without {@code auto} among the codecs is warned about, as {@code --link} is. */
+  @Test
+  void anAutoMaxErrorWithoutAutoIsWarnedAbout() throws Exception {
+    String[] run = {"train", "--steps", "1", "--tp", "2", "--num-layers", "1", "--hidden-size", "32",
+        "--num-attention-heads", "2", "--seq-length", "16", "--micro-batch-size", "2", "--eval-iters", "1",
+        "--compression", "none", "--overwrite", "--out", tmp.resolve("amx").toString()};
+    for (boolean given : new boolean[] {true, false}) {
+      List<String> args = new ArrayList<>(List.of(run));
+      if (given) args.addAll(List.of("--auto-max-error", "activations=0.1"));
+      Process p = inProcessOfItsOwn("warn", args.toArray(String[]::new));
+      String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      assertThat(p.exitValue()).as(said).isZero();
+      assertThat(said.contains("--auto-max-error has no effect here")).as("given: %s; %s", given, said)
+          .isEqualTo(given);
+    }
+  }
+
+  /** {@code taco} in a JVM of its own (its logger reads {@code TACO_LOG} once), stdout and stderr merged. */
+  private static Process inProcessOfItsOwn(String tacoLog, String... args) throws IOException {
+    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    List<String> cmd = new ArrayList<>(List.of(javaBin, "--add-modules=jdk.incubator.vector", "-cp",
+        System.getProperty("java.class.path"), "dev.taco.runtime.cli.TacoCli"));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
+    pb.environment().put("TACO_LOG", tacoLog);
+    return pb.redirectErrorStream(true).start();
   }
 
   /**
