@@ -11,7 +11,7 @@ import org.openjdk.jmh.annotations.Param;
 
 /**
  * Every codec's encode and decode on this build and on an earlier build, each as a fraction of a copy, measured side
- * by side in one JVM (issue G's "10x today's fraction", docs/design.md §7). The earlier build's codec classes come from its
+ * by side in one JVM (docs/design.md §7: a gain is a ratio of two times taken side by side). The earlier build's codec classes come from its
  * own class path in a class loader of their own, so both run in the same process, on the same input
  * ({@link CodecBench.Data}: 1024 x 1024 float32 activations with outlier channels), the same threads and caches.
  *

@@ -8,8 +8,8 @@ import java.util.Map;
 
 /**
  * {@link TrainStepBench}'s step (the default model, TP = 2 as two threads) on this build and on an earlier build,
- * taking turns in one JVM, so that the speed-up is a ratio of two times measured side by side (issue G's "at least
- * 2.5x faster than before this issue, same machine, same run"). The earlier build's classes, with {@link
+ * taking turns in one JVM, so that the speed-up is a ratio of two times measured side by side (a speed-up over an
+ * earlier build means something only on the same machine in the same run). The earlier build's classes, with {@link
  * TrainStepBench} compiled against them ({@code bench/run-train-step.sh} does both), load in a class loader of their
  * own; each side builds its two ranks once per codec.
  *
