@@ -292,8 +292,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
       return where + String.format("E4M3 block scale 0x%02x: ", c) + ((c & 0x7F) == 0x7F ? "NaN" : "negative");
     }
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    long j = GroupKernels.firstInvalid(in, 0, bodyOff + (int) scaleBytes(v), 0, nCodes, kind, hadamard,
-        h.nonFinite());
+    int codeOff = bodyOff + (int) scaleBytes(v);
+    long j = Simd.enabled() ? GroupLanes.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite())
+        : GroupKernels.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite());
     return j < 0 ? null : "non-finite marker code at code index " + j + " (flag 0x80 not set)";
   }
 

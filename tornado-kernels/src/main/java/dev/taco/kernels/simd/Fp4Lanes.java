@@ -227,7 +227,7 @@ public final class Fp4Lanes {
       for (int i = k * g; i < (k + 1) * g; i += L) {
         IntVector q = ((IntVector) ByteVector.fromArray(HALF, codes, c0 + (i >> 1)).reinterpretShape(Lanes.B, 0)
             .rearrange(PAIRS).convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS).lanewise(LSHR, 28);
-        FloatVector v = q.selectFrom(VALUES).reinterpretAsFloats().mul(ak);
+        FloatVector v = VALUES.rearrange(q.toShuffle()).reinterpretAsFloats().mul(ak);
         if (accumulate) {
           FloatVector.fromArray(Lanes.F, out, dst + i).add(v).intoArray(out, dst + i);
         } else {
