@@ -342,8 +342,8 @@ class SimdIdentityTest {
 
   /**
    * {@code mxfp4} and {@code nvfp4}, rotated or not, on their own SIMD kernels: every row length from 1 to 200 and
-   * 4096, a few rows (one length, a few hundred rows, at random per case), payload bytes, clip counts and decoded floats
-   * (overwrite and accumulate) against the reference.
+   * 4096, a few rows (a few hundred one time in twenty), payload bytes, clip counts and decoded floats (overwrite and
+   * accumulate) against the reference.
    */
   @ParameterizedTest
   @MethodSource("fp4Specs")
