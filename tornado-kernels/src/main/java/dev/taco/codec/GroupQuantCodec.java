@@ -4,6 +4,7 @@ import dev.taco.kernels.Bytes;
 import dev.taco.kernels.Fp4;
 import dev.taco.kernels.GroupKernels;
 import dev.taco.kernels.TacoKernels;
+import dev.taco.kernels.simd.Fp4Lanes;
 import dev.taco.kernels.simd.GroupLanes;
 import dev.taco.kernels.simd.Lanes;
 import dev.taco.kernels.simd.RowSplit;
@@ -17,9 +18,9 @@ import dev.taco.kernels.simd.Simd;
  *
  * <p>Wire format: {@link PayloadHeader} (format 1 for the E4M3 codecs, else 0; flags bit0 for Hadamard; G, or 0
  * for {@code fp8-tensor}), then the body: the scales ({@link GroupKernels#scaleBytes}: {@code nScales} float32 LE
- * absmaxes, or the E2M1 kinds' scale bytes), then the codes ({@link GroupKernels#codeBytes}). The E2M1 kinds run the
- * scalar kernels whatever {@link Simd} says (they have no Vector API form) and count the values they clip as
- * saturated.
+ * absmaxes, or the E2M1 kinds' scale bytes), then the codes ({@link GroupKernels#codeBytes}). The E2M1 kinds count the
+ * values they clip as saturated; under {@link Simd} they run {@link Fp4Lanes} for finite input and for bodies without
+ * marker codes, and the scalar kernels for the others (NaN/Inf handling is theirs alone).
  */
 public abstract class GroupQuantCodec extends AbstractCodec {
 
@@ -129,10 +130,10 @@ public abstract class GroupQuantCodec extends AbstractCodec {
     return TacoKernels.groupsPerRow(v[1], v[2]);
   }
 
-  /** Code bytes before row {@code r} (rows of codeStride codes; int4 rows are even, two codes a byte). */
+  /** Code bytes before row {@code r} (rows of codeStride codes; int4 and E2M1 rows are even, two codes a byte). */
   private int rowCodeBytes(int[] v, int r) {
     long codes = (long) r * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    return (int) (kind == GroupKernels.INT4 ? codes / 2 : codes);
+    return (int) (GroupKernels.nibbles(kind) ? codes / 2 : codes);
   }
 
   private float[] work(int[] v) {
@@ -161,13 +162,20 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   }
 
   /**
-   * The E2M1 kinds' body, by the scalar kernels: NVFP4's row absmaxes, then scales and codes. Returns the count of
-   * clipped values, with {@link Lanes#NON_FINITE} under {@link Simd} (whose callers did not scan the input first).
+   * The E2M1 kinds' body: NVFP4's row absmaxes, then scales and codes, by {@link Fp4Lanes} (finite input under
+   * {@link Simd}) or the scalar kernels. Returns the count of clipped values, with {@link Lanes#NON_FINITE} under
+   * {@link Simd} (whose callers did not scan the input first).
    *
    * @throws IllegalArgumentException for a finite magnitude above {@link GroupKernels#FP4_MAX_INPUT}, naming the
    *     first one's index, row and column
    */
   private long encodeFp4(float[] x, int off, int[] v, byte[] out, int bodyOff, int codeOff) {
+    if (fp4Lanes() && Fp4Lanes.inRange(x, off, v[0] * v[1])) {
+      int ng = groupsPerRow(v);
+      int scaleOff = GroupKernels.scaleAt(bodyOff, v[0], 0, kind);
+      return RowSplit.run(v[0], v[1], (r0, r1) -> Fp4Lanes.encode(x, off + r0 * v[1], r1 - r0, v[1], kind, hadamard,
+          out, bodyOff + 4 * r0, scaleOff + r0 * ng, codeOff + rowCodeBytes(v, r0)));
+    }
     long nonFinite = 0;
     int huge = -1;
     for (int i = 0; i < v[0] * v[1]; i++) {
@@ -196,6 +204,11 @@ public abstract class GroupQuantCodec extends AbstractCodec {
       n += c;
     }
     return n | (Simd.enabled() ? nonFinite : 0);
+  }
+
+  /** Whether the E2M1 kinds run {@link Fp4Lanes} (for finite input, for bodies without markers). */
+  private static boolean fp4Lanes() {
+    return Simd.enabled() && Fp4Lanes.supported();
   }
 
   /**
@@ -279,8 +292,9 @@ public abstract class GroupQuantCodec extends AbstractCodec {
       return where + String.format("E4M3 block scale 0x%02x: ", c) + ((c & 0x7F) == 0x7F ? "NaN" : "negative");
     }
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    long j = GroupKernels.firstInvalid(in, 0, bodyOff + (int) scaleBytes(v), 0, nCodes, kind, hadamard,
-        h.nonFinite());
+    int codeOff = bodyOff + (int) scaleBytes(v);
+    long j = Simd.enabled() ? GroupLanes.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite())
+        : GroupKernels.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite());
     return j < 0 ? null : "non-finite marker code at code index " + j + " (flag 0x80 not set)";
   }
 
@@ -288,7 +302,15 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   protected void decodeBody(PayloadHeader h, byte[] in, int bodyOff, float[] out, int outOff, boolean accumulate) {
     int[] v = view(h);
     int codeOff = bodyOff + (int) scaleBytes(v);
-    if (GroupKernels.fp4(kind)) {
+    if (GroupKernels.fp4(kind) && fp4Lanes() && !h.nonFinite()) {
+      int ng = groupsPerRow(v);
+      int scaleOff = GroupKernels.scaleAt(bodyOff, v[0], 0, kind);
+      RowSplit.run(v[0], v[1], (r0, r1) -> {
+        Fp4Lanes.decode(in, bodyOff + 4 * r0, scaleOff + r0 * ng, codeOff + rowCodeBytes(v, r0), r1 - r0, v[1],
+            kind, hadamard, out, outOff + r0 * v[1], accumulate);
+        return 0;
+      });
+    } else if (GroupKernels.fp4(kind)) {
       GroupKernels.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, work(v), out, outOff, accumulate);
     } else if (Simd.enabled()) {
       RowSplit.run(v[0], v[1], (r0, r1) -> {

@@ -24,7 +24,7 @@ import dev.taco.kernels.GroupKernels;
  * decoder rejects an E8M0 scale of 0xFF (NaN in MX) and any above 2^120 (none comes from input the encoder takes).
  * NaN/Inf: as {@link GroupKernels} (marker nibble 0x8, -0, under {@code nonfinite=propagate}; a transformed block
  * holding one is sent untransformed). Finite magnitudes above 2^119 are refused. Kernels: {@link GroupKernels}
- * ({@link GroupKernels#MXFP4}); GPU: {@code kernels.gpu.GroupTwoShotKernels}.
+ * ({@link GroupKernels#MXFP4}; on lanes {@code kernels.simd.Fp4Lanes}); GPU: {@code kernels.gpu.GroupTwoShotKernels}.
  */
 public final class MxFp4Codec extends GroupQuantCodec {
 

@@ -27,7 +27,8 @@ import dev.taco.kernels.GroupKernels;
  * element, 0.284 of bf16's at cols = 768. A decoder rejects a negative or NaN E4M3 block scale and a row absmax that
  * is negative, non-finite or above 2^123. NaN/Inf: as {@link GroupKernels} (marker nibble 0x8 under
  * {@code nonfinite=propagate}; a transformed block holding one is sent untransformed). Finite magnitudes above 2^119
- * are refused. Kernels: {@link GroupKernels} ({@link GroupKernels#NVFP4}); GPU: {@code kernels.gpu.GroupTwoShotKernels}.
+ * are refused. Kernels: {@link GroupKernels} ({@link GroupKernels#NVFP4}; on lanes {@code kernels.simd.Fp4Lanes});
+ * GPU: {@code kernels.gpu.GroupTwoShotKernels}.
  */
 public final class NvFp4Codec extends GroupQuantCodec {
 

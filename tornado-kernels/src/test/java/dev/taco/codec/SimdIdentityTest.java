@@ -39,7 +39,7 @@ class SimdIdentityTest {
     List<String> s = new ArrayList<>(Codecs.names());
     s.addAll(List.of("int8-group:g=32", "int4-group:g=128", "int4-group:g=256", "fp8-group:g=32", "hadamard-int8:g=32",
         "hadamard-int8:g=256", "taco:g=32", "taco:g=256", "taco:e5m2,g=128", "taco:alpha=0.5", "taco-no-ds:e5m2",
-        "taco-no-hadamard:g=32,e5m2", "taco:hadamard=off,g=256"));
+        "taco-no-hadamard:g=32,e5m2", "taco:hadamard=off,g=256", "mxfp4:hadamard=off", "nvfp4:hadamard=on"));
     return s;
   }
 
@@ -312,6 +312,64 @@ class SimdIdentityTest {
     AbstractCodec refuse = Codecs.byName(spec);
     assertThat(RowSplit.withThreads(3, 1, () -> encode(refuse, bad, 0, rows, cols)).error()).as(what)
         .isEqualTo(encode(refuse, bad, 0, rows, cols).error()).contains("non-finite input");
+  }
+
+  /** The E2M1 codecs' inputs: block scales near their formats' limits, zero blocks among others, outlier channels. */
+  static final String[] FP4_INPUTS = {"gaussian", "outliers", "tinyMx", "tinyNv", "zeroBlocks"};
+
+  /** Input {@code kind} of {@link #FP4_INPUTS}, {@code rows x cols}, from {@code s}. */
+  static float[] fp4Input(String kind, long s, int rows, int cols) {
+    SplittableRandom r = new SplittableRandom(s);
+    return switch (kind) {
+      case "outliers" -> Inputs.outlierChannels(s, rows, cols);
+      // blocks of 16 around 2^-127 .. 2^-149: MXFP4's smallest E8M0 scale, subnormal block maxima
+      case "tinyMx" -> scaled(Inputs.wideGroups(s, rows, cols, 16, 12), -132);
+      // blocks of 16 spread over 2^-24 .. 2^0 of the row's largest: NVFP4's E4M3 block scales down to 0 and its
+      // subnormals
+      case "tinyNv" -> scaled(Inputs.wideGroups(s, rows, cols, 16, 12), -12 + r.nextInt(-100, 100));
+      case "zeroBlocks" -> {
+        float[] x = Inputs.heavyTailed(s, rows * cols);
+        for (int i = 0; i < x.length; i += 16) {
+          if (r.nextInt(3) == 0) {
+            Arrays.fill(x, i, Math.min(x.length, i + 16), r.nextBoolean() ? 0f : -0f);
+          }
+        }
+        yield x;
+      }
+      default -> Inputs.gaussian(s, rows * cols);
+    };
+  }
+
+  /**
+   * {@code mxfp4} and {@code nvfp4}, rotated or not, on their own SIMD kernels: every row length from 1 to 200 and
+   * 4096, a few rows (a few hundred one time in twenty), payload bytes, clip counts and decoded floats (overwrite and
+   * accumulate) against the reference.
+   */
+  @ParameterizedTest
+  @MethodSource("fp4Specs")
+  void fp4CodecsAreBitIdenticalForEveryRowLength(String spec) {
+    SplittableRandom rnd = new SplittableRandom(seed ^ 41 * spec.hashCode());
+    AbstractCodec c = Codecs.byName(spec);
+    for (int cols = 1; cols <= 201; cols++) {
+      int len = cols == 201 ? 4096 : cols;
+      int rows = rnd.nextInt(20) == 0 ? rnd.nextInt(100, 400) : rnd.nextInt(1, 4);
+      String kind = FP4_INPUTS[rnd.nextInt(FP4_INPUTS.length)];
+      long s = rnd.nextLong();
+      float[] x = fp4Input(kind, s, rows, len);
+      String what = String.format("seed %d: %s, %s %dx%d (input seed %d)", seed, c, kind, rows, len, s);
+      Outcome simd = encode(c, x, 0, rows, len);
+      Outcome ref = reference(() -> encode(c, x, 0, rows, len));
+      assertThat(simd.error()).as(what).isNull();
+      assertThat(simd.payload()).as(what).isEqualTo(ref.payload());
+      assertThat(simd.saturated()).as(what).isEqualTo(ref.saturated());
+      float[] base = Inputs.gaussian(s + 1, rows * len);
+      assertThat(decode(c, simd.payload(), rows * len, base)).as(what)
+          .isEqualTo(reference(() -> decode(c, simd.payload(), rows * len, base)));
+    }
+  }
+
+  static List<String> fp4Specs() {
+    return List.of("mxfp4:hadamard=on", "mxfp4:hadamard=off", "nvfp4:hadamard=on", "nvfp4:hadamard=off");
   }
 
   @Test

@@ -426,7 +426,7 @@ public final class GroupLanes {
 
   /**
    * {@link GroupKernels#firstInvalid} on lanes (scales, then codes), the reference finding the exact index once a
-   * vector holds a bad one; same result.
+   * vector holds a bad one; same result. For the E2M1 kinds the codes only ({@code nScales = 0}).
    */
   public static long firstInvalid(byte[] in, int scaleOff, int codeOff, int nScales, long nCodes, int kind,
       boolean hadamard, boolean nonFinite) {
@@ -443,13 +443,14 @@ public final class GroupLanes {
     if (bad >= 0 || nonFinite) {
       return bad < 0 ? bad : t + bad;
     }
-    boolean int4 = kind == GroupKernels.INT4;
-    int bytes = (int) (int4 ? (nCodes + 1) / 2 : nCodes);
-    // a byte holds a marker where (b & m1) == v1 or (b & m2) == v2: -128; E4M3 NaN 0x7F | sign; an int4 -8 nibble
-    byte m1 = (byte) (kind == GroupKernels.E4M3 ? 0x7F : int4 ? 0x0F : 0xFF);
-    byte v1 = (byte) (kind == GroupKernels.E4M3 ? 0x7F : int4 ? 0x08 : 0x80);
-    byte m2 = int4 ? (byte) 0xF0 : m1;
-    byte v2 = int4 ? (byte) 0x80 : v1;
+    boolean nibbles = GroupKernels.nibbles(kind);
+    int bytes = (int) (nibbles ? (nCodes + 1) / 2 : nCodes);
+    // a byte holds a marker where (b & m1) == v1 or (b & m2) == v2: -128; E4M3 NaN 0x7F | sign; a nibble 0x8 (int4's
+    // -8, E2M1's -0)
+    byte m1 = (byte) (kind == GroupKernels.E4M3 ? 0x7F : nibbles ? 0x0F : 0xFF);
+    byte v1 = (byte) (kind == GroupKernels.E4M3 ? 0x7F : nibbles ? 0x08 : 0x80);
+    byte m2 = nibbles ? (byte) 0xF0 : m1;
+    byte v2 = nibbles ? (byte) 0x80 : v1;
     int w = Lanes.SCAN.length();
     int i = 0;
     if (kind == GroupKernels.INT8) { // the marker -128 is the smallest byte: four vectors a test, by their minimum
@@ -469,7 +470,7 @@ public final class GroupLanes {
         break;
       }
     }
-    long skipped = int4 ? 2L * i : i; // codes known valid; the reference finds the first bad one after them
+    long skipped = nibbles ? 2L * i : i; // codes known valid; the reference finds the first bad one after them
     long j = GroupKernels.firstInvalid(in, scaleOff, codeOff + i, 0, nCodes - skipped, kind, hadamard, false);
     return j < 0 ? -1 : nScales + skipped + j;
   }

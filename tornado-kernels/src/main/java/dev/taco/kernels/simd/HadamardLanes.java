@@ -53,11 +53,22 @@ final class HadamardLanes {
    * at a time, four vectors in registers ({@link #radix4}), the last into {@code dst}; a group of {@code 4 L} (G = 64
    * with AVX-512, taco's default) wholly in registers ({@link #inRegisters}).
    *
-   * @param n a power of two; below {@code 2 L} the reference runs
+   * @param n a power of two; below {@code L} the reference runs
    */
   static void transform(float[] src, int srcOff, float[] factor, int n, int count, float[] dst, int dstOff,
       int[] maxBits) {
-    if (n < 2 * L) {
+    if (n == L) { // a group is one vector (nvfp4's 16 with AVX-512): its in-vector stages are the whole transform
+      float s = Hadamard.scale(n);
+      float[] t = Scratch.get().floats(Scratch.Slot.GROUP, n);
+      for (int g = 0; g < count; g++) {
+        inVector(src, srcOff + g * n, factor == null ? 1f : factor[g], n, t);
+        FloatVector v = FloatVector.fromArray(Lanes.F, t, 0).mul(s);
+        v.intoArray(dst, dstOff + g * n);
+        maxBits[g] = v.reinterpretAsInts().and(Lanes.ABS).reduceLanes(VectorOperators.MAX);
+      }
+      return;
+    }
+    if (n < L) {
       for (int g = 0; g < count; g++) {
         int o = dstOff + g * n;
         for (int i = 0; i < n; i++) {
