@@ -600,7 +600,7 @@ public final class TacoCli {
       StopSignal.install();
       Path metricsFile = out.resolve(METRICS);
       log.info("metrics of every step: {}", metricsFile);
-      try (StepMetrics metrics = new StepMetrics(metricsFile)) {
+      try (StepMetrics metrics = new StepMetrics(metricsFile, load != null && !overwrite)) { // a resume goes on
         for (String c : toRun) {
           try {
             runs.add(Trainer.run(corpus, c, opt, run, linkModel, asked.withFolders(perCodec(save, codecs, c),

@@ -26,6 +26,7 @@ public final class StepMetrics implements Closeable {
   private static final Logger log = LoggerFactory.getLogger(StepMetrics.class);
 
   private final Path file;
+  private final boolean append;
   private Writer out;
   private boolean failed;
 
@@ -34,7 +35,16 @@ public final class StepMetrics implements Closeable {
    * fails before its first step leaves none.
    */
   public StepMetrics(Path file) {
+    this(file, false);
+  }
+
+  /**
+   * As {@link #StepMetrics(Path)}, but with {@code append} the lines go after those already in {@code file}: a run
+   * resumed with {@code --load} keeps the steps its earlier calls wrote.
+   */
+  public StepMetrics(Path file, boolean append) {
     this.file = file;
+    this.append = append;
   }
 
   /**
@@ -54,7 +64,12 @@ public final class StepMetrics implements Closeable {
     line.put("tokens_per_s", tokensPerSecond);
     line.put("tp_bytes", tpBytes);
     try {
-      if (out == null) out = Files.newBufferedWriter(file, StandardCharsets.UTF_8);
+      if (out == null) {
+        out = append
+            ? Files.newBufferedWriter(file, StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE,
+                java.nio.file.StandardOpenOption.APPEND)
+            : Files.newBufferedWriter(file, StandardCharsets.UTF_8);
+      }
       out.write(JsonFiles.toJsonLine(line));
       out.write('\n');
       out.flush();

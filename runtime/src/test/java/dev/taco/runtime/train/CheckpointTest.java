@@ -625,6 +625,9 @@ class CheckpointTest {
     JsonObject run = JsonParser.parseString(Files.readString(out.resolve("report.json"))).getAsJsonObject()
         .getAsJsonArray("runs").get(0).getAsJsonObject();
     assertThat(run.get("first_step").getAsInt()).as("the resumed call's report").isEqualTo(1);
+    assertThat(Files.readAllLines(out.resolve("metrics.jsonl"))).as("both calls' steps, the first call's kept")
+        .hasSize(2).allMatch(l -> l.contains("\"codec\":\"none\""))
+        .satisfies(l -> assertThat(l.get(1)).contains("\"step\":1"));
   }
 
   /** A model large enough that a save takes a while, for the kill test. */
