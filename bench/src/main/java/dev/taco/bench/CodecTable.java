@@ -116,7 +116,7 @@ public final class CodecTable {
     try {
       Args a = parse(args);
       String command = "CodecTable " + String.join(" ", args);
-      String load = loadAverage();
+      String load = Alternation.load();
       List<Source> sources = new ArrayList<>();
       for (String[] s : a.sites()) sources.add(source(s[0], Path.of(s[1]), a.codecs()));
       if (a.rows() != null) {
@@ -228,6 +228,8 @@ public final class CodecTable {
     }
   }
 
+  private static final com.google.gson.Gson GSON = new com.google.gson.Gson();
+
   /** The rows of a {@code taco analyze --json} file (an SNR of null beside no error is an exact round trip's). */
   static Source rowsFile(String label, Path path) {
     ResultFile f = ResultFile.read("per-tensor rows (taco analyze --json)", path);
@@ -235,7 +237,7 @@ public final class CodecTable {
     java.util.Set<String> tensors = new java.util.HashSet<>();
     for (JsonElement e : f.array(f.root(), "results")) {
       JsonObject r = f.object(e, "a result");
-      int[] shape = new com.google.gson.Gson().fromJson(r.get("shape"), int[].class);
+      int[] shape = GSON.fromJson(r.get("shape"), int[].class);
       JsonElement err = r.get("error");
       CodecStats s = null;
       if (err == null || err.isJsonNull()) {
@@ -508,16 +510,6 @@ public final class CodecTable {
           .findFirst().orElse(System.getProperty("os.arch"));
     } catch (IOException | UncheckedIOException e) {
       return System.getProperty("os.arch");
-    }
-  }
-
-  /** The first three fields of /proc/loadavg, or "?" where there is none. */
-  static String loadAverage() {
-    try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).strip().split(" ");
-      return String.join(" ", java.util.Arrays.copyOf(f, Math.min(3, f.length)));
-    } catch (IOException e) {
-      return "?";
     }
   }
 }

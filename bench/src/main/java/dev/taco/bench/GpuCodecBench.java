@@ -133,10 +133,7 @@ public final class GpuCodecBench {
   static int check(CudaContext ctx, CudaStream stream, int rows, int cols, int g, boolean had, int format) {
     String name = rows + "x" + cols + " G=" + g + " hadamard=" + had + " " + (format == Fp8.E4M3 ? "e4m3" : "e5m2");
     short[] xb = input(rows, cols, g, rows * 31L + cols + g);
-    float[] x = new float[xb.length];
-    for (int i = 0; i < x.length; i++) {
-      x[i] = Bf16.decode(xb[i]);
-    }
+    float[] x = widen(xb);
     TacoCodec cpu = new TacoCodec(g, format == Fp8.E4M3 ? Fp8Format.E4M3 : Fp8Format.E5M2, 1f, had);
     byte[] payload = new byte[cpu.encodedSize(rows, cols)];
     cpu.encode(x, 0, rows, cols, payload, 0);

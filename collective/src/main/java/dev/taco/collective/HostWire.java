@@ -114,11 +114,7 @@ public final class HostWire implements Wire<float[], HostWire.Slots> {
   /** Exchanges every rank's largest finite {@code |x|} (an all-gather of one float) and keeps the group's scale. */
   @Override
   public void groupScale(Plan plan, float[] x, int rows, int cols) {
-    float a = 0f;
-    for (int i = 0; i < rows * cols; i++) {
-      float e = Math.abs(x[i]);
-      if (e <= Float.MAX_VALUE) a = Math.max(a, e);
-    }
+    float a = NcclFp8Codec.finiteAbsMax(x, 0, rows * cols);
     float[] all = new float[worldSize()];
     comm.allGather(new float[] {a}, 0, 1, all, 0);
     float group = 0f;

@@ -21,15 +21,11 @@ final class NcclFp8Error {
    */
   static double relL2(NcclFp8Codec codec, float[] ranks, int world, int rows, int cols) {
     int n = rows * cols, format = codec.format().code();
-    float amax = 0f;
-    for (float v : ranks) {
-      float a = Math.abs(v);
-      if (a <= Float.MAX_VALUE) amax = Math.max(amax, a);
-    }
+    float amax = NcclFp8Codec.finiteAbsMax(ranks, 0, ranks.length);
     float top = NcclFp8.top(codec.divisor(world), format);
     byte[] slots = new byte[world * n];
     for (int i = 0; i < world * n; i++) slots[i] = (byte) NcclFp8.encode(ranks[i], amax, top, format);
-    int chunkRows = (rows + world - 1) / world;
+    int chunkRows = TwoShot.ceilDiv(rows, world);
     double ee = 0, ss = 0;
     for (int i = 0; i < n; i++) {
       double exact = 0;

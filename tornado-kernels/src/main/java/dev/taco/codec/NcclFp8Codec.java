@@ -150,17 +150,24 @@ public final class NcclFp8Codec extends AbstractCodec {
     return NcclFp8.HEADER + (long) h.count();
   }
 
+  /**
+   * The largest finite {@code |x[off..off+n)|}, 0 if none: the absmax a user of NCCL's FP8 takes before scaling (NaN and
+   * infinities are left out, as they carry no magnitude to scale by).
+   */
+  public static float finiteAbsMax(float[] x, int off, int n) {
+    float a = 0f;
+    for (int i = off; i < off + n; i++) {
+      float e = Math.abs(x[i]);
+      if (e <= Float.MAX_VALUE) a = Math.max(a, e);
+    }
+    return a;
+  }
+
   @Override
   protected long encodeBody(PayloadHeader h, float[] x, int off, byte[] out, int bodyOff) {
     int n = h.count();
     float a = amax;
-    if (Float.isNaN(a)) {
-      a = 0f;
-      for (int i = 0; i < n; i++) {
-        float e = Math.abs(x[off + i]);
-        if (e <= Float.MAX_VALUE) a = Math.max(a, e);
-      }
-    }
+    if (Float.isNaN(a)) a = finiteAbsMax(x, off, n);
     int f = format.code();
     float top = NcclFp8.top(divisor, f);
     Bytes.putFloat(out, bodyOff, a);

@@ -690,7 +690,7 @@ public final class TacoCli {
         throw new IllegalArgumentException("--load " + load + " is one checkpoint's folder: give the folder above it"
             + " (the --save folder, which holds " + Checkpoint.LATEST + ")");
       }
-      Path child = load.resolve(codecFolder(c));
+      Path child = load.resolve(Checkpoint.codecName(c));
       boolean single = Files.exists(load.resolve(Checkpoint.LATEST));
       if (codecs.size() == 1) {
         if (!single && Files.exists(child.resolve(Checkpoint.LATEST))) {
@@ -875,7 +875,7 @@ public final class TacoCli {
    */
   static Path perCodec(Path dir, List<String> codecs, String codec) {
     if (dir == null) return null;
-    Path child = dir.resolve(codecFolder(codec));
+    Path child = dir.resolve(Checkpoint.codecName(codec));
     if (codecs.size() > 1) return child;
     String latest = Checkpoint.LATEST;
     if (Files.exists(dir.resolve(latest))) return dir;
@@ -884,11 +884,6 @@ public final class TacoCli {
     } catch (IOException e) { // not there yet, or unreadable (refused where it is made)
       return dir;
     }
-  }
-
-  /** A codec spec as a folder name: every character but letters, digits and {@code . _ = -} replaced by {@code _}. */
-  static String codecFolder(String codec) {
-    return codec.replaceAll("[^A-Za-z0-9._=-]", "_");
   }
 
   /** The codec names of a {@code --compression} value, {@code auto} among them (see {@link Codecs#parseList}). */

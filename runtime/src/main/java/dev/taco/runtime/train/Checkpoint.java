@@ -614,4 +614,12 @@ public final class Checkpoint {
       for (Path q : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(q);
     }
   }
+
+  /**
+   * A codec spec as a file or folder name (a per-codec checkpoint folder, a site dump): every character but letters,
+   * digits and {@code . _ = -} replaced by {@code _}.
+   */
+  public static String codecName(String codec) {
+    return codec.replaceAll("[^A-Za-z0-9._=-]", "_");
+  }
 }

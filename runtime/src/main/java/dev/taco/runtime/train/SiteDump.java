@@ -62,7 +62,7 @@ public final class SiteDump<A> implements TensorParallel<A> {
 
   /** The file name of rank {@code rank}'s dump of a {@code compression} run. */
   public static String fileName(String compression, int rank) {
-    return compression.replaceAll("[^A-Za-z0-9._=-]", "_") + "-rank" + rank + ".safetensors";
+    return Checkpoint.codecName(compression) + "-rank" + rank + ".safetensors";
   }
 
   /** The file this rank writes. */
