@@ -249,14 +249,18 @@ public abstract class GroupQuantCodec extends AbstractCodec {
   @Override
   protected String checkBody(PayloadHeader h, byte[] in, int bodyOff) {
     int[] v = view(h);
-    if (GroupKernels.fp4(kind)) {
-      return checkFp4Body(h, v, in, bodyOff);
+    boolean fp4 = GroupKernels.fp4(kind);
+    String scale = fp4 ? checkFp4Scales(v, in, bodyOff) : null;
+    if (scale != null) {
+      return scale;
     }
-    int ns = (int) scales(v);
+    // the E2M1 kinds' scales are checked above, so only their codes are scanned here (ns = 0)
+    int ns = fp4 ? 0 : (int) scales(v);
+    int codeOff = bodyOff + (int) scaleBytes(v);
     long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
     long bad = Simd.enabled()
-        ? GroupLanes.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite())
-        : GroupKernels.firstInvalid(in, bodyOff, bodyOff + 4 * ns, ns, nCodes, kind, hadamard, h.nonFinite());
+        ? GroupLanes.firstInvalid(in, bodyOff, codeOff, ns, nCodes, kind, hadamard, h.nonFinite())
+        : GroupKernels.firstInvalid(in, bodyOff, codeOff, ns, nCodes, kind, hadamard, h.nonFinite());
     for (int s = 0; bad < 0 && hadamard && s < ns; s++) { // a transformed group (scale >= 0) the inverse overflows
       float a = Bytes.getFloat(in, bodyOff + 4 * s);
       if (Float.floatToRawIntBits(a) >= 0 && inverseOverflows(a, v[2])) {
@@ -272,8 +276,8 @@ public abstract class GroupQuantCodec extends AbstractCodec {
         : "non-finite marker code at code index " + (bad - ns) + " (flag 0x80 not set)";
   }
 
-  /** {@link #checkBody} for the E2M1 kinds: the scale bytes (and NVFP4's row absmaxes), then the codes. */
-  private String checkFp4Body(PayloadHeader h, int[] v, byte[] in, int bodyOff) {
+  /** {@link #checkBody}'s check of the E2M1 kinds' scale bytes (and NVFP4's row absmaxes): what is wrong, or null. */
+  private String checkFp4Scales(int[] v, byte[] in, int bodyOff) {
     int ng = groupsPerRow(v);
     long bad = GroupKernels.firstInvalidScale(in, bodyOff, v[0], ng, kind);
     if (bad >= 0 && bad < v[0]) {
@@ -291,11 +295,7 @@ public abstract class GroupQuantCodec extends AbstractCodec {
       }
       return where + String.format("E4M3 block scale 0x%02x: ", c) + ((c & 0x7F) == 0x7F ? "NaN" : "negative");
     }
-    long nCodes = (long) v[0] * GroupKernels.codeStride(v[1], v[2], kind, hadamard);
-    int codeOff = bodyOff + (int) scaleBytes(v);
-    long j = Simd.enabled() ? GroupLanes.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite())
-        : GroupKernels.firstInvalid(in, 0, codeOff, 0, nCodes, kind, hadamard, h.nonFinite());
-    return j < 0 ? null : "non-finite marker code at code index " + j + " (flag 0x80 not set)";
+    return null;
   }
 
   @Override
@@ -310,9 +310,7 @@ public abstract class GroupQuantCodec extends AbstractCodec {
             kind, hadamard, out, outOff + r0 * v[1], accumulate);
         return 0;
       });
-    } else if (GroupKernels.fp4(kind)) {
-      GroupKernels.decode(in, bodyOff, codeOff, v[0], v[1], v[2], kind, hadamard, work(v), out, outOff, accumulate);
-    } else if (Simd.enabled()) {
+    } else if (!GroupKernels.fp4(kind) && Simd.enabled()) {
       RowSplit.run(v[0], v[1], (r0, r1) -> {
         GroupLanes.decode(in, bodyOff + 4 * r0 * groupsPerRow(v), codeOff + rowCodeBytes(v, r0), r1 - r0, v[1], v[2],
             kind, hadamard, h.nonFinite(), out, outOff + r0 * v[1], accumulate);
