@@ -204,28 +204,16 @@ public final class CodecTable {
         tensors++;
       }
     }
-    Map<String, String> meta = metadata(files.get(0));
+    Map<String, String> meta;
+    try {
+      meta = dev.taco.runtime.analyze.SafetensorsReader.metadata(files.get(0));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
     String run = meta.containsKey("step") && meta.containsKey("run") ? ", step " + meta.get("step") + " of a "
         + meta.get("compression") + " run (" + meta.get("run") + ")" : "";
     return new Source(label, path + ": " + tensors + " tensors (" + String.join(", ", shapes) + ") in " + files.size()
         + " file(s)" + run, rows);
-  }
-
-  /** The {@code __metadata__} of a safetensors file ({@code taco train --dump-sites} writes the run's there). */
-  static Map<String, String> metadata(Path file) {
-    try (var ch = java.nio.channels.FileChannel.open(file)) {
-      var head = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-      ch.read(head, 0);
-      var json = java.nio.ByteBuffer.allocate((int) head.flip().getLong());
-      ch.read(json, 8);
-      JsonElement m = com.google.gson.JsonParser.parseString(new String(json.array(),
-          java.nio.charset.StandardCharsets.UTF_8)).getAsJsonObject().get("__metadata__");
-      Map<String, String> out = new LinkedHashMap<>();
-      if (m != null) m.getAsJsonObject().entrySet().forEach(e -> out.put(e.getKey(), e.getValue().getAsString()));
-      return out;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
   }
 
   private static final com.google.gson.Gson GSON = new com.google.gson.Gson();

@@ -66,30 +66,9 @@ public final class SafetensorsReader {
    */
   public static List<NamedTensor> read(Path file) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-      long fileSize = ch.size();
-      if (fileSize < 8) {
-        throw new TensorFileException(file, "too short for a safetensors file (" + fileSize + " bytes)");
-      }
-      long n = TensorFiles.readFully(ch, file, 0, 8).getLong();
-      if (n < 0 || n > fileSize - 8) {
-        throw new TensorFileException(file, "safetensors header length " + Long.toUnsignedString(n)
-            + " exceeds the file (" + fileSize + " bytes)");
-      }
-      if (n > MAX_HEADER) {
-        throw new TensorFileException(file, "safetensors header length " + n + " exceeds 100 MB");
-      }
-      String text;
-      try {
-        text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-            .decode(TensorFiles.readFully(ch, file, 8, (int) n)).toString();
-      } catch (CharacterCodingException e) {
-        throw new TensorFileException(file, "safetensors header is not valid UTF-8");
-      }
-      if (!text.startsWith("{")) {
-        throw new TensorFileException(file, "safetensors header does not start with '{'");
-      }
-      long dataStart = 8 + n;
-      List<Entry> entries = parseHeader(file, text, fileSize - dataStart);
+      Header h = header(ch, file);
+      long dataStart = h.dataStart();
+      List<Entry> entries = parseHeader(file, h.text(), ch.size() - dataStart);
       List<NamedTensor> out = new ArrayList<>(entries.size());
       for (Entry e : entries) {
         int count = (int) ((e.end - e.begin) / e.type.size);
@@ -105,8 +84,57 @@ public final class SafetensorsReader {
     }
   }
 
-  /** Parses and validates the header against a data section of {@code dataLen} bytes. */
-  private static List<Entry> parseHeader(Path file, String text, long dataLen) {
+  /**
+   * The {@code __metadata__} of a safetensors file (what {@code taco train --dump-sites} writes about its run), checked
+   * as {@link #read} checks it; empty where the header has none.
+   *
+   * @throws TensorFileException if the header is malformed
+   * @throws IOException if the file cannot be read
+   */
+  public static Map<String, String> metadata(Path file) throws IOException {
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+      JsonElement m = topLevel(file, header(ch, file).text()).get("__metadata__");
+      Map<String, String> out = new LinkedHashMap<>();
+      if (m != null) {
+        checkMetadata(file, m);
+        m.getAsJsonObject().entrySet().forEach(e -> out.put(e.getKey(), e.getValue().getAsString()));
+      }
+      return out;
+    }
+  }
+
+  /** A header's JSON text and where the data section after it starts. */
+  private record Header(String text, long dataStart) {}
+
+  /** The header, its length and encoding checked against the file. */
+  private static Header header(FileChannel ch, Path file) throws IOException {
+    long fileSize = ch.size();
+    if (fileSize < 8) {
+      throw new TensorFileException(file, "too short for a safetensors file (" + fileSize + " bytes)");
+    }
+    long n = TensorFiles.readFully(ch, file, 0, 8).getLong();
+    if (n < 0 || n > fileSize - 8) {
+      throw new TensorFileException(file, "safetensors header length " + Long.toUnsignedString(n)
+          + " exceeds the file (" + fileSize + " bytes)");
+    }
+    if (n > MAX_HEADER) {
+      throw new TensorFileException(file, "safetensors header length " + n + " exceeds 100 MB");
+    }
+    String text;
+    try {
+      text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+          .decode(TensorFiles.readFully(ch, file, 8, (int) n)).toString();
+    } catch (CharacterCodingException e) {
+      throw new TensorFileException(file, "safetensors header is not valid UTF-8");
+    }
+    if (!text.startsWith("{")) {
+      throw new TensorFileException(file, "safetensors header does not start with '{'");
+    }
+    return new Header(text, 8 + n);
+  }
+
+  /** The header's top-level names and values, in order: strict JSON, no name twice. */
+  private static Map<String, JsonElement> topLevel(Path file, String text) {
     Map<String, JsonElement> top = new LinkedHashMap<>();
     try (JsonReader r = new JsonReader(new StringReader(text))) {
       r.setStrictness(Strictness.STRICT);
@@ -124,6 +152,12 @@ public final class SafetensorsReader {
     } catch (IOException | JsonParseException | IllegalStateException e) {
       throw new TensorFileException(file, "safetensors header is not valid JSON: " + jsonProblem(e.getMessage()));
     }
+    return top;
+  }
+
+  /** Parses and validates the header against a data section of {@code dataLen} bytes. */
+  private static List<Entry> parseHeader(Path file, String text, long dataLen) {
+    Map<String, JsonElement> top = topLevel(file, text);
     List<Entry> entries = new ArrayList<>();
     for (Map.Entry<String, JsonElement> kv : top.entrySet()) {
       String name = kv.getKey();
