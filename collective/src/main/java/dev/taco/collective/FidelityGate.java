@@ -27,9 +27,7 @@ public record FidelityGate(double activations, double gradients) {
    * @throws IllegalArgumentException naming {@code --auto-max-error}, unless {@code 0 < bound <= 1}
    */
   public static FidelityGate of(double bound) {
-    if (!(bound > 0 && bound <= 1)) {
-      throw new IllegalArgumentException("--auto-max-error must be in (0, 1], got " + bound);
-    }
+    check(null, bound);
     return new FidelityGate(bound, bound);
   }
 
@@ -90,9 +88,11 @@ public record FidelityGate(double activations, double gradients) {
     return java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
   }
 
+  /** Refuses a bound outside (0, 1], naming the option and the direction (null: both). */
   private static void check(String direction, double bound) {
     if (!(bound > 0 && bound <= 1)) {
-      throw new IllegalArgumentException("--auto-max-error " + direction + " must be in (0, 1], got " + bound);
+      throw new IllegalArgumentException("--auto-max-error" + (direction == null ? "" : " " + direction)
+          + " must be in (0, 1], got " + bound);
     }
   }
 

@@ -45,12 +45,8 @@ public final class TwoShot {
       return;
     }
     w.agree(call("all-reduce", plan, rows, cols));
-    if (plan.groupScaled()) {
-      if (w.sumsFp8()) {
-        w.sumFp8(CollectiveKind.ALL_REDUCE, plan, x, rows, cols, x);
-        return;
-      }
-      w.groupScale(plan, x, rows, cols);
+    if (summedInFp8(w, CollectiveKind.ALL_REDUCE, plan, x, rows, cols, x)) {
+      return;
     }
     if (plan.layout() == WireLayout.IN_ORDER) {
       allReduceInOrder(w, plan, x, rows, cols);
@@ -174,12 +170,8 @@ public final class TwoShot {
       return;
     }
     w.agree(call("reduce-scatter", plan, rows, cols));
-    if (plan.groupScaled()) {
-      if (w.sumsFp8()) {
-        w.sumFp8(CollectiveKind.REDUCE_SCATTER, plan, x, rows, cols, shard);
-        return;
-      }
-      w.groupScale(plan, x, rows, cols);
+    if (summedInFp8(w, CollectiveKind.REDUCE_SCATTER, plan, x, rows, cols, shard)) {
+      return;
     }
     T src = x;
     T dst = shard;
@@ -213,6 +205,23 @@ public final class TwoShot {
     if (dst != shard) {
       w.fromWire(plan, dst, rs, cols, shard);
     }
+  }
+
+  /**
+   * A group-scaled plan's ({@code nccl-fp8}) first step: the whole collective where the transport sums FP8 itself (real
+   * NCCL), true; else the group's scale agreed, false, and the two-shot path goes on with it.
+   */
+  private static <T, P> boolean summedInFp8(Wire<T, P> w, CollectiveKind kind, Plan plan, T x, int rows, int cols,
+      T out) {
+    if (!plan.groupScaled()) {
+      return false;
+    }
+    if (w.sumsFp8()) {
+      w.sumFp8(kind, plan, x, rows, cols, out);
+      return true;
+    }
+    w.groupScale(plan, x, rows, cols);
+    return false;
   }
 
   /** Real (not padding) rows of rank {@code p}'s piece {@code k} ({@code sk} rows from chunk row {@code k*s}). */
