@@ -98,8 +98,7 @@ public final class LossGap {
         m.put("codec", codec);
         m.put("seed", seed);
         m.put("final_val_loss", f.number(run, "final_val_loss"));
-        JsonElement stopped = run.get("stopped");
-        m.put("stopped", stopped == null || stopped.isJsonNull() ? null : stopped.getAsString());
+        m.put("stopped", f.optionalString(run, "stopped"));
         m.put("wall_seconds", f.number(run, "wall_seconds"));
         runs.add(m);
       }
@@ -121,9 +120,8 @@ public final class LossGap {
     List<Run> out = new ArrayList<>();
     for (JsonElement r : f.array(f.root(), "runs")) {
       JsonObject run = f.object(r, "a run");
-      JsonElement stopped = run.get("stopped");
       out.add(new Run(f.string(run, "codec"), (long) f.number(run, "seed"), f.number(run, "final_val_loss"),
-          stopped == null || stopped.isJsonNull() ? null : stopped.getAsString(), f.number(run, "wall_seconds")));
+          f.optionalString(run, "stopped"), f.number(run, "wall_seconds")));
     }
     return out;
   }

@@ -67,6 +67,12 @@ record ResultFile(String what, Path path, JsonObject root) {
     return e.getAsString();
   }
 
+  /** The value {@code key} of {@code o} as text, or null where it is absent or JSON null (a run that ran out). */
+  String optionalString(JsonObject o, String key) {
+    JsonElement e = o.get(key);
+    return e == null || e.isJsonNull() ? null : e.getAsString();
+  }
+
   /**
    * The number {@code key} of {@code o}; NaN where it is JSON null (a figure not measured).
    *
