@@ -1,12 +1,9 @@
 package dev.taco.kernels.simd;
 
-import static jdk.incubator.vector.VectorOperators.B2I;
 import static jdk.incubator.vector.VectorOperators.EQ;
 import static jdk.incubator.vector.VectorOperators.GT;
 import static jdk.incubator.vector.VectorOperators.I2B;
-import static jdk.incubator.vector.VectorOperators.LSHL;
 import static jdk.incubator.vector.VectorOperators.LSHR;
-import static jdk.incubator.vector.VectorOperators.S2B;
 
 import dev.taco.kernels.Bytes;
 import dev.taco.kernels.Fp4;
@@ -16,10 +13,7 @@ import java.util.Arrays;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorShuffle;
-import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The E2M1 kinds of {@link GroupKernels} ({@code mxfp4}, {@code nvfp4}) on lanes: {@link GroupKernels#encode} (with
@@ -40,25 +34,18 @@ public final class Fp4Lanes {
   private static final int L = Lanes.L;
   /** 16 lanes: a vector of codes is 8 bytes and G (16 or 32) is whole vectors. */
   private static final boolean SUPPORTED = L == 16;
-  /** The bytes of one vector of codes. */
-  private static final VectorSpecies<Byte> HALF = ByteVector.SPECIES_64;
-  /** Lanes 2j and 2j+1 take byte j. */
-  private static final VectorShuffle<Byte> PAIRS = SUPPORTED ? VectorShuffle.fromOp(Lanes.B, i -> i >> 1) : null;
-  /** Left shifts that put nibble {@code i & 1} of a byte at the top of an int. */
-  private static final IntVector NIBBLE_SHIFTS = SUPPORTED ? IntVector.fromArray(Lanes.I, table(true), 0) : null;
   /** The float bits of {@link GroupKernels#dequantise} of each nibble, 8 (the marker) giving NaN. */
-  private static final IntVector VALUES = SUPPORTED ? IntVector.fromArray(Lanes.I, table(false), 0) : null;
+  private static final IntVector VALUES = SUPPORTED ? IntVector.fromArray(Lanes.I, values(), 0) : null;
   /** The bits of the rounding thresholds of {@link Fp4#encodeE2M1}: a magnitude's code is how many it is above. */
   private static final int[] THRESHOLDS = {0x3E800000, 0x3F3FFFFF, 0x3FA00000, 0x3FDFFFFF, 0x40200000, 0x405FFFFF,
       0x40A00000};
   /** The float bits of {@link Fp4#E2M1_MAX}: a larger {@code |v / a|} coded 6 was clipped. */
   private static final int MAX_BITS = Float.floatToRawIntBits(Fp4.E2M1_MAX);
 
-  private static int[] table(boolean shifts) {
+  private static int[] values() {
     int[] t = new int[16];
     for (int i = 0; i < 16; i++) {
-      t[i] = shifts ? ((i & 1) == 0 ? 28 : 24)
-          : Float.floatToRawIntBits(GroupKernels.dequantise(i, GroupKernels.MXFP4));
+      t[i] = Float.floatToRawIntBits(GroupKernels.dequantise(i, GroupKernels.MXFP4));
     }
     return t;
   }
@@ -174,9 +161,7 @@ public final class Fp4Lanes {
         clipped += c.compare(EQ, 7).and(m.compare(GT, MAX_BITS)).trueCount();
         // the sign bit, but for a value that rounds to zero: -0 is the marker, so it goes as +0
         c = c.or(b.lanewise(LSHR, 28).and(8).blend(0, c.compare(EQ, 0)));
-        ShortVector pairs = ((ByteVector) c.convertShape(I2B, Lanes.B, 0)).reinterpretAsShorts();
-        ((ByteVector) pairs.and((short) 0x0F).or(pairs.lanewise(LSHR, 4).and((short) 0xF0)).convertShape(S2B, HALF,
-            0)).intoArray(out, o + (i >> 1));
+        GroupLanes.packNibbles((ByteVector) c.convertShape(I2B, Lanes.B, 0), out, o + (i >> 1));
       }
     }
     return clipped;
@@ -225,8 +210,7 @@ public final class Fp4Lanes {
     for (int k = 0; k < ng; k++) {
       float ak = a[k];
       for (int i = k * g; i < (k + 1) * g; i += L) {
-        IntVector q = ((IntVector) ByteVector.fromArray(HALF, codes, c0 + (i >> 1)).reinterpretShape(Lanes.B, 0)
-            .rearrange(PAIRS).convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS).lanewise(LSHR, 28);
+        IntVector q = GroupLanes.nibblesAtTop(codes, c0 + (i >> 1)).lanewise(LSHR, 28);
         FloatVector v = VALUES.rearrange(q.toShuffle()).reinterpretAsFloats().mul(ak);
         if (accumulate) {
           FloatVector.fromArray(Lanes.F, out, dst + i).add(v).intoArray(out, dst + i);

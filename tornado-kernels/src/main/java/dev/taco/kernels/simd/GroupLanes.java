@@ -252,10 +252,8 @@ public final class GroupLanes {
         ByteVector b = (ByteVector) c.convertShape(I2B, Lanes.B, 0);
         if (kind == GroupKernels.INT8) {
           b.intoArray(out, codeAt + i);
-        } else { // pairs (q_2j & 0xF) | q_2j+1 << 4
-          ShortVector pairs = b.reinterpretAsShorts();
-          ((ByteVector) pairs.and((short) 0x0F).or(pairs.lanewise(LSHR, 4).and((short) 0xF0)).convertShape(S2B, HALF,
-              0)).intoArray(out, codeAt + (i >> 1));
+        } else {
+          packNibbles(b, out, codeAt + (i >> 1));
         }
       }
     }
@@ -397,11 +395,29 @@ public final class GroupLanes {
     }
   }
 
+  /**
+   * Packs the low nibbles of the {@code L} codes {@code b} (one a byte lane) into {@code L / 2} bytes at {@code out[at]},
+   * {@code (q_2j & 0xF) | q_2j+1 << 4}: int4's and the E2M1 kinds' layout (16 lanes and up).
+   */
+  static void packNibbles(ByteVector b, byte[] out, int at) {
+    ShortVector pairs = b.reinterpretAsShorts();
+    ((ByteVector) pairs.and((short) 0x0F).or(pairs.lanewise(LSHR, 4).and((short) 0xF0)).convertShape(S2B, HALF, 0))
+        .intoArray(out, at);
+  }
+
+  /**
+   * The {@code L} nibbles of the {@code L / 2} bytes at {@code codes[at]}, each at the top of its int lane: a right
+   * shift by 28 reads it, arithmetic for int4's signed codes, logical for E2M1's (16 lanes and up).
+   */
+  static IntVector nibblesAtTop(byte[] codes, int at) {
+    return ((IntVector) ByteVector.fromArray(HALF, codes, at).reinterpretShape(Lanes.B, 0).rearrange(PAIRS)
+        .convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS);
+  }
+
   /** {@code D(q) / qm} of the int8 or int4 codes of index {@code [i, i + L)} from byte {@code codes[at]}. */
   private static FloatVector dequantised(byte[] codes, int at, int i, boolean int4, float qm) {
     IntVector q = int4
-        ? ((IntVector) ByteVector.fromArray(HALF, codes, at + (i >> 1)).reinterpretShape(Lanes.B, 0).rearrange(PAIRS)
-            .convertShape(B2I, Lanes.I, 0)).lanewise(LSHL, NIBBLE_SHIFTS).lanewise(ASHR, 28)
+        ? nibblesAtTop(codes, at + (i >> 1)).lanewise(ASHR, 28)
         : (IntVector) ByteVector.fromArray(Lanes.B, codes, at + i).convertShape(B2I, Lanes.I, 0);
     return ((FloatVector) q.convert(I2F, 0)).reinterpretAsInts()
         .blend(Float.floatToRawIntBits(Float.NaN), q.compare(EQ, int4 ? -8 : -128)).reinterpretAsFloats().div(qm);
