@@ -1,13 +1,16 @@
-# Sourced on the GPU machine from the project root (bash): unpacks the JRE bench/gpu-prepare.sh packed, then sets up
-# the environment of ../shared/tools/device-bundle.sh (NCCL_NVLS_ENABLE=0 among it) and the PTX cache, kernel and
-# kernel-source directories inside .device.
+# Sourced on the GPU machine from the project root (bash): unpacks the JRE and the translated kernels that
+# bench/gpu-prepare.sh packed, then sets up the environment of ../shared/tools/device-bundle.sh (NCCL_NVLS_ENABLE=0
+# among it) and the PTX cache, kernel and kernel-source directories inside .device.
 # Unpacked beside and renamed into place, so that two scripts started together never run a half-written JRE (a JVM
 # started on one died of SIGBUS on the H200 machine); the loser of the rename throws its copy away.
-if [ ! -x .device/jre/bin/java ]; then
-  _t=$(mktemp -d .device/jre-unpack.XXXXXX) && tar -C "$_t" -xJf .device/jre.tar.xz || return 2
-  mv -T "$_t/jre" .device/jre 2>/dev/null || [ -x .device/jre/bin/java ] || return 2
-  rm -rf "$_t"
-fi
+_unpack() { # $1: the folder that .device/$1.tar.xz holds
+  [ -d ".device/$1" ] && return 0
+  local t
+  t=$(mktemp -d ".device/$1-unpack.XXXXXX") && tar -C "$t" -xJf ".device/$1.tar.xz" || { rm -rf "$t"; return 2; }
+  mv -T "$t/$1" ".device/$1" 2>/dev/null || [ -d ".device/$1" ] || return 2
+  rm -rf "$t"
+}
+_unpack jre && _unpack cuda || return 2
 # shellcheck disable=SC1091
 source .device/env.sh
 export TACO_CACHE="${TACO_CACHE:-$PWD/.device/cache}" TACO_CUDA_DIR="$PWD/.device/cuda"

@@ -192,7 +192,7 @@ public final class GpuE2E {
         }
         Arrays.sort(wall);
         Arrays.sort(gpu);
-        String plans = !sites.auto() ? "" : sites.plans().values().stream().map(c -> c.codec() + " " + c.layout())
+        String plans = sites.plans().values().stream().map(c -> c.codec() + " " + c.layout())
             .distinct().sorted().collect(java.util.stream.Collectors.joining("; "));
         out.add(new Row(p.name(), tp, sp, s, codec, wall[steps / 2], gpu[steps / 2], Double.NaN,
             (tpc.bytesSent() - bytes0) / steps, plans));
