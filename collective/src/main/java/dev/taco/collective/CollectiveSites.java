@@ -45,6 +45,15 @@ import org.slf4j.LoggerFactory;
 public final class CollectiveSites {
   private static final Logger LOG = LoggerFactory.getLogger(CollectiveSites.class);
 
+  /**
+   * The error a permuted or token-axis layout must save, as a fraction of the in-order layout's, for a codec's
+   * calibration to take it: those layouts move the tensor before and after every collective (on an H100 at hidden
+   * 1024, TP = 2, token-axis plans cost 2 ms a step over in-order ones, a tenth of the step), and on GPT-2-like
+   * activations most sites gain only 1 to 9 % from them (bench/results/gpu-e2e.md). {@code auto} prices the layouts
+   * instead.
+   */
+  static final double LAYOUT_GAIN = 0.10;
+
   /** Group sizes a calibration tries. */
   static final java.util.List<Integer> GROUP_SIZES = dev.taco.codec.PayloadHeader.GROUP_SIZES;
 
@@ -762,10 +771,11 @@ public final class CollectiveSites {
             + maxWireCols + " columns on the wire");
       }
       int best = auto ? fastest(rows, cols) : -1;
-      // among the plans within 1 % of the lowest error, take the cheapest: fewest bytes on the wire for this shape, then
-      // in order before permuted before transposed (less data movement), then no Hadamard transform
+      int layout = auto ? -1 : layout(errors);
+      // within the layout, among the plans within 1 % of its lowest error, take the cheapest: fewest bytes on the wire
+      // for this shape, then no Hadamard transform
       for (int i = 0; i < errors.length && !auto; i++) {
-        if (!(errors[i] <= min * 1.01)) continue;
+        if (i % LAYOUTS.length != layout || !(errors[i] <= layoutMin(errors, layout) * 1.01)) continue;
         if (best < 0 || cheaper(i, best, rows, cols)) best = i;
       }
       adopt(best);
@@ -820,6 +830,28 @@ public final class CollectiveSites {
       choice = why.toString();
       return best;
     }
+  }
+
+  /**
+   * The layout (an index of {@link WireLayout}) a codec's calibration sends in, from the summed errors of its candidate
+   * plans ({@code errors[codec * layouts + layout]}, +Inf where a plan does not apply): in order, unless another
+   * layout's best plan has at least {@link #LAYOUT_GAIN} less error than in order's best (or no in-order plan applies);
+   * of those layouts, the one of least error.
+   */
+  static int layout(double[] errors) {
+    int layout = 0;
+    for (int l = 1; l < LAYOUTS.length; l++) {
+      double m = layoutMin(errors, l);
+      if (m < layoutMin(errors, 0) * (1 - LAYOUT_GAIN) && m < layoutMin(errors, layout)) layout = l;
+    }
+    return layout;
+  }
+
+  /** The lowest of {@code errors} in layout {@code l}, NaN ignored (+Inf if none is finite). */
+  private static double layoutMin(double[] errors, int l) {
+    double m = Double.POSITIVE_INFINITY;
+    for (int i = l; i < errors.length; i += LAYOUTS.length) if (errors[i] < m) m = errors[i];
+    return m;
   }
 
   /**

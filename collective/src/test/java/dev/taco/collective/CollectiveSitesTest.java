@@ -144,6 +144,26 @@ class CollectiveSitesTest {
   }
 
   @Test
+  void aLayoutThatMovesTheTensorMustSaveATenthOfTheError() {
+    // errors[codec * 3 + layout], layouts in order, permuted, token-axis; two codecs
+    double inf = Double.POSITIVE_INFINITY;
+    assertThat(CollectiveSites.layout(new double[] {1.0, 0.99, 0.95, 1.2, 1.1, 0.92}))
+        .as("token axis 8 %% better: in order").isZero();
+    assertThat(CollectiveSites.layout(new double[] {1.0, 0.99, 0.89, 1.2, 1.1, 0.95}))
+        .as("token axis 11 %% better").isEqualTo(WireLayout.TOKEN_AXIS.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {1.0, 0.8, 0.85, 1.2, 1.1, 0.95}))
+        .as("both past the bar: the lower").isEqualTo(WireLayout.PERMUTED.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {inf, 5.0, inf, inf, inf, 7.0}))
+        .as("no in-order plan applies").isEqualTo(WireLayout.PERMUTED.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {0.5, inf, inf, 1.0, 0.2, 0.46}))
+        .as("the best of each layout counts, not the same codec's").isEqualTo(WireLayout.PERMUTED.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {0.5, Double.NaN, 0.3, 1.0, 1.0, 1.0}))
+        .as("NaN never wins").isEqualTo(WireLayout.TOKEN_AXIS.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {Double.NaN, 0.6, 1.0, 0.5, 0.7, 1.0}))
+        .as("nor hides a layout's finite best").isZero();
+  }
+
+  @Test
   void int8GroupsRunAlongTokensWhenChannelsDifferInScale() {
     // INT8 per group suffers when a group mixes loud and quiet channels; groups along the token axis hold one
     // channel each, so calibration must pick that layout (FP8's error is nearly scale-free, INT8's is not)
