@@ -576,4 +576,34 @@ class CodecTest {
           .isEqualTo(CodecStats.measure(codec, x, rows, cols).relL2()).isPositive();
     }
   }
+
+  /** The sums of squares behind the relative L2 error, against a float64 reference summed in order. */
+  @Test
+  void sumsOfSquaresMatchAnOrderedFloat64Sum() {
+    long seed = Long.getLong("taco.seed", new SplittableRandom().nextLong());
+    SplittableRandom rnd = new SplittableRandom(seed);
+    for (int n : new int[] {0, 1, 3, 4, 7, 1001, 393_216}) {
+      float[] x = new float[n], y = new float[n];
+      for (int i = 0; i < n; i++) {
+        x[i] = (float) (rnd.nextGaussian() * Math.exp(3 * rnd.nextGaussian()));
+        y[i] = x[i] * (1 + (float) (0.03 * rnd.nextGaussian()));
+      }
+      double xx = 0, ee = 0;
+      for (int i = 0; i < n; i++) {
+        xx += (double) x[i] * x[i];
+        ee += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
+      }
+      double[] s = CodecStats.squares(x, y, n);
+      assertThat(s[0]).as("seed %d, n %d: x.x", seed, n).isCloseTo(xx,
+          org.assertj.core.data.Percentage.withPercentage(1e-9));
+      assertThat(s[1]).as("seed %d, n %d: e.e", seed, n).isCloseTo(ee,
+          org.assertj.core.data.Percentage.withPercentage(1e-9));
+      if (n > 0) assertThat(s[0]).isPositive();
+      if (n >= 4) { // a NaN in any of the four sums reaches the result
+        float[] z = x.clone();
+        z[n - 1 - n % 4] = Float.NaN;
+        assertThat(CodecStats.squares(z, y, n)[1]).as("n %d", n).isNaN();
+      }
+    }
+  }
 }
