@@ -321,6 +321,14 @@ public final class CollectiveSites {
             + " candidate plans, this run's codec has " + candidates.size() * LAYOUTS.length + ": resume with the"
             + " --compression the checkpoint was written with, or let the calibration finish before changing it");
       }
+      if (inProgress && st.errors() != null) {
+        for (double e : st.errors()) {
+          if (!(e >= 0)) { // a sum of relative errors: +Inf where a plan does not apply, never NaN or negative
+            throw new IllegalArgumentException("site " + name + ": a calibration error sum of " + e
+                + " (sums are non-negative, +Inf where a plan does not apply): the checkpoint is corrupt");
+          }
+        }
+      }
       if (!inProgress) site.calibrating = 0;
       site.errors = inProgress && st.errors() != null ? st.errors().clone() : null;
       site.energy = inProgress && st.energy() != null ? st.energy().clone() : null;
@@ -765,7 +773,7 @@ public final class CollectiveSites {
       this.rows = rows;
       this.cols = cols;
       double min = Double.POSITIVE_INFINITY;
-      for (double e : errors) min = Math.min(min, e);
+      for (double e : errors) if (e < min) min = e; // a NaN sum (a codec's NaN on finite input) never wins
       if (!Double.isFinite(min)) {
         throw new IllegalArgumentException("no candidate plan for a " + rows + " x " + cols + " tensor puts at most "
             + maxWireCols + " columns on the wire");
@@ -842,7 +850,7 @@ public final class CollectiveSites {
     int layout = 0;
     for (int l = 1; l < LAYOUTS.length; l++) {
       double m = layoutMin(errors, l);
-      if (m < layoutMin(errors, 0) * (1 - LAYOUT_GAIN) && m < layoutMin(errors, layout)) layout = l;
+      if (m <= layoutMin(errors, 0) * (1 - LAYOUT_GAIN) && m < layoutMin(errors, layout)) layout = l;
     }
     return layout;
   }

@@ -151,6 +151,8 @@ class CollectiveSitesTest {
         .as("token axis 8 %% better: in order").isZero();
     assertThat(CollectiveSites.layout(new double[] {1.0, 0.99, 0.89, 1.2, 1.1, 0.95}))
         .as("token axis 11 %% better").isEqualTo(WireLayout.TOKEN_AXIS.ordinal());
+    assertThat(CollectiveSites.layout(new double[] {1.0, 0.99, 0.9, 1.2, 1.1, 0.95}))
+        .as("token axis exactly 10 %% better").isEqualTo(WireLayout.TOKEN_AXIS.ordinal());
     assertThat(CollectiveSites.layout(new double[] {1.0, 0.8, 0.85, 1.2, 1.1, 0.95}))
         .as("both past the bar: the lower").isEqualTo(WireLayout.PERMUTED.ordinal());
     assertThat(CollectiveSites.layout(new double[] {inf, 5.0, inf, inf, inf, 7.0}))
@@ -325,6 +327,15 @@ class CollectiveSitesTest {
         .hasMessageContaining("bogus");
     assertThatThrownBy(() -> sites.restore(Map.of("layer1.mlp.fwd", state.apply(2, new String[] {"taco", "sideways"}))))
         .hasMessageContaining("site layer1.mlp.fwd: unknown wire layout sideways");
+    for (double bad : new double[] {Double.NaN, -1e6}) { // a corrupt calibration in progress: refused, not frozen
+      double[] sums = new double[24];
+      java.util.Arrays.fill(sums, 0.5);
+      sums[2] = bad;
+      assertThatThrownBy(() -> sites.restore(Map.of("layer1.mlp.fwd",
+          new CollectiveSites.SiteState(3, 1, 1, sums, null, null, null, null, 0))))
+          .hasMessage("site layer1.mlp.fwd: a calibration error sum of " + bad + " (sums are non-negative, +Inf where"
+              + " a plan does not apply): the checkpoint is corrupt");
+    }
     sites.restore(Map.of("layer0.attn.fwd", state.apply(2, good)));
     assertThat(sites.plan(ATTN0).describe()).startsWith("taco:").contains("g=128");
     assertThat(sites.plans()).as("listed as this run's once it has used the site").isEmpty();
