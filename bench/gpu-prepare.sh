@@ -3,7 +3,8 @@
 # jars, makes the .device bundle (../shared/tools/device-bundle.sh: a jlink'd Java 25 and the jars), pre-translates
 # every GPU kernel specialisation to CUDA C in .device/cuda/ (the bundle's runtime has no jdk.compiler; NVRTC compiles
 # them there at first use), adds the test classes with the JUnit console launcher and AssertJ (.device/test/, for
-# bench/gpu-tests.sh), and packs the JRE and the translated kernels (.device/jre.tar.xz, cuda.tar.xz), since the travelling tree must stay under 64 MiB.
+# bench/gpu-tests.sh), and packs the JRE and the translated kernels (.device/jre.tar.xz, cuda.tar.xz), since the
+# travelling tree must stay under 64 MiB.
 #   bash bench/gpu-prepare.sh        then carry .device; on the GPU machine: source bench/gpu-env.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
