@@ -45,5 +45,6 @@ tar -C .device -cJf .device/jre.tar.xz jre
 # the translated kernels are 9 MB of text (under 1 MB packed): the tracked tree and the bundle travel together
 tar -C .device -cJf .device/cuda.tar.xz cuda
 rm -rf .device/jre .device/cuda
-echo "bundle: $(( ($(du -sb .device | cut -f1) + $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)) >> 20 )) MiB" \
-  "with the tracked tree (what travels must stay under 64 MiB)"
+tracked=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
+echo "bundle: $(( ($(du -sb .device | cut -f1) + tracked) >> 20 )) MiB with the tracked tree (what travels must stay" \
+  "under 64 MiB)"
