@@ -16,7 +16,7 @@ _unpack jre && _unpack cuda || return 2
 source .device/env.sh
 export TACO_CACHE="${TACO_CACHE:-$PWD/.device/cache}" TACO_CUDA_DIR="$PWD/.device/cuda"
 # the sources the bundle's kernels were translated from (not the working tree, which may have moved on since)
-export TACO_KERNEL_SOURCES="$PWD/.device/src/tornado-kernels:$PWD/.device/src/runtime"
+export TACO_KERNEL_SOURCES="$PWD/.device/src/tornado-kernels:$PWD/.device/src/runtime:$PWD/.device/src/tornado-kernels-test"
 # the JUnit console launcher does not expand "dir/*": list every jar
 TEST_CP="$(ls -d "$PWD"/.device/test/*/ | grep -v /lib/$ | tr '\n' ':')$(ls "$PWD"/.device/test/lib/*.jar "$PWD"/.device/lib/*.jar | grep -v console-standalone | tr '\n' ':')"
 export TEST_CP

@@ -22,15 +22,18 @@ for m in tornado-kernels collective runtime bench; do cp -f "$m"/target/"$m"-*-S
 rm -f .device/lib/{pdfbox,pdfbox-io,fontbox,commons-math3,VectorGraphics2D,animated-gif-lib,graphics2d}-*.jar
 rm -rf .device/cache .device/cuda .device/test .device/src
 # one file per kernel specialisation, named by a key over the kernel's sources and the translator (KernelSources)
-"$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:collective/target/classes:runtime/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
-  dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java:runtime/src/main/java .device/cuda \
-  dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels dev.taco.kernels.gpu.GroupTwoShotKernels \
-  dev.taco.kernels.gpu.NcclFp8Kernels dev.taco.runtime.layers.LayerKernels
+# (with the test corpus's kernels that GPU tests run: SimtCorpus's tensor-core tile)
+"$JAVA_HOME/bin/java" -cp "tornado-kernels/target/classes:tornado-kernels/target/test-classes:collective/target/classes:runtime/target/classes:$(ls .device/lib/{jna,slf4j-api}-*.jar | tr '\n' ':')" \
+  dev.taco.kernels.cuda.KernelSources tornado-kernels/src/main/java:runtime/src/main/java:tornado-kernels/src/test/java \
+  .device/cuda dev.taco.kernels.gpu.TacoCudaSources dev.taco.kernels.gpu.TwoShotGpuKernels \
+  dev.taco.kernels.gpu.GroupTwoShotKernels dev.taco.kernels.gpu.NcclFp8Kernels dev.taco.runtime.layers.LayerKernels \
+  dev.taco.kernels.compiler.corpus.SimtCorpus
 # the kernel sources the pre-translated files' keys were computed from, so that on the GPU machine the keys come out the
 # same whatever the working tree travelling beside the bundle holds (bench/gpu-env.sh points TACO_KERNEL_SOURCES here)
 mkdir -p .device/src
 cp -r tornado-kernels/src/main/java .device/src/tornado-kernels
 cp -r runtime/src/main/java .device/src/runtime
+cp -r tornado-kernels/src/test/java .device/src/tornado-kernels-test
 mkdir -p .device/test/lib
 for m in tornado-kernels collective runtime bench; do
   [ -d "$m/target/test-classes" ] && cp -r "$m/target/test-classes" ".device/test/$m"

@@ -10,7 +10,7 @@ out="${1:-${OUT:-target/gpu-tests}}"; shift || true
 sel=("$@")
 if [ ${#sel[@]} -eq 0 ]; then
   sel=(--select-class dev.taco.kernels.cuda.CudaGpuTest --select-class dev.taco.kernels.cuda.TaskGraphGpuTest
-       --select-class dev.taco.kernels.cuda.CublasGpuTest --select-class dev.taco.kernels.gpu.GroupTwoShotFp4GpuTest
+       --select-class dev.taco.kernels.cuda.CublasGpuTest --select-class dev.taco.kernels.cuda.TensorCoreGpuTest --select-class dev.taco.kernels.gpu.GroupTwoShotFp4GpuTest
        --select-class dev.taco.collective.nccl.NcclGpuTest --select-class dev.taco.collective.nccl.NcclProcessGpuTest
        --select-class dev.taco.collective.device.DeviceCollectivesGpuTest
        --select-class dev.taco.collective.device.EmulatedTransportGpuTest

@@ -19,7 +19,14 @@ package dev.taco.kernels;
  *       ({@code v = v + shflXor(v, m)}, resp. {@code Math.max}); every lane gets the same, bit-identical result;
  *   <li>{@link #mmaBf16} = the tensor-core instruction {@code mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32}
  *       (PTX ISA, "Warp-level matrix multiply-accumulate", fragment layouts for {@code .m16n8k16} with {@code .bf16}),
- *       sm_80 and later: all 32 lanes must call it.
+ *       sm_80 and later: all 32 lanes must call it;
+ *   <li>{@link #ldmatrixX4}/{@link #ldmatrixX4Trans} = {@code ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16}
+ *       (PTX ISA, "Warp-level matrix load instruction: ldmatrix"), sm_75 and later: four 8×8 bf16 matrices from shared
+ *       memory into the fragment registers {@link #mmaBf16} takes, all 32 lanes calling;
+ *   <li>{@link #cpAsync16}, {@link #cpAsyncCommit}, {@link #cpAsyncWait} = {@code cp.async.cg.shared.global} of 16
+ *       bytes, {@code cp.async.commit_group}, {@code cp.async.wait_group N} (PTX ISA, "Data Movement and Conversion
+ *       Instructions: cp.async"), sm_80 and later (a plain copy before): a global-to-shared copy the thread does not
+ *       wait for until it asks to.
  * </ul>
  *
  * <p>On the JVM the exact emulator {@code dev.taco.kernels.cpu.SimtEmulator} supplies the implementation.
@@ -96,6 +103,53 @@ public abstract class KernelContext {
    * @param acc the accumulator array of this lane (4 elements from {@code accOff})
    */
   public abstract void mmaBf16(float[] acc, int accOff, int a0, int a1, int a2, int a3, int b0, int b1);
+
+  /**
+   * Warp-collective load of four 8×8 matrices of bf16 pairs from a shared array: lane {@code 8i + r} gives in
+   * {@code row} the index in {@code shared} of row {@code r} of matrix {@code i} (8 bf16 values = 4 ints, starting
+   * 16-byte aligned: {@code row % 4 == 0}); with {@code g = laneId() / 4}, {@code t = laneId() % 4},
+   * {@code frag[fragOff + i]} receives row {@code g}, values {@code 2t, 2t+1} of matrix {@code i} (the int
+   * {@code shared[rowOf(8i + g) + t]}). With the rows of a row-major 16×16 A tile given as matrices (rows 0-7, cols
+   * 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15), the four ints are {@link #mmaBf16}'s {@code a0..a3}. All 32 lanes
+   * must call it with the same shared array ({@link #allocateIntLocalArray}).
+   *
+   * @param frag this lane's fragment registers (a fixed-size local array indexed by constants after unrolling)
+   */
+  public abstract void ldmatrixX4(int[] frag, int fragOff, int[] shared, int row);
+
+  /**
+   * {@link #ldmatrixX4} with each matrix transposed: {@code frag[fragOff + i]} holds values {@code (2t, g)} (low half)
+   * and {@code (2t+1, g)} (high half) of matrix {@code i}, i.e. column {@code g} of rows {@code 2t, 2t+1}. With the
+   * rows of a row-major 16×8 B tile (k by n) given as matrices (k 0-7), (k 8-15), the first two ints are
+   * {@link #mmaBf16}'s {@code b0, b1}; a 16×16 B tile gives those of two products in one call.
+   */
+  public abstract void ldmatrixX4Trans(int[] frag, int fragOff, int[] shared, int row);
+
+  /**
+   * Starts copying 16 bytes, {@code global[src .. src + 8)} (bf16 values, two to an int, the lower-indexed in the low
+   * half), into {@code shared[dst .. dst + 4)}; the shared ints hold them only after a {@link #cpAsyncWait} that
+   * covers the copy's group (and, for other threads' copies, a {@link #barrier()} after it). {@code dst % 4 == 0},
+   * {@code src % 8 == 0} (16-byte aligned); {@code shared} must be a shared array.
+   */
+  public abstract void cpAsync16(int[] shared, int dst, short[] global, int src);
+
+  /** {@link #cpAsync16(int[], int, short[], int)} of four ints: {@code src % 4 == 0}. */
+  public abstract void cpAsync16(int[] shared, int dst, int[] global, int src);
+
+  /** {@link #cpAsync16(int[], int, short[], int)} of four floats: {@code dst % 4 == 0}, {@code src % 4 == 0}. */
+  public abstract void cpAsync16(float[] shared, int dst, float[] global, int src);
+
+  /**
+   * Closes this thread's copies started since the last commit into one group: the unit {@link #cpAsyncWait} waits for.
+   */
+  public abstract void cpAsyncCommit();
+
+  /**
+   * Waits until at most {@code pendingGroups} of this thread's committed groups are still in flight (the most recent
+   * ones): {@code 0} waits for all. {@code pendingGroups} must be a compile-time constant (a literal, a constant field
+   * or a {@code @Constant} parameter): PTX takes it as an immediate.
+   */
+  public abstract void cpAsyncWait(int pendingGroups);
 
   /** Sum of {@code v} over the warp, by the butterfly described in the class comment (same bits in every lane). */
   public final float warpReduceSum(float v) {

@@ -30,6 +30,9 @@ package dev.taco.kernels.compiler;
  *   <li>{@code j_exp2_approx}: {@code dev.taco.kernels.FastMath.exp2} as one {@code ex2.approx.ftz.f32}.
  *   <li>{@code j_warp_reduce_sum, j_warp_reduce_max}: the butterfly of {@code KernelContext.warpReduceSum/Max}
  *       with {@code __shfl_xor_sync} (CUDA C++ Programming Guide, "Warp Shuffle Functions").
+ *   <li>{@code j_ldmatrix_x4}, {@code j_cp_async16}, {@code j_cp_async_commit},
+ *       {@code j_cp_async_wait}: {@code KernelContext}'s {@code ldmatrix} and {@code cp.async} as inline PTX (PTX ISA,
+ *       "ldmatrix", "cp.async");
  *   <li>{@code j_mma_bf16}: {@code KernelContext.mmaBf16} as one inline-PTX {@code mma.sync.aligned.m16n8k16} (PTX ISA,
  *       "Warp-level matrix multiply-accumulate instructions").
  * </ul>
@@ -298,6 +301,66 @@ public final class CudaPrelude {
         std::abort();
       #else
         __trap();
+      #endif
+      }
+      // A shared-memory pointer as the 32-bit shared-window address ldmatrix and cp.async take (inline PTX: no reliance
+      // on __cvta_generic_to_shared, which NVRTC before 11.2 lacks).
+      #if defined(__CUDA_ARCH__)
+      JD unsigned j_smem_addr(const void* p) {
+        unsigned a;
+        asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+        return a;
+      }
+      #endif
+      // KernelContext.ldmatrixX4(Trans): four 8x8 b16 matrices from shared memory, row addresses from the warp's lanes
+      // (sm_75+); trans is a constant, so one asm remains. "memory": the shared stores before it must not move past it.
+      JD void j_ldmatrix_x4(int* r, int o, const int* s, int i, bool trans) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+        unsigned a = j_smem_addr(s + i);
+        if (trans) {
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+              : "=r"(r[o]), "=r"(r[o + 1]), "=r"(r[o + 2]), "=r"(r[o + 3]) : "r"(a) : "memory");
+        } else {
+          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+              : "=r"(r[o]), "=r"(r[o + 1]), "=r"(r[o + 2]), "=r"(r[o + 3]) : "r"(a) : "memory");
+        }
+      #elif defined(HOST_SHIM)
+        std::abort();
+      #else
+        __trap();
+      #endif
+      }
+      // KernelContext.cpAsync16/Commit/Wait: cp.async.cg of 16 bytes global -> shared (sm_80+; before, a plain copy,
+      // which the waits then need not cover). The wait's group count is an immediate: a switch that folds when the
+      // count is a constant; past 7 it waits for every group (waiting longer is always correct).
+      JD void j_cp_async16(void* d, const void* g) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        unsigned a = j_smem_addr(d);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(a), "l"(g) : "memory");
+      #else
+        *(uint4*)d = *(const uint4*)g;
+      #endif
+      }
+      JD void j_cp_async_commit() {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        asm volatile("cp.async.commit_group;" ::: "memory");
+      #endif
+      }
+      JD void j_cp_async_wait(int n) {
+      #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        switch (n) {
+          case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+          case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+          case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+          case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+          case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+          case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+          case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+          case 7: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+          default: asm volatile("cp.async.wait_group 0;" ::: "memory");
+        }
+      #else
+        (void)n;
       #endif
       }
       #undef JD

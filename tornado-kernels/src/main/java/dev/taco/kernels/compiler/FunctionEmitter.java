@@ -587,6 +587,15 @@ final class FunctionEmitter {
         }
         yield new Typed(c.append(')').toString(), TypeKind.VOID);
       }
+      case "ldmatrixX4", "ldmatrixX4Trans" -> new Typed("j_ldmatrix_x4(" + expr(args.get(0)).c() + ", "
+          + conv(expr(args.get(1)), TypeKind.INT) + ", " + expr(args.get(2)).c() + ", "
+          + conv(expr(args.get(3)), TypeKind.INT) + ", " + me.getSimpleName().contentEquals("ldmatrixX4Trans") + ")",
+          TypeKind.VOID);
+      case "cpAsync16" -> new Typed("j_cp_async16(" + expr(args.get(0)).c() + " + " + conv(expr(args.get(1)),
+          TypeKind.INT) + ", " + expr(args.get(2)).c() + " + " + conv(expr(args.get(3)), TypeKind.INT) + ")",
+          TypeKind.VOID);
+      case "cpAsyncCommit" -> new Typed("j_cp_async_commit()", TypeKind.VOID);
+      case "cpAsyncWait" -> new Typed("j_cp_async_wait(" + conv(expr(args.get(0)), TypeKind.INT) + ")", TypeKind.VOID);
       default -> throw unchecked(mi);
     };
   }

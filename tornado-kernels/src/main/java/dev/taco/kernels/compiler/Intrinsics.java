@@ -153,5 +153,8 @@ final class Intrinsics {
    * allocations only initialise a declaration at the top of a kernel).
    */
   static final Set<String> CONTEXT_METHODS = Set.of("barrier", "laneId", "shflXor", "warpReduceSum", "warpReduceMax",
-      "mmaBf16");
+      "mmaBf16", "ldmatrixX4", "ldmatrixX4Trans", "cpAsync16", "cpAsyncCommit", "cpAsyncWait");
+
+  /** The {@link dev.taco.kernels.KernelContext} methods that write an array argument (all, conservatively). */
+  static final Set<String> CONTEXT_WRITERS = Set.of("mmaBf16", "ldmatrixX4", "ldmatrixX4Trans", "cpAsync16");
 }

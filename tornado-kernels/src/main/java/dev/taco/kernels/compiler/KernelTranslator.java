@@ -173,7 +173,8 @@ public final class KernelTranslator {
     /**
      * Whether a call of {@code m} (a method with source) may write an array element: its body assigns one (any
      * array, its own local ones included: conservative), calls a void {@code dev.taco.kernels} intrinsic (each
-     * writes an array argument), {@code KernelContext.mmaBf16}, or a method that may. Such a call returning a value
+     * writes an array argument), a {@code KernelContext} method that writes one
+     * ({@link Intrinsics#CONTEXT_WRITERS}), or a method that may. Such a call returning a value
      * must not share an expression with other operands: Java evaluates them left to right, C++ in an unspecified
      * order (C++17 [expr.call]p8, [intro.execution]p10).
      */
@@ -196,7 +197,8 @@ public final class KernelTranslator {
       }
       String owner = ((TypeElement) callee.getEnclosingElement()).getQualifiedName().toString();
       return methods.containsKey(callee) ? writesMemory(callee)
-          : owner.equals(KernelContext.class.getName()) ? callee.getSimpleName().contentEquals("mmaBf16")
+          : owner.equals(KernelContext.class.getName())
+              ? Intrinsics.CONTEXT_WRITERS.contains(callee.getSimpleName().toString())
               : owner.startsWith("dev.taco.kernels.") && callee.getReturnType().getKind() == TypeKind.VOID;
     }
 
@@ -205,7 +207,7 @@ public final class KernelTranslator {
      * method with source, whether its body (or a call in it) may write that parameter's elements; for an intrinsic
      * that may write ({@link #writesMemory(Source, MethodInvocationTree)}), by the intrinsics' convention: a
      * {@code dev.taco.kernels} {@code load*(from, at, into ...)} writes its array arguments after the first, any other
-     * ({@code store*}, {@code put*}) its first; {@code KernelContext.mmaBf16} every array argument.
+     * ({@code store*}, {@code put*}) its first; a {@code KernelContext} writer every array argument.
      */
     boolean writesArgument(Source s, MethodInvocationTree mi, int index) {
       if (!writesMemory(s, mi)) {

@@ -22,6 +22,10 @@ import java.util.concurrent.TimeoutException;
  * payloads survive as on the GPU. A tensor-core
  * {@link KernelContext#mmaBf16} gathers the warp's fragments the same way (write, wait, read every lane's, wait) and
  * computes this lane's four outputs from them, each as the 16 exact products and C added in float64 and rounded once.
+ * {@link KernelContext#ldmatrixX4} gathers the warp's row indices the same way and checks that every lane names the
+ * same shared array and 16-byte aligned rows. {@link KernelContext#cpAsync16} copies nothing until the thread's
+ * {@link KernelContext#cpAsyncWait} covers its group (a copy never waited for never lands), so a kernel that reads a
+ * copy's destination too early reads garbage here, as it may on the GPU.
  *
  * <p>What is exact: everything the kernel computes with Java arithmetic, in any interleaving allowed by the
  * barriers. What is not modelled: data races (a kernel that reads shared memory written by another thread
@@ -114,6 +118,8 @@ public final class SimtEmulator {
     final int[][] warpSlots;
     /** Per warp, per lane: the six fragment registers of an {@code mmaBf16} (a0..a3, b0, b1). */
     final int[][] mmaSlots;
+    /** Per warp, per lane: the shared array an {@code ldmatrix} reads (its row index goes in {@link #warpSlots}). */
+    final Object[][] matrixSlots;
     final List<Object> shared = new ArrayList<>();
     private static final String EVERY_THREAD = "every thread must reach every barrier (no return before one; on a GPU this hangs or corrupts)";
     /** The first thread of the block that returned, or -1. */
@@ -126,6 +132,7 @@ public final class SimtEmulator {
       warpBarriers = new CyclicBarrier[warps];
       warpSlots = new int[warps][KernelContext.WARP_SIZE];
       mmaSlots = new int[warps][6 * KernelContext.WARP_SIZE];
+      matrixSlots = new Object[warps][KernelContext.WARP_SIZE];
       for (int w = 0; w < warps; w++) {
         warpBarriers[w] = new CyclicBarrier(Math.min(KernelContext.WARP_SIZE, size - w * KernelContext.WARP_SIZE));
       }
@@ -167,6 +174,12 @@ public final class SimtEmulator {
       }
     }
 
+    /** Whether {@code a} is one of this block's shared arrays. */
+    synchronized boolean isShared(Object a) {
+      for (Object o : shared) if (o == a) return true;
+      return false;
+    }
+
     synchronized Object shared(int index, Object fresh) {
       if (index < shared.size()) {
         return shared.get(index);
@@ -180,6 +193,9 @@ public final class SimtEmulator {
   private static final class Context extends KernelContext {
     private final Block block;
     private int allocations;
+    /** This thread's {@code cp.async} copies: committed groups, oldest first, then the open one. */
+    private final java.util.ArrayDeque<List<Runnable>> committed = new java.util.ArrayDeque<>();
+    private List<Runnable> open = new ArrayList<>();
 
     Context(Block block, int localIdx, int groupIdx, int numGroups) {
       super(localIdx, groupIdx, block.size, numGroups);
@@ -253,6 +269,102 @@ public final class SimtEmulator {
       }
       await(block, block.warpBarriers[warp], "mmaBf16");
       System.arraycopy(d, 0, acc, accOff, 4);
+    }
+
+    @Override
+    public void ldmatrixX4(int[] frag, int fragOff, int[] shared, int row) {
+      ldmatrix(frag, fragOff, shared, row, false);
+    }
+
+    @Override
+    public void ldmatrixX4Trans(int[] frag, int fragOff, int[] shared, int row) {
+      ldmatrix(frag, fragOff, shared, row, true);
+    }
+
+    private void ldmatrix(int[] frag, int fragOff, int[] shared, int row, boolean trans) {
+      String what = trans ? "ldmatrixX4Trans" : "ldmatrixX4";
+      int warp = localIdx / WARP_SIZE;
+      if (warp * WARP_SIZE + WARP_SIZE > block.size) {
+        throw new IllegalStateException(what + " needs a whole warp; the block of " + block.size + " threads has none");
+      }
+      int lane = laneId();
+      int[] rows = block.warpSlots[warp];
+      Object[] arrays = block.matrixSlots[warp];
+      rows[lane] = row;
+      arrays[lane] = shared;
+      await(block, block.warpBarriers[warp], what);
+      for (int l = 0; l < WARP_SIZE; l++) {
+        if (arrays[l] != shared) {
+          throw new IllegalStateException(what + ": lanes " + lane + " and " + l + " name different arrays");
+        }
+        if (rows[l] % 4 != 0 || rows[l] < 0 || rows[l] + 4 > shared.length) {
+          throw new IllegalStateException(what + ": lane " + l + "'s row at int " + rows[l] + " is not 16-byte aligned"
+              + " inside the shared array of " + shared.length + " ints");
+        }
+      }
+      if (!block.isShared(shared)) {
+        throw new IllegalStateException(
+            what + " reads shared memory: the array is not one of the block's shared arrays");
+      }
+      int g = lane >> 2, t = lane & 3;
+      int[] got = new int[4];
+      for (int i = 0; i < 4; i++) {
+        if (!trans) {
+          got[i] = shared[rows[8 * i + g] + t];
+        } else { // column g of rows 2t and 2t+1: value g of a row is half g % 2 of its int g / 2
+          int lo = shared[rows[8 * i + 2 * t] + g / 2], hi = shared[rows[8 * i + 2 * t + 1] + g / 2];
+          got[i] = (g & 1) == 0 ? (lo & 0xFFFF) | (hi << 16) : (lo >>> 16) | (hi & 0xFFFF0000);
+        }
+      }
+      await(block, block.warpBarriers[warp], what);
+      System.arraycopy(got, 0, frag, fragOff, 4);
+    }
+
+    @Override
+    public void cpAsync16(int[] shared, int dst, short[] global, int src) {
+      checkCopy(shared, dst, src % 8 == 0, src);
+      int[] v = new int[4];
+      open.add(() -> {
+        for (int i = 0; i < 4; i++) v[i] = global[src + 2 * i] & 0xFFFF | global[src + 2 * i + 1] << 16;
+        System.arraycopy(v, 0, shared, dst, 4);
+      });
+    }
+
+    @Override
+    public void cpAsync16(int[] shared, int dst, int[] global, int src) {
+      checkCopy(shared, dst, src % 4 == 0, src);
+      open.add(() -> System.arraycopy(global, src, shared, dst, 4));
+    }
+
+    @Override
+    public void cpAsync16(float[] shared, int dst, float[] global, int src) {
+      checkCopy(shared, dst, src % 4 == 0, src);
+      open.add(() -> System.arraycopy(global, src, shared, dst, 4));
+    }
+
+    private void checkCopy(Object shared, int dst, boolean srcAligned, int src) {
+      if (dst % 4 != 0 || !srcAligned) {
+        throw new IllegalStateException(
+            "cpAsync16: destination " + dst + " or source " + src + " is not 16-byte aligned");
+      }
+      if (!block.isShared(shared)) {
+        throw new IllegalStateException("cpAsync16 writes shared memory: the destination is not one of the block's"
+            + " shared arrays");
+      }
+    }
+
+    @Override
+    public void cpAsyncCommit() {
+      committed.addLast(open);
+      open = new ArrayList<>();
+    }
+
+    @Override
+    public void cpAsyncWait(int pendingGroups) {
+      if (pendingGroups < 0) throw new IllegalStateException("cpAsyncWait(" + pendingGroups + "): must be >= 0");
+      while (committed.size() > pendingGroups) {
+        for (Runnable copy : committed.removeFirst()) copy.run();
+      }
     }
 
     /** A[row][k] of an m16n8k16 product from the warp's fragments (see {@link KernelContext#mmaBf16}). */

@@ -113,6 +113,41 @@ public final class TaskGraph implements KernelTasks<TaskGraph> {
       throw placeholder();
     }
 
+    @Override
+    public void ldmatrixX4(int[] frag, int fragOff, int[] shared, int row) {
+      throw placeholder();
+    }
+
+    @Override
+    public void ldmatrixX4Trans(int[] frag, int fragOff, int[] shared, int row) {
+      throw placeholder();
+    }
+
+    @Override
+    public void cpAsync16(int[] shared, int dst, short[] global, int src) {
+      throw placeholder();
+    }
+
+    @Override
+    public void cpAsync16(int[] shared, int dst, int[] global, int src) {
+      throw placeholder();
+    }
+
+    @Override
+    public void cpAsync16(float[] shared, int dst, float[] global, int src) {
+      throw placeholder();
+    }
+
+    @Override
+    public void cpAsyncCommit() {
+      throw placeholder();
+    }
+
+    @Override
+    public void cpAsyncWait(int pendingGroups) {
+      throw placeholder();
+    }
+
     private UnsupportedOperationException placeholder() {
       return new UnsupportedOperationException("TaskGraph.KERNEL_CONTEXT is a placeholder for a task's KernelContext "
           + "parameter; run the kernel on the JVM with SimtEmulator");

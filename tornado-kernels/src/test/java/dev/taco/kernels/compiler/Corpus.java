@@ -41,7 +41,7 @@ final class Corpus {
   static List<KernelRequest> allKernels() {
     List<KernelRequest> all = new java.util.ArrayList<>();
     SEMANTICS.keySet().stream().sorted().forEach(k -> all.add(KernelRequest.of(SemanticsCorpus.class, k)));
-    for (String k : List.of("blockSum", "blockReverse", "warpHadamard")) {
+    for (String k : List.of("blockSum", "blockReverse", "warpHadamard", "tensorCoreTile")) {
       all.add(KernelRequest.of(SimtCorpus.class, k));
     }
     all.add(KernelRequest.of(SimtCorpus.class, "compressWarp", Map.of("vals", 8)));

@@ -130,6 +130,12 @@ class KernelTranslatorTest {
         .contains("#pragma unroll\n      for (int j = i; j < j_add(i, h); j = j_add(j, 1)) {")
         .contains("__shfl_xor_sync(0xffffffffu, v[j], m)").contains("amax = j_warp_reduce_max(amax);")
         .contains("j_load_bf16x8(x, base, v);").contains("j_store_bytes8(q, base, w);");
+    String tile = translate(SimtCorpus.class, "tensorCoreTile", Map.of());
+    assertThat(tile).contains("__shared__ __align__(16) int sa[128];")
+        .containsPattern("j_cp_async16\\(sa \\+ .*, a \\+ .*\\);").contains("j_cp_async_commit();")
+        .contains("j_cp_async_wait(0);").containsPattern("j_ldmatrix_x4\\(fa, 0, sa, .*, false\\);")
+        .containsPattern("j_ldmatrix_x4\\(fb, 0, sb, .*, true\\);")
+        .contains("j_mma_bf16(acc, 0, fa[0], fa[1], fa[2], fa[3], fb[0], fb[1]);");
   }
 
   @Test

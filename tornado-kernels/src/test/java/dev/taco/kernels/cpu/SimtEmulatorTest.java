@@ -219,4 +219,132 @@ class SimtEmulatorTest {
     assertThatThrownBy(() -> SimtEmulator.launch(1, 16, ctx -> ctx.mmaBf16(new float[4], 0, 0, 0, 0, 0, 0, 0)))
         .hasMessageContaining("mmaBf16 needs a whole warp");
   }
+
+  /**
+   * {@code SimtCorpus.tensorCoreTile}: operands staged by {@code cpAsync16}, loaded by {@code ldmatrixX4} and
+   * {@code ldmatrixX4Trans}, multiplied by {@code mmaBf16}, against a float64 product (fresh random inputs, three
+   * blocks: each reads its own tiles).
+   */
+  @Test
+  void cpAsyncAndLdmatrixFeedTheTensorCoreProduct() {
+    long seed = System.nanoTime();
+    Random rnd = new Random(seed);
+    int blocks = 3;
+    short[] a = SimtCorpus.randomBf16(rnd, 256 * blocks), b = SimtCorpus.randomBf16(rnd, 128 * blocks);
+    float[] c = new float[128 * blocks];
+    java.util.Arrays.fill(c, Float.NaN);
+    SimtEmulator.launch(blocks, 32, ctx -> SimtCorpus.tensorCoreTile(ctx, a, b, c));
+    for (int blk = 0; blk < blocks; blk++) {
+      for (int r = 0; r < 16; r++) {
+        for (int col = 0; col < 8; col++) {
+          double ref = SimtCorpus.tensorCoreTileReference(a, b, blk, r, col);
+          assertThat((double) c[128 * blk + r * 8 + col]).as("block %d C[%d][%d], seed %d", blk, r, col, seed)
+              .isCloseTo(ref, org.assertj.core.data.Offset.offset(1e-6 * Math.max(1, Math.abs(ref))));
+        }
+      }
+    }
+  }
+
+  /**
+   * {@code ldmatrixX4}'s and {@code ldmatrixX4Trans}'s fragments, against the PTX layout written out here: four 8×8
+   * matrices of random 16-bit values at random 16-byte aligned rows of a shared array.
+   */
+  @Test
+  void ldmatrixGivesEachLaneItsRowOrColumnPair() {
+    long seed = System.nanoTime();
+    Random rnd = new Random(seed);
+    int[] tile = new int[256];
+    for (int i = 0; i < tile.length; i++) tile[i] = rnd.nextInt();
+    int[] rowOf = new int[32]; // lane 8i + r: the int index of row r of matrix i
+    for (int l = 0; l < 32; l++) rowOf[l] = 4 * rnd.nextInt(64);
+    int[][] got = new int[32][8];
+    SimtEmulator.launch(1, 32, ctx -> {
+      int[] s = ctx.allocateIntLocalArray(256);
+      for (int i = ctx.localIdx; i < 256; i += 32) s[i] = tile[i];
+      ctx.barrier();
+      int[] f = new int[8];
+      ctx.ldmatrixX4(f, 0, s, rowOf[ctx.laneId()]);
+      ctx.ldmatrixX4Trans(f, 4, s, rowOf[ctx.laneId()]);
+      got[ctx.laneId()] = f;
+    });
+    for (int l = 0; l < 32; l++) {
+      int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; i++) {
+        assertThat(got[l][i]).as("lane %d matrix %d, seed %d", l, i, seed).isEqualTo(tile[rowOf[8 * i + g] + t]);
+        int lo = value(tile, rowOf[8 * i + 2 * t], g), hi = value(tile, rowOf[8 * i + 2 * t + 1], g);
+        assertThat(got[l][4 + i]).as("lane %d matrix %d transposed, seed %d", l, i, seed)
+            .isEqualTo(lo | hi << 16);
+      }
+    }
+  }
+
+  /** The 16-bit value {@code col} (0..7) of the row of 16-bit pairs starting at int {@code row} of {@code s}. */
+  private static int value(int[] s, int row, int col) {
+    return (s[row + col / 2] >>> (16 * (col % 2))) & 0xFFFF;
+  }
+
+  @Test
+  void ldmatrixRefusesWhatTheHardwareCannotDo() {
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 32, ctx -> {
+      int[] s = ctx.allocateIntLocalArray(64);
+      ctx.ldmatrixX4(new int[4], 0, s, ctx.laneId() == 5 ? 2 : 0);
+    })).hasMessageContaining("lane 5's row at int 2 is not 16-byte aligned");
+    int[] global = new int[64];
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 32, ctx -> ctx.ldmatrixX4(new int[4], 0, global, 0)))
+        .hasMessageContaining("not one of the block's shared arrays");
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 32, ctx -> {
+      int[] s0 = ctx.allocateIntLocalArray(64), s1 = ctx.allocateIntLocalArray(64);
+      ctx.ldmatrixX4Trans(new int[4], 0, ctx.laneId() < 16 ? s0 : s1, 0);
+    })).hasMessageContaining("name different arrays");
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 16, ctx -> {
+      int[] s = ctx.allocateIntLocalArray(64);
+      ctx.ldmatrixX4(new int[4], 0, s, 0);
+    })).hasMessageContaining("ldmatrixX4 needs a whole warp");
+  }
+
+  /**
+   * A {@code cpAsync16} lands only when a {@code cpAsyncWait} covers its group: before it (and for a copy never
+   * committed) the shared ints still hold garbage; {@code cpAsyncWait(1)} lands all but the newest group.
+   */
+  @Test
+  void cpAsyncLandsWhenItsGroupIsWaitedFor() {
+    int[] src = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    int[][] seen = new int[1][];
+    SimtEmulator.launch(1, 1, ctx -> {
+      int[] s = ctx.allocateIntLocalArray(12);
+      int[] at = new int[6];
+      ctx.cpAsync16(s, 0, src, 0);
+      ctx.cpAsyncCommit();
+      at[0] = s[0]; // too early
+      ctx.cpAsync16(s, 4, src, 4);
+      ctx.cpAsyncCommit();
+      ctx.cpAsync16(s, 8, src, 8); // never committed
+      ctx.cpAsyncWait(1);
+      at[1] = s[0];
+      at[2] = s[4];
+      ctx.cpAsyncWait(0);
+      at[3] = s[7];
+      at[4] = s[8];
+      at[5] = s[3];
+      seen[0] = at;
+    });
+    assertThat(seen[0]).containsExactly(SimtEmulator.GARBAGE, 1, SimtEmulator.GARBAGE, 8, SimtEmulator.GARBAGE, 4);
+    short[] bf = {1, 2, (short) 0xFFFF, 4, 5, 6, 7, (short) 0x8000};
+    int[][] pairs = new int[1][];
+    SimtEmulator.launch(1, 1, ctx -> {
+      int[] s = ctx.allocateIntLocalArray(4);
+      ctx.cpAsync16(s, 0, bf, 0);
+      ctx.cpAsyncCommit();
+      ctx.cpAsyncWait(0);
+      pairs[0] = new int[] {s[0], s[1], s[2], s[3]};
+    });
+    assertThat(pairs[0]).as("bf16 pairs, the lower index in the low half")
+        .containsExactly(0x00020001, 0x0004FFFF, 0x00060005, 0x80000007);
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 1, ctx -> ctx.cpAsync16(ctx.allocateIntLocalArray(8), 2, src, 0)))
+        .hasMessageContaining("destination 2 or source 0 is not 16-byte aligned");
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 1, ctx -> ctx.cpAsync16(ctx.allocateIntLocalArray(8), 0, bf, 4)))
+        .hasMessageContaining("is not 16-byte aligned");
+    assertThatThrownBy(() -> SimtEmulator.launch(1, 1, ctx -> ctx.cpAsync16(new float[8], 0, new float[8], 0)))
+        .hasMessageContaining("the destination is not one of the block's shared arrays");
+  }
 }

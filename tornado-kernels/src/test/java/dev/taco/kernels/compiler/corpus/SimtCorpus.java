@@ -13,6 +13,11 @@ import dev.taco.kernels.Vec16;
 public final class SimtCorpus {
   private SimtCorpus() {}
 
+  /** The kernels a GPU machine runs from this corpus ({@code bench/gpu-prepare.sh} pre-translates them). */
+  public static java.util.List<dev.taco.kernels.compiler.KernelRequest> kernels() {
+    return java.util.List.of(dev.taco.kernels.compiler.KernelRequest.of(SimtCorpus.class, "tensorCoreTile"));
+  }
+
   /** Threads per block these kernels assume. */
   public static final int BLOCK = 128;
   /** Values per lane in the warp kernels. */
@@ -148,5 +153,57 @@ public final class SimtCorpus {
     if (lane == 0) {
       scales[g] = amax / 448f;
     }
+  }
+
+  /**
+   * One warp, one tensor-core product {@code c = a·b} (a 16×16, b 16×8, bf16 bits row-major; c 16×8 float32
+   * row-major) per block, the operands staged through shared memory as a kernel author would: each lane starts a
+   * 16-byte {@code cpAsync16} of its part of the tiles, waits, meets the others at a barrier, loads A's fragments with
+   * {@code ldmatrixX4} and B's with {@code ldmatrixX4Trans} (its upper two matrices repeat the lower two), and
+   * multiplies with {@code mmaBf16}. Block {@code b} reads {@code a[256b ..]}, {@code b[128b ..]}, writes
+   * {@code c[128b ..]}. Blocks of 32 threads.
+   */
+  @Kernel
+  public static void tensorCoreTile(KernelContext ctx, short[] a, short[] b, float[] c) {
+    int[] sa = ctx.allocateIntLocalArray(128);
+    int[] sb = ctx.allocateIntLocalArray(64);
+    int lane = ctx.laneId();
+    int blk = ctx.groupIdx;
+    ctx.cpAsync16(sa, 4 * lane, a, 256 * blk + 8 * lane);
+    if (lane < 16) {
+      ctx.cpAsync16(sb, 4 * lane, b, 128 * blk + 8 * lane);
+    }
+    ctx.cpAsyncCommit();
+    ctx.cpAsyncWait(0);
+    ctx.barrier();
+    int i = lane >> 3, r = lane & 7;
+    int[] fa = new int[4];
+    int[] fb = new int[4];
+    ctx.ldmatrixX4(fa, 0, sa, ((i & 1) * 8 + r) * 8 + (i >> 1) * 4);
+    ctx.ldmatrixX4Trans(fb, 0, sb, ((i & 1) * 8 + r) * 4);
+    float[] acc = new float[4];
+    ctx.mmaBf16(acc, 0, fa[0], fa[1], fa[2], fa[3], fb[0], fb[1]);
+    int g = lane >> 2, t = lane & 3;
+    c[128 * blk + g * 8 + 2 * t] = acc[0];
+    c[128 * blk + g * 8 + 2 * t + 1] = acc[1];
+    c[128 * blk + (g + 8) * 8 + 2 * t] = acc[2];
+    c[128 * blk + (g + 8) * 8 + 2 * t + 1] = acc[3];
+  }
+
+  /** Random bf16 bits (Gaussian values) for {@link #tensorCoreTile}: {@code n} of them. */
+  public static short[] randomBf16(java.util.Random rnd, int n) {
+    short[] v = new short[n];
+    for (int i = 0; i < n; i++) v[i] = dev.taco.kernels.Bf16.encode((float) rnd.nextGaussian());
+    return v;
+  }
+
+  /** {@link #tensorCoreTile}'s {@code c[128 blk + 8 r + col]} in float64 (the reference its tests compare with). */
+  public static double tensorCoreTileReference(short[] a, short[] b, int blk, int r, int col) {
+    double sum = 0;
+    for (int k = 0; k < 16; k++) {
+      sum += (double) dev.taco.kernels.Bf16.decode(a[256 * blk + r * 16 + k])
+          * dev.taco.kernels.Bf16.decode(b[128 * blk + k * 8 + col]);
+    }
+    return sum;
   }
 }
