@@ -388,18 +388,23 @@ public final class GroupTwoShotKernels {
       }
     }
     float[] a = new float[2];
+    float[] inv = new float[2];
     for (int k = 0; k < 2; k++) {
       int gi = col / g + k;
       if (k * g < TacoGpuKernels.V && gi < ng) {
         float s = GroupKernels.putScale(body, GroupKernels.scaleAt(0, rows, row * ng + gi, kind),
             Float.intBitsToFloat(m[k]), rowMax, kind);
         a[k] = s;
+        inv[k] = kind == GroupKernels.MXFP4 ? 1f / s : 0f;
       }
     }
     long lo = 0;
     long hi = 0;
     for (int j = 0; j < TacoGpuKernels.V; j++) {
-      long q = GroupKernels.quantise(v[j], a[j / g], 1f, kind) & 0xF;
+      // MXFP4's scale is a power of two from 2^-127 to 2^126, so 1/a is exact and v * (1/a) is v / a bit for bit
+      // (one rounding of the same real number; |v / a| < 8 cannot overflow): a multiply instead of a division a value
+      long q = (kind == GroupKernels.MXFP4 ? GroupKernels.quantise(v[j] * inv[j / g], 1f, 1f, kind)
+          : GroupKernels.quantise(v[j], a[j / g], 1f, kind)) & 0xF;
       if (j < 16) {
         lo |= q << (4 * j);
       } else {

@@ -122,6 +122,33 @@ class GroupTwoShotFp4Test {
     assertOutput(expected, outB, outF, bf16, why + ": decompressed");
   }
 
+  /**
+   * MXFP4's compress multiplies by the reciprocal of its power-of-two scale where the CPU codec divides: the same bits
+   * across E8M0's range, blocks of subnormal values (scale 2^-127, reciprocal 2^127) up to the largest the codec takes
+   * (2^119), each block a different magnitude, with and without the rotation.
+   */
+  @Test
+  void mxfp4ScalesAtTheEndsOfTheirRangeGiveTheCodecsBits() {
+    for (boolean hadamard : new boolean[] {true, false}) {
+      int cols = 320; // ten blocks of 32
+      long seed = seed(GroupKernels.MXFP4, hadamard ? 1 : 0, 320);
+      Random rnd = new Random(seed);
+      float[] x = input(rnd, cols, 32, false);
+      int[] exponents = {-149, -140, -127, -126, -100, 0, 60, 100, 110, 117}; // the codec takes |x| <= 2^119
+      for (int r = ROW0; r < ROW0 + REAL; r++) {
+        for (int c = 0; c < cols; c++) {
+          x[r * cols + c] = Math.scalb((float) (rnd.nextGaussian() * 0.4), exponents[c / 32]);
+        }
+      }
+      AbstractCodec codec = codec(GroupKernels.MXFP4, hadamard);
+      byte[] body = new byte[(int) GroupTwoShotKernels.fp4BodyBytes(ROWS, cols, GroupKernels.MXFP4, hadamard)];
+      SimtEmulator.launch(ROWS, GroupTwoShotKernels.fp4Threads(cols, GroupKernels.MXFP4),
+          ctx -> GroupTwoShotKernels.compressFp4(ctx, NO_SHORTS, x, body, ROW0, REAL, ROWS, cols, GroupKernels.MXFP4,
+              hadamard, false));
+      assertThat(body).as("seed %d hadamard %s", seed, hadamard).isEqualTo(cpuBody(codec, chunk(x, cols), cols));
+    }
+  }
+
   /** NaN and +-Inf (rows of them, and lone ones in blocks that are otherwise rotated) go as the marker code. */
   @Test
   void nonFiniteValuesAreSentAsTheCodecsSendThemUnderPropagate() {
