@@ -45,7 +45,7 @@ class TensorCoreGpuTest {
         for (int col = 0; col < 8; col++) {
           double ref = SimtCorpus.tensorCoreTileReference(a, b, blk, r, col);
           int i = 128 * blk + r * 8 + col;
-          double tol = 1e-6 * Math.max(1, Math.abs(ref));
+          double tol = 1e-5 * Math.max(1, Math.abs(ref)); // the tensor cores sum with their own rounding
           assertThat((double) gpu[i]).as("block %d C[%d][%d] on the GPU, seed %d", blk, r, col, seed)
               .isCloseTo(ref, org.assertj.core.data.Offset.offset(tol));
           assertThat((double) gpu[i]).as("against the emulator").isCloseTo(emulated[i],
