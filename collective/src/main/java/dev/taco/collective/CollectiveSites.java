@@ -780,10 +780,11 @@ public final class CollectiveSites {
       }
       int best = auto ? fastest(rows, cols) : -1;
       int layout = auto ? -1 : layout(errors);
+      double bar = auto ? 0 : layoutMin(errors, layout) * 1.01;
       // within the layout, among the plans within 1 % of its lowest error, take the cheapest: fewest bytes on the wire
       // for this shape, then no Hadamard transform
       for (int i = 0; i < errors.length && !auto; i++) {
-        if (i % LAYOUTS.length != layout || !(errors[i] <= layoutMin(errors, layout) * 1.01)) continue;
+        if (i % LAYOUTS.length != layout || !(errors[i] <= bar)) continue;
         if (best < 0 || cheaper(i, best, rows, cols)) best = i;
       }
       adopt(best);
@@ -848,9 +849,13 @@ public final class CollectiveSites {
    */
   static int layout(double[] errors) {
     int layout = 0;
+    double bar = layoutMin(errors, 0) * (1 - LAYOUT_GAIN), best = layoutMin(errors, 0);
     for (int l = 1; l < LAYOUTS.length; l++) {
       double m = layoutMin(errors, l);
-      if (m <= layoutMin(errors, 0) * (1 - LAYOUT_GAIN) && m < layoutMin(errors, layout)) layout = l;
+      if (m <= bar && m < best) {
+        layout = l;
+        best = m;
+      }
     }
     return layout;
   }
